@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "BearerProxy",
+    products: [
+        .executable(name: "bearer-proxy", targets: ["bearer-proxy"]),
+        .executable(name: "bearer-bench", targets: ["bearer-bench"]),
+    ],
+    targets: [
+        .target(name: "CBearerLinux"),
+        .target(name: "BearerCore"),
+        .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
+        .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux"]),
+        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
+        .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
+        .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
+        .executableTarget(
+            name: "bearer-bench",
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerMocks"],
+            path: "bench"
+        ),
+        .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore"]),
+        .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
+        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO"]),
+        .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

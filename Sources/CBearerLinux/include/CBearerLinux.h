@@ -1,0 +1,65 @@
+// What Glibc's Swift module does not export: epoll, eventfd, accept4, a few constants as values.
+// Header-only and logic-free: every function is a one-line forward to libc.
+#ifndef C_BEARER_LINUX_H
+#define C_BEARER_LINUX_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <errno.h>
+#include <stdint.h>
+
+static inline int cbl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+static inline int cbl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event event;
+    event.events = events;
+    event.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+static inline int cbl_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    return epoll_wait(epfd, events, maxevents, timeout);
+}
+static inline uint32_t cbl_epoll_event_events(const struct epoll_event *event) { return event->events; }
+static inline uint64_t cbl_epoll_event_data(const struct epoll_event *event) { return event->data.u64; }
+static inline size_t cbl_epoll_event_size(void) { return sizeof(struct epoll_event); }
+
+static const uint32_t CBL_EPOLLIN = EPOLLIN;
+static const uint32_t CBL_EPOLLOUT = EPOLLOUT;
+static const uint32_t CBL_EPOLLERR = EPOLLERR;
+static const uint32_t CBL_EPOLLHUP = EPOLLHUP;
+static const uint32_t CBL_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t CBL_EPOLLEXCLUSIVE = EPOLLEXCLUSIVE;
+static const int CBL_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
+static const int CBL_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
+static const int CBL_EPOLL_CTL_DEL = EPOLL_CTL_DEL;
+
+static inline int cbl_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+static inline int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
+    return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+static inline int cbl_socket(int domain, int type) {
+    return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+static inline int cbl_socket_blocking(int domain, int type) {
+    return socket(domain, type | SOCK_CLOEXEC, 0);
+}
+
+static const int CBL_SOCK_STREAM = SOCK_STREAM;
+static const int CBL_MSG_NOSIGNAL = MSG_NOSIGNAL;
+static const int CBL_TCP_NODELAY = TCP_NODELAY;
+static const int CBL_IPPROTO_TCP = IPPROTO_TCP;
+static const int CBL_SHUT_WR = SHUT_WR;
+static const int CBL_LOCK_EX = LOCK_EX;
+static const int CBL_LOCK_UN = LOCK_UN;
+
+#endif

@@ -1,0 +1,2 @@
+// The bearer-proxy executable: see Sources/BearerProxy.
+print("bearer-proxy")

@@ -1,0 +1,91 @@
+import Testing
+
+@testable import BearerCore
+
+@Suite struct ByteBufferTests {
+    @Test func writesAndReadsBackBytes() {
+        var buffer = ByteBuffer()
+        buffer.writeStaticString("GET ")
+        buffer.writeString("/v1/items")
+        buffer.writeByte(0x20)
+        buffer.writeBytes(Array("HTTP/1.1".utf8))
+        #expect(String(decoding: buffer.readableBytesArray, as: UTF8.self) == "GET /v1/items HTTP/1.1")
+        #expect(buffer.readBytes(4) == Array("GET ".utf8))
+        #expect(buffer.readableBytes == 18)
+    }
+
+    @Test(arguments: [
+        (0, "0"), (7, "7"), (10, "10"), (1234567890, "1234567890"), (Int.max, String(Int.max)),
+    ])
+    func writesDecimal(value: Int, expected: String) {
+        var buffer = ByteBuffer()
+        buffer.writeDecimal(value)
+        #expect(String(decoding: buffer.readableBytesArray, as: UTF8.self) == expected)
+    }
+
+    @Test(arguments: [(0, "0"), (10, "a"), (255, "ff"), (4096, "1000"), (Int.max, "7fffffffffffffff")])
+    func writesHexadecimal(value: Int, expected: String) {
+        var buffer = ByteBuffer()
+        buffer.writeHexadecimal(value)
+        #expect(String(decoding: buffer.readableBytesArray, as: UTF8.self) == expected)
+    }
+
+    @Test func compactsBeforeGrowing() {
+        var buffer = ByteBuffer(capacity: 16)
+        buffer.writeBytes(Array(repeating: 1, count: 12))
+        buffer.moveReaderIndex(forwardBy: 10)
+        buffer.reserveWritable(10)
+        #expect(buffer.capacity == 16)
+        #expect(buffer.readerIndex == 0)
+        #expect(buffer.readableBytesArray == [1, 1])
+    }
+
+    @Test func resetsIndicesWhenFullyRead() {
+        var buffer = ByteBuffer()
+        buffer.writeString("abc")
+        buffer.moveReaderIndex(forwardBy: 3)
+        #expect(buffer.readerIndex == 0 && buffer.writerIndex == 0)
+    }
+
+    @Test func fillsWritableTailThroughClosure() {
+        var buffer = ByteBuffer()
+        let written = buffer.writeWithUnsafeMutableBytes(minimumWritable: 100) { tail in
+            #expect(tail.count >= 100)
+            tail[0] = 42
+            tail[1] = 43
+            return 2
+        }
+        #expect(written == 2)
+        #expect(buffer.readableBytesArray == [42, 43])
+    }
+}
+
+@Suite struct SecretTests {
+    @Test func neverPrintsItsValue() {
+        let secret = Secret("tok-very-secret")
+        #expect("\(secret)" == "<redacted>")
+        #expect(String(describing: secret) == "<redacted>")
+        #expect(String(reflecting: secret) == "<redacted>")
+        var dumped = ""
+        dump(secret, to: &dumped)
+        #expect(!dumped.contains("tok-very-secret"))
+        #expect(secret.reveal() == "tok-very-secret")
+    }
+}
+
+@Suite struct LoggerTests {
+    @Test func formatsLogfmtLinesAndFiltersByLevel() {
+        let sink = LogSink(capturing: ())
+        let logger = Logger(level: .info, sink: sink)
+        logger.debug("hidden")
+        logger.info("listening on 127.0.0.1:8080", ["workers": "2", "note": "two words"])
+        let lines = sink.capturedLines
+        #expect(lines.count == 1)
+        #expect(lines[0].hasSuffix(" info listening on 127.0.0.1:8080 workers=2 note=\"two words\"\n"))
+    }
+
+    @Test func formatsTimestampsInUTC() {
+        #expect(formatTimestamp(0) == "1970-01-01T00:00:00.000Z")
+        #expect(formatTimestamp(1_796_023_517.5) == "2026-11-30T07:25:17.500Z")
+    }
+}
