@@ -1,0 +1,69 @@
+/// An incremental HTTP/1.1 request parser: bytes in as they arrive, events out.
+///
+/// The caller keeps the unconsumed bytes and passes them again with whatever arrived since; the parser
+/// reports how many it consumed. Heads are copied once into their own storage; body data is returned
+/// as ranges of the caller's bytes, never copied.
+package struct HTTPRequestParser: Sendable {
+    package enum Event: Sendable {
+        case needMore(consumed: Int)
+        case head(RequestHead, consumed: Int)
+        /// Body data at this range of the input; everything before its upper bound is consumed.
+        case body(Range<Int>)
+        case end(consumed: Int)
+    }
+
+    private enum State: Sendable {
+        case head
+        case body(BodyDecoder)
+    }
+
+    private var state: State = .head
+    private var scanner: HeadScanner
+    private let maximumFieldCount: Int
+
+    package init(maximumHeadBytes: Int = 64 * 1024, maximumFieldCount: Int = 256) {
+        self.scanner = HeadScanner(limit: maximumHeadBytes)
+        self.maximumFieldCount = maximumFieldCount
+    }
+
+    /// Whether part of a request head has arrived but not all of it.
+    package var isInsideHead: Bool {
+        if case .head = self.state { return self.scanner.hasStarted }
+        return false
+    }
+
+    package var isExpectingHead: Bool {
+        if case .head = self.state { return true }
+        return false
+    }
+
+    package mutating func next(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
+        switch self.state {
+        case .head:
+            guard let range = try self.scanner.scan(bytes) else { return .needMore(consumed: 0) }
+            let head = try RequestHeadParser.parse(
+                Array(UnsafeRawBufferPointer(rebasing: bytes[range])),
+                maximumFieldCount: self.maximumFieldCount
+            )
+            switch head.framing {
+            case .none: self.state = .body(.empty)
+            case .contentLength(let length): self.state = .body(.contentLength(length))
+            case .chunked: self.state = .body(.chunked)
+            }
+            return .head(head, consumed: range.upperBound)
+        case .body(var decoder):
+            let step = try decoder.decode(bytes)
+            switch step {
+            case .data(let range):
+                self.state = .body(decoder)
+                return .body(range)
+            case .needMore(let consumed):
+                self.state = .body(decoder)
+                return .needMore(consumed: consumed)
+            case .end(let consumed):
+                self.state = .head
+                return .end(consumed: consumed)
+            }
+        }
+    }
+}

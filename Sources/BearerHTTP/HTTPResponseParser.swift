@@ -1,0 +1,79 @@
+/// An incremental HTTP/1.1 response parser, the twin of `HTTPRequestParser`.
+///
+/// A response's framing depends on the request it answers (a HEAD response has no body), so the
+/// caller says which method it sent before each response. Informational (1xx) heads are reported
+/// and followed by the final response's head.
+package struct HTTPResponseParser: Sendable {
+    package enum Event: Sendable {
+        case needMore(consumed: Int)
+        case head(ResponseHead, consumed: Int)
+        case body(Range<Int>)
+        case end(consumed: Int)
+    }
+
+    private enum State: Sendable {
+        case head
+        case body(BodyDecoder)
+    }
+
+    private var state: State = .head
+    private var scanner: HeadScanner
+    private let maximumFieldCount: Int
+    private var requestMethod: HTTPMethod = .get
+
+    package init(maximumHeadBytes: Int = 64 * 1024, maximumFieldCount: Int = 256) {
+        self.scanner = HeadScanner(limit: maximumHeadBytes)
+        self.maximumFieldCount = maximumFieldCount
+    }
+
+    /// Sets the method of the request whose response comes next.
+    package mutating func expectResponse(to method: HTTPMethod) {
+        self.requestMethod = method
+        self.state = .head
+        self.scanner.reset()
+    }
+
+    /// Whether the peer closing the connection now ends the response properly (a close-delimited body).
+    package var canEndAtEndOfInput: Bool {
+        if case .body(let decoder) = self.state { return decoder.endsAtEndOfInput }
+        return false
+    }
+
+    package var isExpectingHead: Bool {
+        if case .head = self.state { return true }
+        return false
+    }
+
+    package mutating func next(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
+        switch self.state {
+        case .head:
+            guard let range = try self.scanner.scan(bytes) else { return .needMore(consumed: 0) }
+            let head = try ResponseHeadParser.parse(
+                Array(UnsafeRawBufferPointer(rebasing: bytes[range])),
+                maximumFieldCount: self.maximumFieldCount
+            )
+            if !head.isInformational {
+                switch head.framing(requestMethod: self.requestMethod) {
+                case .none: self.state = .body(.empty)
+                case .contentLength(let length): self.state = .body(.contentLength(length))
+                case .chunked: self.state = .body(.chunked)
+                case .untilClose: self.state = .body(.untilClose)
+                }
+            }
+            return .head(head, consumed: range.upperBound)
+        case .body(var decoder):
+            let step = try decoder.decode(bytes)
+            switch step {
+            case .data(let range):
+                self.state = .body(decoder)
+                return .body(range)
+            case .needMore(let consumed):
+                self.state = .body(decoder)
+                return .needMore(consumed: consumed)
+            case .end(let consumed):
+                self.state = .head
+                return .end(consumed: consumed)
+            }
+        }
+    }
+}

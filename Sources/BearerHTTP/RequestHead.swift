@@ -1,0 +1,85 @@
+/// A parsed request head: the received bytes and where each part lies in them.
+///
+/// The proxy forwards most of the head byte for byte, so the head keeps its bytes and describes them
+/// with ranges instead of copying each part into a `String`.
+package struct RequestHead: Sendable {
+    package let bytes: [UInt8]
+    package let method: HTTPMethod
+    package let methodRange: Range<Int>
+    package let target: Range<Int>
+    package let targetForm: RequestTargetForm
+    package let version: HTTPVersion
+    package let fields: [HTTPField]
+    package let framing: RequestFraming
+    /// Index into `fields` of the Host field, if any.
+    package let hostField: Int?
+    /// The Host field's value parsed as an authority (nil when absent or empty).
+    package let hostAuthority: Authority?
+    package let connectionClose: Bool
+    package let keepAliveRequested: Bool
+    /// `Connection` names fields other than close/keep-alive: they must be removed when forwarding.
+    package let nominatesOtherFields: Bool
+    package let expectsContinue: Bool
+
+    /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).
+    package var wantsKeepAlive: Bool {
+        switch self.version {
+        case .http11: !self.connectionClose
+        case .http10: self.keepAliveRequested && !self.connectionClose
+        }
+    }
+
+    package func string(_ range: Range<Int>) -> String {
+        String(decoding: self.bytes[range], as: UTF8.self)
+    }
+
+    /// The value of the first field with this name (edges and tests, not the hot path).
+    package func value(of name: String) -> String? {
+        let lowercased = Array(name.lowercased().utf8)
+        return self.bytes.withUnsafeBytes { raw in
+            for field in self.fields where equalsCaseInsensitive(raw, field.name, lowercased) {
+                return String(decoding: self.bytes[field.value], as: UTF8.self)
+            }
+            return nil
+        }
+    }
+
+    /// Whether field `index` is named by the Connection field (and so hop-by-hop).
+    package func isNominatedByConnection(_ index: Int) -> Bool {
+        guard self.nominatesOtherFields else { return false }
+        return self.bytes.withUnsafeBytes { fieldIsNominatedByConnection($0, self.fields, index) }
+    }
+}
+
+package enum RequestFraming: Equatable, Sendable {
+    case none
+    case contentLength(Int)
+    case chunked
+}
+
+package enum RequestTargetForm: Equatable, Sendable {
+    /// `/path?query`
+    case origin
+    /// `http://host:port/path?query`
+    case absolute(AbsoluteTarget)
+    /// `host:port`, for CONNECT.
+    case authority(Authority)
+    /// `*`, for OPTIONS.
+    case asterisk
+}
+
+package struct AbsoluteTarget: Equatable, Sendable {
+    package var isHTTPS: Bool
+    package var authority: Range<Int>
+    package var parsedAuthority: Authority
+    /// Path and query; empty or starting with `?` when the URI had no path (forwarded as `/…`).
+    package var pathAndQuery: Range<Int>
+}
+
+func forEachListElementIgnoringErrors(
+    _ bytes: UnsafeRawBufferPointer,
+    _ value: Range<Int>,
+    _ body: (Range<Int>) -> Void
+) {
+    try? forEachListElement(bytes, value) { element in body(element) }
+}

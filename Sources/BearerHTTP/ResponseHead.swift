@@ -1,0 +1,118 @@
+/// A parsed response head: the received bytes and where each part lies in them.
+package struct ResponseHead: Sendable {
+    package let bytes: [UInt8]
+    package let version: HTTPVersion
+    package let status: Int
+    /// The status line's reason phrase (possibly empty).
+    package let reason: Range<Int>
+    package let fields: [HTTPField]
+    package let contentLength: Int?
+    package let isChunked: Bool
+    package let connectionClose: Bool
+    package let keepAliveRequested: Bool
+    package let nominatesOtherFields: Bool
+
+    /// Whether the upstream lets the connection be reused after this response.
+    package var allowsReuse: Bool {
+        switch self.version {
+        case .http11: !self.connectionClose
+        case .http10: self.keepAliveRequested && !self.connectionClose
+        }
+    }
+
+    package var isInformational: Bool { self.status >= 100 && self.status < 200 }
+
+    /// How this response's body is delimited, given the method of the request it answers
+    /// (RFC 9112 §6.3: HEAD responses and 1xx, 204 and 304 never have a body).
+    package func framing(requestMethod: HTTPMethod) -> ResponseFraming {
+        if requestMethod == .head || self.isInformational || self.status == 204 || self.status == 304 {
+            return .none
+        }
+        if self.isChunked { return .chunked }
+        if let length = self.contentLength { return .contentLength(length) }
+        return .untilClose
+    }
+
+    package func string(_ range: Range<Int>) -> String {
+        String(decoding: self.bytes[range], as: UTF8.self)
+    }
+
+    package func value(of name: String) -> String? {
+        let lowercased = Array(name.lowercased().utf8)
+        return self.bytes.withUnsafeBytes { raw in
+            for field in self.fields where equalsCaseInsensitive(raw, field.name, lowercased) {
+                return String(decoding: self.bytes[field.value], as: UTF8.self)
+            }
+            return nil
+        }
+    }
+
+    /// Whether field `index` is named by the Connection field (and so hop-by-hop).
+    package func isNominatedByConnection(_ index: Int) -> Bool {
+        guard self.nominatesOtherFields else { return false }
+        return self.bytes.withUnsafeBytes { fieldIsNominatedByConnection($0, self.fields, index) }
+    }
+}
+
+package enum ResponseFraming: Equatable, Sendable {
+    case none
+    case contentLength(Int)
+    case chunked
+    case untilClose
+}
+
+enum ResponseHeadParser {
+    static func parse(_ head: [UInt8], maximumFieldCount: Int) throws(HTTPParseError) -> ResponseHead {
+        try head.withUnsafeBytesTypedThrows { (bytes) throws(HTTPParseError) -> ResponseHead in
+            // status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF
+            let version: HTTPVersion
+            do throws(HTTPParseError) {
+                version = try parseVersion(bytes, at: 0)
+            } catch {
+                throw error == .unsupportedVersion ? .unsupportedVersion : .invalidStatusLine
+            }
+            var index = 8
+            guard bytes[index] == ASCII.space,
+                bytes[index + 1].isDigit, bytes[index + 2].isDigit, bytes[index + 3].isDigit
+            else { throw .invalidStatusLine }
+            let status = Int(bytes[index + 1] &- 0x30) * 100 + Int(bytes[index + 2] &- 0x30) * 10
+                + Int(bytes[index + 3] &- 0x30)
+            guard status >= 100 else { throw .invalidStatusLine }
+            index += 4
+            var reason = index..<index
+            if bytes[index] == ASCII.space {
+                index += 1
+                let reasonStart = index
+                while bytes[index].isFieldValueCharacter { index += 1 }
+                reason = reasonStart..<index
+            }
+            guard bytes[index] == ASCII.cr else { throw bytes[index] == ASCII.nul ? .nulByte : .invalidStatusLine }
+            guard bytes[index + 1] == ASCII.lf else { throw .bareCarriageReturn }
+            index += 2
+
+            var fields: [HTTPField] = []
+            fields.reserveCapacity(16)
+            try parseFieldLines(bytes, from: index, maximumCount: maximumFieldCount, into: &fields)
+            let semantics = try FieldSemantics(bytes, fields)
+            let isChunked: Bool
+            switch semantics.transferEncoding {
+            case .absent: isChunked = false
+            case .chunked: isChunked = true
+            case .unsupported: throw .unsupportedTransferCoding
+            }
+            if isChunked && version == .http10 { throw .transferEncodingInHTTP10 }
+            return ResponseHead(
+                bytes: head,
+                version: version,
+                status: status,
+                reason: reason,
+                fields: fields,
+                contentLength: semantics.contentLength,
+                isChunked: isChunked,
+                connectionClose: semantics.connectionClose,
+                keepAliveRequested: semantics.connectionKeepAlive,
+                nominatesOtherFields: semantics.nominatesOtherFields
+            )
+        }
+    }
+}
