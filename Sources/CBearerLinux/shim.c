@@ -1,2 +1,18 @@
-// Intentionally empty: the shim is header-only; SwiftPM needs one source file per C target.
+// One-line forwards to libc functions that need _GNU_SOURCE.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include "CBearerLinux.h"
+
+int cbl_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len) { return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+int cbl_socket(int domain, int type) { return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+int cbl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+int cbl_cpu_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+    return CPU_COUNT(&set);
+}

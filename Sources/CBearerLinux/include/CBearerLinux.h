@@ -1,22 +1,14 @@
-// What Glibc's Swift module does not export: epoll, eventfd, accept4, a few constants as values.
-// Header-only and logic-free: every function is a one-line forward to libc.
+// What Glibc's Swift module does not export: epoll, eventfd, accept4, thread names, CPU affinity,
+// and a few constants as values. Every function is a one-line forward to libc; no logic lives here.
 #ifndef C_BEARER_LINUX_H
 #define C_BEARER_LINUX_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/file.h>
-#include <sys/resource.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
-#include <spawn.h>
-#include <errno.h>
 #include <stdint.h>
+#include <stddef.h>
 
 static inline int cbl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 static inline int cbl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
@@ -42,24 +34,17 @@ static const int CBL_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int CBL_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int CBL_EPOLL_CTL_DEL = EPOLL_CTL_DEL;
 
-static inline int cbl_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
-
-static inline int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
-    return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-}
-static inline int cbl_socket(int domain, int type) {
-    return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-}
-static inline int cbl_socket_blocking(int domain, int type) {
-    return socket(domain, type | SOCK_CLOEXEC, 0);
-}
-
 static const int CBL_SOCK_STREAM = SOCK_STREAM;
 static const int CBL_MSG_NOSIGNAL = MSG_NOSIGNAL;
 static const int CBL_TCP_NODELAY = TCP_NODELAY;
 static const int CBL_IPPROTO_TCP = IPPROTO_TCP;
 static const int CBL_SHUT_WR = SHUT_WR;
-static const int CBL_LOCK_EX = LOCK_EX;
-static const int CBL_LOCK_UN = LOCK_UN;
+
+// Defined in shim.c, which needs _GNU_SOURCE (defining it here would clash with Glibc's module).
+int cbl_eventfd(void);
+int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len);
+int cbl_socket(int domain, int type);
+int cbl_set_thread_name(const char *name);
+int cbl_cpu_count(void);
 
 #endif

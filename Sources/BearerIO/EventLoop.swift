@@ -1,0 +1,249 @@
+import BearerCore
+import CBearerLinux
+import Glibc
+import Synchronization
+
+/// One epoll loop on one thread: I/O readiness, timers, and tasks sent from other threads.
+///
+/// Everything registered with a loop (connections, listeners) is touched only on its thread, so the
+/// data path needs no locks. Other threads reach a loop only through `execute(_:)`, which queues the
+/// task and wakes the loop through an eventfd. Methods other than `execute`, `inEventLoop` and
+/// `shutdown` must be called on the loop's thread.
+package final class EventLoop: @unchecked Sendable {
+    package let index: Int
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private var slots: [Slot] = []
+    private var timers = TimerHeap()
+    private let queuedTasks = Mutex<[@Sendable () -> Void]>([])
+    private let wakePending = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+    private var thread: pthread_t?
+    private let loopThreadID = Atomic<UInt>(0)
+    private var bufferPool: [ByteBuffer] = []
+    /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
+    package private(set) var now: Instant = .now()
+
+    private struct Slot {
+        var generation: UInt32 = 0
+        var handler: Selectable?
+        var interest: Interest = .none
+        var isExclusive = false
+    }
+
+    private static let wakeToken: UInt64 = .max
+
+    package init(index: Int) {
+        self.index = index
+        self.epollFD = cbl_epoll_create()
+        precondition(self.epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
+        self.wakeFD = cbl_eventfd()
+        precondition(self.wakeFD >= 0, "eventfd failed: \(String(cString: strerror(errno)))")
+        let result = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_ADD, self.wakeFD, CBL_EPOLLIN, Self.wakeToken)
+        precondition(result == 0, "epoll_ctl(eventfd) failed")
+    }
+
+    deinit {
+        close(self.epollFD)
+        close(self.wakeFD)
+    }
+
+    /// Starts the loop's thread.
+    package func start(name: String) {
+        self.thread = spawnThread(name: name) { [self] in
+            self.loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+            self.run()
+        }
+    }
+
+    package var inEventLoop: Bool {
+        self.loopThreadID.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    @inline(__always)
+    package func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(self.inEventLoop, "not on event loop \(self.index)", file: file, line: line)
+    }
+
+    /// Runs `task` on the loop's thread, soon. Safe from any thread.
+    package func execute(_ task: @escaping @Sendable () -> Void) {
+        self.queuedTasks.withLock { $0.append(task) }
+        if !self.wakePending.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeFD, &one, 8)
+        }
+    }
+
+    /// Stops the loop after the current iteration and waits for its thread to end. Not on the loop itself.
+    package func shutdown() {
+        self.stopRequested.store(true, ordering: .releasing)
+        self.execute {}
+        if let thread = self.thread {
+            joinThread(thread)
+            self.thread = nil
+        }
+    }
+
+    // MARK: Registration (on the loop)
+
+    package func register(_ fd: Int32, _ handler: Selectable, interest: Interest, exclusive: Bool = false) {
+        self.assertInEventLoop()
+        let index = Int(fd)
+        if index >= self.slots.count {
+            self.slots.append(contentsOf: repeatElement(Slot(), count: max(index + 1 - self.slots.count, 64)))
+        }
+        precondition(self.slots[index].handler == nil, "fd \(fd) registered twice")
+        self.slots[index].generation &+= 1
+        self.slots[index].handler = handler
+        self.slots[index].interest = interest
+        self.slots[index].isExclusive = exclusive
+        var events = Self.epollEvents(interest)
+        if exclusive { events |= CBL_EPOLLEXCLUSIVE }
+        let result = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_ADD, fd, events, self.token(fd))
+        precondition(result == 0, "epoll_ctl(ADD, \(fd)) failed: \(String(cString: strerror(errno)))")
+    }
+
+    package func setInterest(_ fd: Int32, _ interest: Interest) {
+        let index = Int(fd)
+        guard self.slots[index].handler != nil, self.slots[index].interest != interest else { return }
+        self.slots[index].interest = interest
+        if self.slots[index].isExclusive {
+            // EPOLLEXCLUSIVE registrations cannot be modified, only removed and added again.
+            _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
+            if interest != .none {
+                _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_ADD, fd, Self.epollEvents(interest) | CBL_EPOLLEXCLUSIVE, self.token(fd))
+            }
+            return
+        }
+        let result = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_MOD, fd, Self.epollEvents(interest), self.token(fd))
+        precondition(result == 0, "epoll_ctl(MOD, \(fd)) failed: \(String(cString: strerror(errno)))")
+    }
+
+    /// Removes `fd` from the loop; events already reported for it in this iteration are dropped.
+    package func deregister(_ fd: Int32) {
+        let index = Int(fd)
+        guard index < self.slots.count, self.slots[index].handler != nil else { return }
+        _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
+        self.slots[index].handler = nil
+        self.slots[index].generation &+= 1
+        self.slots[index].interest = .none
+    }
+
+    private func token(_ fd: Int32) -> UInt64 {
+        UInt64(UInt32(bitPattern: fd)) | UInt64(self.slots[Int(fd)].generation) << 32
+    }
+
+    private static func epollEvents(_ interest: Interest) -> UInt32 {
+        var events: UInt32 = 0
+        if interest.readable { events |= CBL_EPOLLIN }
+        if interest.writable { events |= CBL_EPOLLOUT }
+        return events
+    }
+
+    // MARK: Timers (on the loop)
+
+    @discardableResult
+    package func schedule(at deadline: Instant, _ action: @escaping () -> Void) -> TimerID {
+        self.assertInEventLoop()
+        return self.timers.schedule(at: deadline, action)
+    }
+
+    @discardableResult
+    package func schedule(after delay: Duration, _ action: @escaping () -> Void) -> TimerID {
+        self.schedule(at: Instant.now() + delay, action)
+    }
+
+    package func cancel(_ timer: TimerID) {
+        self.timers.cancel(timer)
+    }
+
+    // MARK: Buffers (on the loop)
+
+    /// An empty buffer with storage, from the loop's small pool: connections borrow one while they hold
+    /// bytes and give it back when empty, so an idle connection holds no buffer memory at all.
+    package func borrowBuffer() -> ByteBuffer {
+        if let buffer = self.bufferPool.popLast() { return buffer }
+        return ByteBuffer(capacity: 64 * 1024)
+    }
+
+    package func returnBuffer(_ buffer: ByteBuffer) {
+        guard self.bufferPool.count < 8, buffer.capacity >= 16 * 1024, buffer.capacity <= 1024 * 1024 else { return }
+        var buffer = buffer
+        buffer.clear()
+        self.bufferPool.append(buffer)
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        let maximumEvents = 512
+        let events = UnsafeMutableRawPointer.allocate(
+            byteCount: maximumEvents * cbl_epoll_event_size(), alignment: 8)
+        defer { events.deallocate() }
+        let eventSize = cbl_epoll_event_size()
+
+        while !self.stopRequested.load(ordering: .acquiring) {
+            let timeout = self.epollTimeout()
+            let count = cbl_epoll_wait(self.epollFD, events.assumingMemoryBound(to: epoll_event.self), Int32(maximumEvents), timeout)
+            self.now = .now()
+            if count < 0 {
+                precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
+                continue
+            }
+            for index in 0..<Int(count) {
+                let event = (events + index * eventSize).assumingMemoryBound(to: epoll_event.self)
+                let data = cbl_epoll_event_data(event)
+                if data == Self.wakeToken {
+                    var value: UInt64 = 0
+                    _ = Glibc.read(self.wakeFD, &value, 8)
+                    continue
+                }
+                let fd = Int(UInt32(truncatingIfNeeded: data))
+                let generation = UInt32(truncatingIfNeeded: data >> 32)
+                guard fd < self.slots.count, self.slots[fd].generation == generation,
+                    let handler = self.slots[fd].handler
+                else { continue }
+                let bits = cbl_epoll_event_events(event)
+                handler.ready(
+                    ReadinessEvents(
+                        isReadable: bits & CBL_EPOLLIN != 0,
+                        isWritable: bits & CBL_EPOLLOUT != 0,
+                        isHangUpOrError: bits & (CBL_EPOLLHUP | CBL_EPOLLERR) != 0
+                    ))
+            }
+            self.runDueTimers()
+            self.runQueuedTasks()
+        }
+        // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
+        self.runQueuedTasks()
+    }
+
+    private func epollTimeout() -> Int32 {
+        if self.wakePending.load(ordering: .relaxed) { return 0 }
+        guard let deadline = self.timers.nextDeadline() else { return -1 }
+        let remaining = deadline.nanoseconds - Instant.now().nanoseconds
+        if remaining <= 0 { return 0 }
+        return Int32(clamping: (remaining + 999_999) / 1_000_000)
+    }
+
+    private func runDueTimers() {
+        if self.timers.isEmpty { return }
+        for action in self.timers.popDue(now: self.now) {
+            action()
+        }
+    }
+
+    private func runQueuedTasks() {
+        guard self.wakePending.load(ordering: .acquiring) else { return }
+        self.wakePending.store(false, ordering: .releasing)
+        let tasks = self.queuedTasks.withLock { tasks -> [@Sendable () -> Void] in
+            let taken = tasks
+            tasks.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for task in tasks { task() }
+    }
+}
+
+@available(*, unavailable)
+extension TimerHeap: Sendable {}

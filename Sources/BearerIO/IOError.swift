@@ -1,0 +1,49 @@
+import Glibc
+
+/// A system call failed for a reason of the environment (refused, reset, no such file), not a bug.
+package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var errnoCode: Int32
+    package var function: String
+
+    package init(errnoCode: Int32, function: String) {
+        self.errnoCode = errnoCode
+        self.function = function
+    }
+
+    /// `strerror` in a sentence: "connect: Connection refused".
+    package var description: String {
+        "\(self.function): \(String(cString: strerror(self.errnoCode)))"
+    }
+
+    /// The system's words for the error alone: "Connection refused".
+    package var reason: String {
+        String(cString: strerror(self.errnoCode))
+    }
+
+    package var isConnectionReset: Bool {
+        self.errnoCode == ECONNRESET || self.errnoCode == EPIPE
+    }
+}
+
+/// Runs a system call, retrying on EINTR; returns nil on EAGAIN and throws any other error.
+///
+/// Errors that can only be a bug in this program (a bad descriptor, a bad address) crash instead of
+/// throwing: carrying on after them would corrupt some other connection's state.
+@inline(__always)
+package func systemCall<T: FixedWidthInteger>(_ function: StaticString, _ body: () -> T) throws(IOError) -> T? {
+    while true {
+        let result = body()
+        if result >= 0 { return result }
+        let code = errno
+        switch code {
+        case EINTR:
+            continue
+        case EAGAIN:
+            return nil
+        case EBADF, EFAULT:
+            preconditionFailure("\(function) failed with \(String(cString: strerror(code))): a bug, not an I/O error")
+        default:
+            throw IOError(errnoCode: code, function: "\(function)")
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import BearerCore
+import CBearerLinux
+import Glibc
+
+/// What a stream connection tells its owner. Called on the connection's loop.
+package protocol StreamConnectionDelegate: AnyObject {
+    /// Bytes arrived; they are in `connection.inbound`. Consume what can be used now, leave the rest.
+    func streamReceived(_ connection: StreamConnection)
+    /// The peer sent its last byte (FIN). Reading has stopped; writing may go on.
+    func streamReadEnded(_ connection: StreamConnection)
+    /// Writes that had to wait for the kernel have drained: the other side may be read again.
+    func streamWritable(_ connection: StreamConnection)
+    /// An outgoing connection is established.
+    func streamConnected(_ connection: StreamConnection)
+    /// The connection is gone: reset, failed, or closed after a final flush. Called at most once, and
+    /// never for a `close()` the owner called itself.
+    func streamClosed(_ connection: StreamConnection, error: IOError?)
+}
+
+/// A non-blocking byte stream (TCP or unix socket) with an inbound and an outbound buffer.
+///
+/// Writes go to the kernel at once when they can and are buffered only when it would block; the
+/// owner watches `pendingWriteBytes` to stop reading the other side (backpressure). Buffers are
+/// borrowed from the loop while they hold bytes, so an idle connection holds none. Confined to its loop.
+package final class StreamConnection: Selectable {
+    package let fd: Int32
+    package unowned let loop: EventLoop
+    package var delegate: StreamConnectionDelegate?
+    package var inbound = ByteBuffer()
+    private var outbound = ByteBuffer()
+    private var state: State
+    private var isReadingEnabled = true
+    private var hasReadEnded = false
+    private var isWaitingForWritable = false
+    private var lingerTimer: TimerID?
+    private var registeredInterest: Interest = .none
+
+    private enum State {
+        case connecting
+        case open
+        /// Flushing the last bytes, then half-closing and draining the peer before closing.
+        case closingAfterFlush
+        /// Half-closed; reading and discarding until the peer closes too (or a timer ends it).
+        case lingering
+        case closed
+    }
+
+    /// Reads are at most this large; enough to stream fast, small enough to bound memory.
+    package static let readSize = 64 * 1024
+    /// How long a connection closed after an error response keeps draining what the peer still sends,
+    /// so the peer reads the response instead of a reset (nginx's lingering close).
+    package static let lingerTimeout: Duration = .seconds(2)
+
+    package init(fd: Int32, loop: EventLoop, isConnecting: Bool) {
+        self.fd = fd
+        self.loop = loop
+        self.state = isConnecting ? .connecting : .open
+    }
+
+    /// Registers with the loop; events start arriving.
+    package func start(delegate: StreamConnectionDelegate) {
+        self.loop.assertInEventLoop()
+        self.delegate = delegate
+        let interest = self.wantedInterest()
+        self.registeredInterest = interest
+        self.loop.register(self.fd, self, interest: interest)
+    }
+
+    package var isOpen: Bool { self.state == .open }
+    package var isClosed: Bool { self.state == .closed }
+    package var isConnecting: Bool { self.state == .connecting }
+    package var readHasEnded: Bool { self.hasReadEnded }
+    package var pendingWriteBytes: Int { self.outbound.readableBytes }
+
+    /// Starts or stops reading (backpressure: stop while the other side cannot take more).
+    package func setReading(_ enabled: Bool) {
+        guard self.isReadingEnabled != enabled else { return }
+        self.isReadingEnabled = enabled
+        self.updateInterest()
+    }
+
+    // MARK: Writing
+
+    /// Appends bytes to send; call `flush()` to send them.
+    package func write(_ bytes: UnsafeRawBufferPointer) {
+        self.prepareOutbound()
+        self.outbound.writeBytes(bytes)
+    }
+
+    package func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.write($0) }
+    }
+
+    package func write(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { self.write($0) }
+    }
+
+    /// Lets `body` serialize straight into the outbound buffer.
+    package func withOutbound<Result>(_ body: (inout ByteBuffer) -> Result) -> Result {
+        self.prepareOutbound()
+        return body(&self.outbound)
+    }
+
+    /// Sends `bytes` now, without copying them when nothing is queued before them; buffers the rest.
+    package func writeAndFlush(_ bytes: UnsafeRawBufferPointer) {
+        guard self.state == .open || self.state == .closingAfterFlush else { return }
+        if self.outbound.isEmpty && !bytes.isEmpty {
+            var offset = 0
+            while offset < bytes.count {
+                let remaining = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                switch self.send(remaining) {
+                case .sent(let count): offset += count
+                case .wouldBlock:
+                    self.write(remaining)
+                    self.waitForWritable()
+                    return
+                case .failed(let error):
+                    self.fail(error)
+                    return
+                }
+            }
+            return
+        }
+        self.write(bytes)
+        self.flush()
+    }
+
+    /// Sends what is buffered, as far as the kernel takes it; waits for writability for the rest.
+    package func flush() {
+        guard self.state == .open || self.state == .closingAfterFlush else { return }
+        while !self.outbound.isEmpty {
+            let result = self.outbound.withUnsafeReadableBytes { self.send($0) }
+            switch result {
+            case .sent(let count):
+                self.outbound.moveReaderIndex(forwardBy: count)
+            case .wouldBlock:
+                self.waitForWritable()
+                return
+            case .failed(let error):
+                self.fail(error)
+                return
+            }
+        }
+        self.releaseOutbound()
+        if self.isWaitingForWritable {
+            self.isWaitingForWritable = false
+            self.updateInterest()
+        }
+        if self.state == .closingAfterFlush { self.beginLingering() }
+    }
+
+    private enum SendResult {
+        case sent(Int)
+        case wouldBlock
+        case failed(IOError)
+    }
+
+    private func send(_ bytes: UnsafeRawBufferPointer) -> SendResult {
+        while true {
+            let result = Glibc.send(self.fd, bytes.baseAddress, bytes.count, CBL_MSG_NOSIGNAL)
+            if result >= 0 { return .sent(result) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN: return .wouldBlock
+            case let code: return .failed(IOError(errnoCode: code, function: "send"))
+            }
+        }
+    }
+
+    private func waitForWritable() {
+        if !self.isWaitingForWritable {
+            self.isWaitingForWritable = true
+            self.updateInterest()
+        }
+    }
+
+    private func prepareOutbound() {
+        if self.outbound.capacity == 0 { self.outbound = self.loop.borrowBuffer() }
+    }
+
+    private func releaseOutbound() {
+        if self.outbound.capacity > 0 {
+            self.loop.returnBuffer(self.outbound)
+            self.outbound = ByteBuffer()
+        }
+    }
+
+    // MARK: Closing
+
+    /// Closes now; buffered writes are dropped. The delegate is not called.
+    package func close() {
+        guard self.state != .closed else { return }
+        self.state = .closed
+        if let timer = self.lingerTimer { self.loop.cancel(timer) }
+        self.loop.deregister(self.fd)
+        Glibc.close(self.fd)
+        self.releaseOutbound()
+        if self.inbound.capacity > 0 {
+            self.loop.returnBuffer(self.inbound)
+            self.inbound = ByteBuffer()
+        }
+        self.delegate = nil
+    }
+
+    /// Sends what is buffered, then half-closes and drains the peer before closing, so the peer reads
+    /// everything (an error response above all) instead of a reset. The delegate hears `streamClosed`.
+    package func closeAfterFlush() {
+        switch self.state {
+        case .open:
+            self.state = .closingAfterFlush
+            self.flush()
+        case .connecting:
+            self.finishClosing(error: nil)
+        case .closingAfterFlush, .lingering, .closed:
+            return
+        }
+    }
+
+    private func beginLingering() {
+        guard self.state == .closingAfterFlush else { return }
+        self.state = .lingering
+        if self.hasReadEnded {
+            self.finishClosing(error: nil)
+            return
+        }
+        _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
+        self.inbound.clear()
+        self.isReadingEnabled = true
+        self.updateInterest()
+        self.lingerTimer = self.loop.schedule(after: Self.lingerTimeout) { [weak self] in
+            self?.lingerTimer = nil
+            self?.finishClosing(error: nil)
+        }
+    }
+
+    private func fail(_ error: IOError) {
+        self.finishClosing(error: error)
+    }
+
+    private func finishClosing(error: IOError?) {
+        guard self.state != .closed else { return }
+        let delegate = self.delegate
+        self.close()
+        delegate?.streamClosed(self, error: error)
+    }
+
+    // MARK: Readiness
+
+    package func ready(_ events: ReadinessEvents) {
+        if events.isHangUpOrError {
+            let code = Socket.pendingError(self.fd)
+            if code != 0 {
+                self.fail(IOError(errnoCode: code, function: self.state == .connecting ? "connect" : "socket"))
+                return
+            }
+            if self.registeredInterest == .none {
+                // Epoll reports a hang-up whatever the interest; with nothing to read or write it would repeat forever.
+                self.fail(IOError(errnoCode: ECONNRESET, function: "socket"))
+                return
+            }
+        }
+        if self.state == .connecting {
+            if events.isWritable || events.isHangUpOrError { self.finishConnecting() }
+            return
+        }
+        if events.isWritable && self.isWaitingForWritable {
+            self.flush()
+            if self.state == .open && self.outbound.isEmpty {
+                self.delegate?.streamWritable(self)
+            }
+        }
+        if (events.isReadable || events.isHangUpOrError) && self.registeredInterest.readable {
+            self.readOnce()
+        }
+    }
+
+    private func finishConnecting() {
+        let code = Socket.pendingError(self.fd)
+        guard code == 0 else {
+            self.fail(IOError(errnoCode: code, function: "connect"))
+            return
+        }
+        self.state = .open
+        self.updateInterest()
+        self.delegate?.streamConnected(self)
+    }
+
+    private func readOnce() {
+        if self.inbound.capacity == 0 { self.inbound = self.loop.borrowBuffer() }
+        var failure: Int32 = 0
+        var wouldBlock = false
+        let fd = self.fd
+        let count = self.inbound.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
+            while true {
+                let result = Glibc.read(fd, tail.baseAddress, min(tail.count, Self.readSize))
+                if result >= 0 { return result }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN: wouldBlock = true
+                case let code: failure = code
+                }
+                return 0
+            }
+        }
+        if failure != 0 {
+            self.fail(IOError(errnoCode: failure, function: "read"))
+            return
+        }
+        if wouldBlock {
+            self.releaseInboundIfEmpty()
+            return
+        }
+        if count == 0 {
+            self.hasReadEnded = true
+            self.releaseInboundIfEmpty()
+            self.updateInterest()
+            if self.state == .lingering {
+                self.finishClosing(error: nil)
+            } else {
+                self.delegate?.streamReadEnded(self)
+            }
+            return
+        }
+        if self.state == .lingering {
+            self.inbound.clear()
+            return
+        }
+        self.delegate?.streamReceived(self)
+        if self.state != .closed { self.releaseInboundIfEmpty() }
+    }
+
+    private func releaseInboundIfEmpty() {
+        if self.inbound.isEmpty && self.inbound.capacity > 0 {
+            self.loop.returnBuffer(self.inbound)
+            self.inbound = ByteBuffer()
+        }
+    }
+
+    private func wantedInterest() -> Interest {
+        switch self.state {
+        case .connecting:
+            return .write
+        case .open, .closingAfterFlush:
+            return Interest(
+                readable: self.isReadingEnabled && !self.hasReadEnded && self.state == .open,
+                writable: self.isWaitingForWritable)
+        case .lingering:
+            return Interest(readable: !self.hasReadEnded, writable: false)
+        case .closed:
+            return .none
+        }
+    }
+
+    private func updateInterest() {
+        guard self.state != .closed else { return }
+        let interest = self.wantedInterest()
+        guard interest != self.registeredInterest else { return }
+        self.registeredInterest = interest
+        self.loop.setInterest(self.fd, interest)
+    }
+}
+
+@available(*, unavailable)
+extension StreamConnection: Sendable {}
