@@ -1,0 +1,102 @@
+/// What the command line asked for. Flags that set config keys become entries that override the file.
+package struct CommandLineOptions: Equatable, Sendable {
+    package var configPath: String?
+    package var overrides: [ConfigEntry] = []
+    package var isCheck = false
+    package var isDemo = false
+    package var isHelp = false
+    package var isVersion = false
+
+    package static let version = "0.1.0"
+
+    /// Flags that take a value, and the config key each one sets (nil: not a key).
+    private static let valueFlags: [(flag: String, key: String?)] = [
+        ("--config", nil),
+        ("--listen", "listen"),
+        ("--upstream", "upstream"),
+        ("--log-level", "log_level"),
+    ]
+
+    package static func parse(_ arguments: [String]) throws(CommandLineError) -> CommandLineOptions {
+        var options = CommandLineOptions()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            switch name {
+            case "--check": options.isCheck = true
+            case "--demo": options.isDemo = true
+            case "-h", "--help": options.isHelp = true
+            case "--version": options.isVersion = true
+            default:
+                guard let flag = Self.valueFlags.first(where: { $0.flag == name }) else {
+                    if argument.hasPrefix("-") { throw .unknownOption(argument) }
+                    throw .unexpectedArgument(argument)
+                }
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < arguments.count else { throw .missingValue(name) }
+                    value = arguments[index]
+                    index += 1
+                }
+                if let key = flag.key {
+                    options.overrides.append(ConfigEntry(key: key, value: value, place: "command line (\(name))"))
+                } else {
+                    options.configPath = value
+                }
+            }
+        }
+        return options
+    }
+
+    package static let helpText = """
+        OVERVIEW: A local authenticating HTTP proxy. It adds 'Authorization: Bearer <token>' to
+        requests and forwards them upstream, refreshing the token when it expires.
+
+        USAGE: bearer-proxy --config <file> [<options>]
+               bearer-proxy --demo
+
+        OPTIONS:
+          --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
+          --listen <addr>         Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path
+                                  (default: 127.0.0.1:8080)
+          --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
+          --log-level <level>     error, warn, info or debug (default: info)
+          --check                 Validate the configuration, print it with secrets masked, and exit.
+          --demo                  Run against built-in mock upstream and token servers; no config needed.
+          --version               Show the version.
+          -h, --help              Show help information.
+
+        Flags override settings from the config file.
+
+        """
+
+    package static let usageLine = "Usage: bearer-proxy --config <file> [<options>]"
+}
+
+/// A command-line mistake; printed as `Error: …`, the usage line, and a pointer to `--help`.
+package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unknownOption(String)
+    case unexpectedArgument(String)
+    case missingValue(String)
+
+    package var description: String {
+        switch self {
+        case .unknownOption(let option): "Unknown option '\(option)'"
+        case .unexpectedArgument(let argument): "Unexpected argument '\(argument)'"
+        case .missingValue(let option): "Missing value for '\(option)'"
+        }
+    }
+
+    package var fullMessage: String {
+        "Error: \(self.description)\n\(CommandLineOptions.usageLine)\n  See 'bearer-proxy --help' for more information.\n"
+    }
+}

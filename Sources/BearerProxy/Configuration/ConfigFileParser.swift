@@ -1,0 +1,70 @@
+import Foundation
+
+/// One `key = value` setting and where it came from.
+package struct ConfigEntry: Equatable, Sendable {
+    package var key: String
+    package var value: String
+    /// `file:line` or `command line (--flag)`.
+    package var place: String
+}
+
+/// Reads the config file format: `key = value` lines, `#` comment lines, `${VAR}` expansion.
+///
+/// `#` starts a comment only at the start of a line (after blanks), so a value may contain `#`.
+/// A value may be wrapped in double quotes to keep leading or trailing blanks.
+package enum ConfigFileParser {
+    package static func parse(
+        _ text: String,
+        fileName: String,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> [ConfigEntry] {
+        var entries: [ConfigEntry] = []
+        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let place = "\(fileName):\(offset + 1)"
+            let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigurationError(place: place, key: nil, message: "expected 'key = value' (the line is not shown: it may hold a secret)")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+                throw ConfigurationError(place: place, key: nil, message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)")
+            }
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
+            let expanded = try Self.expand(value, place: place, key: key, environment: environment)
+            entries.append(ConfigEntry(key: key, value: expanded, place: place))
+        }
+        return entries
+    }
+
+    /// Replaces each `${NAME}` with the environment variable's value; an unset variable is an error.
+    static func expand(_ value: String, place: String, key: String, environment: [String: String]) throws(ConfigurationError) -> String {
+        guard value.contains("${") else { return value }
+        var result = ""
+        var rest = Substring(value)
+        while let start = rest.range(of: "${") {
+            result += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                throw ConfigurationError(place: place, key: key, message: "unterminated '${' (expected ${NAME})")
+            }
+            let name = String(rest[start.upperBound..<end])
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                throw ConfigurationError(place: place, key: key, message: "invalid variable name in '${\(name)}'")
+            }
+            guard let replacement = environment[name] else {
+                throw ConfigurationError(place: place, key: key, message: "environment variable \(name) is not set")
+            }
+            result += replacement
+            rest = rest[rest.index(after: end)...]
+        }
+        result += rest
+        return result
+    }
+
+    private static func preview(_ text: String) -> String {
+        text.count > 40 ? String(text.prefix(40)) + "…" : text
+    }
+}

@@ -1,0 +1,168 @@
+import BearerCore
+import BearerIO
+
+/// Every key the config file accepts: how its value is parsed, what it sets, how `--check` shows it.
+///
+/// One table, so the parser, `--check` and the unknown-key error cannot disagree about what exists.
+struct ConfigurationKey: Sendable {
+    let name: String
+    let isSecret: Bool
+    /// The effective value as `--check` prints it (nil: not set). Secrets print as `<redacted>`.
+    let show: @Sendable (Configuration) -> String?
+    let apply: @Sendable (String, inout Configuration) -> String?
+
+    /// `apply` returns nil on success, or what was expected.
+    init(
+        _ name: String,
+        secret: Bool = false,
+        show: @escaping @Sendable (Configuration) -> String?,
+        _ apply: @escaping @Sendable (String, inout Configuration) -> String?
+    ) {
+        self.name = name
+        self.isSecret = secret
+        self.show = show
+        self.apply = apply
+    }
+}
+
+extension Configuration {
+    static let keys: [ConfigurationKey] = [
+        ConfigurationKey("listen", show: { $0.listen.map(\.description).joined(separator: ", ") }) { value, config in
+            var addresses: [ListenAddressSpec] = []
+            for item in ValueParsers.list(value) {
+                do throws(AddressParseError) {
+                    addresses.append(try ListenAddressSpec.parse(item))
+                } catch {
+                    return error.description
+                }
+            }
+            guard !addresses.isEmpty else { return "expected HOST:PORT, [IPv6]:PORT or unix:/path" }
+            config.listen = addresses
+            return nil
+        },
+        ConfigurationKey("upstream", show: { $0.upstream?.description }) { value, config in
+            switch UpstreamURL.parse(value) {
+            case .success(let url):
+                config.upstream = url
+                return nil
+            case .failure(let error):
+                return "'\(value)' \(error.reason) (expected e.g. https://api.example.com/v2)"
+            }
+        },
+        ConfigurationKey("inject_hosts", show: { $0.effectiveInjectHosts.map(\.description).joined(separator: ", ") }) { value, config in
+            var patterns: [HostPattern] = []
+            for item in ValueParsers.list(value) {
+                guard let pattern = HostPattern.parse(item) else {
+                    return "invalid entry '\(item)' (expected host, host:port or *.domain)"
+                }
+                patterns.append(pattern)
+            }
+            config.injectHosts = patterns
+            return nil
+        },
+        ConfigurationKey("other_hosts", show: { $0.otherHosts.rawValue }) { value, config in
+            guard let policy = OtherHostsPolicy(rawValue: value) else { return "expected forward or deny, got '\(value)'" }
+            config.otherHosts = policy
+            return nil
+        },
+        ConfigurationKey("access_token", secret: true, show: { $0.accessToken.map { "\($0)" } }) { value, config in
+            guard !value.isEmpty, !value.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+                return "expected a token without spaces (the value is not shown)"
+            }
+            config.accessToken = Secret(value)
+            return nil
+        },
+        ConfigurationKey("workers", show: { "\($0.workers)" }) { value, config in
+            guard let count = Int(value), (1...256).contains(count) else { return "expected a number from 1 to 256, got '\(value)'" }
+            config.workers = count
+            return nil
+        },
+        sizeKey("max_header_bytes", minimum: 1024, \.maxHeaderBytes),
+        ConfigurationKey("max_connections", show: { "\($0.maxConnections)" }) { value, config in
+            guard let count = Int(value), count >= 1 else { return "expected a positive number, got '\(value)'" }
+            config.maxConnections = count
+            return nil
+        },
+        durationKey("upstream_connect_timeout", \.upstreamConnectTimeout),
+        durationKey("upstream_timeout", \.upstreamTimeout),
+        durationKey("client_header_timeout", \.clientHeaderTimeout),
+        durationKey("client_idle_timeout", \.clientIdleTimeout),
+        ConfigurationKey("log_level", show: { $0.logLevel.name }) { value, config in
+            guard let level = Logger.Level(name: value) else { return "expected error, warn, info or debug, got '\(value)'" }
+            config.logLevel = level
+            return nil
+        },
+    ]
+
+    static func durationKey(_ name: String, _ path: WritableKeyPath<Configuration, Duration> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name, show: { formatDuration($0[keyPath: path]) }) { value, config in
+            guard let duration = ValueParsers.duration(value), duration > .zero else {
+                return "invalid duration '\(value)' (expected e.g. 500ms, 30s, 5m)"
+            }
+            config[keyPath: path] = duration
+            return nil
+        }
+    }
+
+    static func sizeKey(_ name: String, minimum: Int = 0, _ path: WritableKeyPath<Configuration, Int> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name, show: { formatSize($0[keyPath: path]) }) { value, config in
+            guard let size = ValueParsers.size(value), size >= minimum else {
+                return "invalid size '\(value)' (expected e.g. 64KiB, 1MiB\(minimum > 0 ? ", at least \(minimum) bytes" : ""))"
+            }
+            config[keyPath: path] = size
+            return nil
+        }
+    }
+
+    /// Applies settings in order (file first, then flags), so later ones win.
+    package static func build(from entries: [ConfigEntry]) throws(ConfigurationError) -> Configuration {
+        var config = Configuration()
+        for entry in entries {
+            guard let key = Self.keys.first(where: { $0.name == entry.key }) else {
+                let suggestion = Self.closestKey(to: entry.key).map { " (did you mean '\($0)'?)" } ?? ""
+                throw ConfigurationError(place: entry.place, key: entry.key, message: "unknown key\(suggestion)")
+            }
+            if let expected = key.apply(entry.value, &config) {
+                throw ConfigurationError(place: entry.place, key: entry.key, message: expected)
+            }
+        }
+        return config
+    }
+
+    private static func closestKey(to name: String) -> String? {
+        let scored = Self.keys.map { ($0.name, editDistance($0.name, name)) }.min { $0.1 < $1.1 }
+        guard let (best, distance) = scored, distance <= 3 else { return nil }
+        return best
+    }
+}
+
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...max(b.count, 1) where !b.isEmpty {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}
+
+/// `30s`, `500ms`, `5m`: the shortest exact form, as the config file would say it.
+func formatDuration(_ duration: Duration) -> String {
+    let milliseconds = duration.nanoseconds / 1_000_000
+    if milliseconds % 3_600_000 == 0 && milliseconds > 0 { return "\(milliseconds / 3_600_000)h" }
+    if milliseconds % 60_000 == 0 && milliseconds > 0 { return "\(milliseconds / 60_000)m" }
+    if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
+    return "\(milliseconds)ms"
+}
+
+/// `64KiB`, `1MiB`, `100B`.
+func formatSize(_ size: Int) -> String {
+    if size > 0 && size % (1 << 30) == 0 { return "\(size >> 30)GiB" }
+    if size > 0 && size % (1 << 20) == 0 { return "\(size >> 20)MiB" }
+    if size > 0 && size % (1 << 10) == 0 { return "\(size >> 10)KiB" }
+    return "\(size)B"
+}

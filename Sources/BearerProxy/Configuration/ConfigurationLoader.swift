@@ -1,0 +1,51 @@
+import Foundation
+
+/// Reads the config file, applies flags over it, and checks what must be set.
+package enum ConfigurationLoader {
+    package static func load(
+        _ options: CommandLineOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> Configuration {
+        var entries: [ConfigEntry] = []
+        if let path = options.configPath {
+            let text: String
+            do {
+                text = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigurationError(place: path, key: nil, message: "cannot read the config file: \(Self.reason(error, path: path))")
+            }
+            entries += try ConfigFileParser.parse(text, fileName: path, environment: environment)
+        }
+        entries += options.overrides
+        let config = try Configuration.build(from: entries)
+        if !options.isDemo && config.upstream == nil {
+            throw ConfigurationError(
+                place: options.configPath ?? "configuration",
+                key: "upstream",
+                message: "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)")
+        }
+        return config
+    }
+
+    private static func reason(_ error: Error, path: String) -> String {
+        var info = stat()
+        if stat(path, &info) != 0 { return String(cString: strerror(errno)) }
+        if info.st_mode & S_IFMT == S_IFDIR { return "it is a directory" }
+        if access(path, R_OK) != 0 { return String(cString: strerror(errno)) }
+        return "not valid UTF-8 text"
+    }
+
+    /// The effective configuration as `key = value` lines, secrets masked (`--check`).
+    package static func report(_ config: Configuration) -> String {
+        var lines: [String] = []
+        for key in Configuration.keys {
+            let value = key.show(config)
+            if key.isSecret {
+                lines.append("\(key.name) = \(value == nil ? "(not set)" : "<redacted>")")
+            } else {
+                lines.append("\(key.name) = \(value ?? "(not set)")")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

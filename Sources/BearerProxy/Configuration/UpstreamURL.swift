@@ -1,0 +1,91 @@
+/// The configured upstream: `http://` or `https://`, host, port, and an optional path prefix.
+package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
+    package var isHTTPS: Bool
+    /// Lower-cased host as written, without brackets for IPv6.
+    package var host: String
+    package var port: Int
+    /// Prepended to origin-form paths; empty or starting with `/`, never ending with `/`.
+    package var pathPrefix: String
+
+    package var defaultPort: Int { self.isHTTPS ? 443 : 80 }
+
+    /// What goes in `Host`: the host, bracketed if IPv6, with the port unless it is the scheme's default.
+    package var authority: String {
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        return self.port == self.defaultPort ? host : "\(host):\(self.port)"
+    }
+
+    package var description: String {
+        "\(self.isHTTPS ? "https" : "http")://\(self.authority)\(self.pathPrefix)"
+    }
+
+    /// Parses `http[s]://host[:port][/prefix]`; returns a sentence saying what is wrong otherwise.
+    package static func parse(_ text: String) -> Result<UpstreamURL, URLParseError> {
+        let lower = text.lowercased()
+        let isHTTPS: Bool
+        let rest: Substring
+        if lower.hasPrefix("http://") {
+            isHTTPS = false
+            rest = text.dropFirst(7)
+        } else if lower.hasPrefix("https://") {
+            isHTTPS = true
+            rest = text.dropFirst(8)
+        } else {
+            return .failure(.init("must start with http:// or https://"))
+        }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var path = String(rest[authorityEnd...])
+        if path.contains("?") || path.contains("#") {
+            return .failure(.init("must not have a query or fragment"))
+        }
+        if authority.contains("@") {
+            return .failure(.init("must not contain user info (put credentials in the token settings)"))
+        }
+        guard let (host, port) = splitHostPort(authority) else {
+            return .failure(.init("has an invalid host or port"))
+        }
+        while path.hasSuffix("/") { path.removeLast() }
+        if path.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false }) {
+            return .failure(.init("has an invalid path"))
+        }
+        return .success(UpstreamURL(isHTTPS: isHTTPS, host: host, port: port ?? (isHTTPS ? 443 : 80), pathPrefix: path))
+    }
+}
+
+package struct URLParseError: Error, Equatable, Sendable {
+    package var reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// Splits `host[:port]` or `[v6][:port]`; the host comes back lower-cased without brackets.
+func splitHostPort(_ authority: Substring) -> (host: String, port: Int?)? {
+    var host: Substring
+    var portText: Substring?
+    if authority.hasPrefix("[") {
+        guard let close = authority.firstIndex(of: "]") else { return nil }
+        host = authority[authority.index(after: authority.startIndex)..<close]
+        let after = authority[authority.index(after: close)...]
+        if !after.isEmpty {
+            guard after.hasPrefix(":") else { return nil }
+            portText = after.dropFirst()
+        }
+        guard host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
+    } else {
+        if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        guard host.allSatisfy({ allowed.contains($0) }) else { return nil }
+    }
+    guard !host.isEmpty else { return nil }
+    var port: Int?
+    if let portText {
+        guard let value = Int(portText), (1...65535).contains(value) else { return nil }
+        port = value
+    }
+    return (host.lowercased(), port)
+}

@@ -1,0 +1,71 @@
+import BearerCore
+import BearerIO
+
+/// Parsers for the value grammars of the config file and flags. Each returns nil on bad input; the
+/// caller names the key and the expected form.
+enum ValueParsers {
+    /// `500ms`, `30s`, `5m`, `1h`, or combinations like `1m30s`.
+    static func duration(_ text: String) -> Duration? {
+        var total: Duration = .zero
+        var digits = ""
+        var index = text.startIndex
+        var sawComponent = false
+        while index < text.endIndex {
+            let character = text[index]
+            if character.isASCII && character.isNumber {
+                digits.append(character)
+                index = text.index(after: index)
+                continue
+            }
+            guard !digits.isEmpty, let value = Int64(digits), value < 1_000_000_000 else { return nil }
+            let rest = text[index...]
+            if rest.hasPrefix("ms") {
+                total += .milliseconds(value)
+                index = text.index(index, offsetBy: 2)
+            } else if rest.hasPrefix("s") {
+                total += .seconds(value)
+                index = text.index(after: index)
+            } else if rest.hasPrefix("m") {
+                total += .seconds(value * 60)
+                index = text.index(after: index)
+            } else if rest.hasPrefix("h") {
+                total += .seconds(value * 3600)
+                index = text.index(after: index)
+            } else {
+                return nil
+            }
+            digits = ""
+            sawComponent = true
+        }
+        guard digits.isEmpty, sawComponent else { return nil }
+        return total
+    }
+
+    /// `512`, `512B`, `64KiB`, `1MiB`, `2GiB` (powers of 1024).
+    static func size(_ text: String) -> Int? {
+        let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("B", 1)]
+        for (suffix, multiplier) in units where text.hasSuffix(suffix) {
+            guard let value = Int(text.dropLast(suffix.count)), value >= 0, value <= Int.max / multiplier else {
+                return nil
+            }
+            return value * multiplier
+        }
+        guard let value = Int(text), value >= 0 else { return nil }
+        return value
+    }
+
+    static func bool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": true
+        case "false", "no", "off", "0": false
+        default: nil
+        }
+    }
+
+    /// A comma-separated list, elements trimmed, empty elements dropped.
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+import Foundation

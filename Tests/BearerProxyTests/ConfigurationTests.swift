@@ -1,0 +1,216 @@
+import BearerCore
+import Testing
+
+@testable import BearerProxy
+
+@Suite struct ValueGrammarTests {
+    @Test(arguments: [
+        ("500ms", Duration.milliseconds(500)), ("30s", .seconds(30)), ("5m", .seconds(300)), ("1h", .seconds(3600)),
+        ("1m30s", .seconds(90)), ("0s", .zero),
+    ])
+    func parsesDurations(text: String, expected: Duration) {
+        #expect(ValueParsers.duration(text) == expected)
+    }
+
+    @Test(arguments: ["soon", "30", "s", "-5s", "5 s", "1.5s", "", "5d"])
+    func rejectsBadDurations(text: String) {
+        #expect(ValueParsers.duration(text) == nil)
+    }
+
+    @Test(arguments: [("64KiB", 65536), ("1MiB", 1 << 20), ("2GiB", 2 << 30), ("512B", 512), ("100", 100)])
+    func parsesSizes(text: String, expected: Int) {
+        #expect(ValueParsers.size(text) == expected)
+    }
+
+    @Test(arguments: ["64kb", "1.5MiB", "-1", "MiB", "lots"])
+    func rejectsBadSizes(text: String) {
+        #expect(ValueParsers.size(text) == nil)
+    }
+
+    @Test(arguments: [
+        ("https://api.example.com/v2/", "https://api.example.com/v2", "api.example.com", 443),
+        ("http://127.0.0.1:8081", "http://127.0.0.1:8081", "127.0.0.1:8081", 8081),
+        ("HTTP://Api.Example.COM:80", "http://api.example.com", "api.example.com", 80),
+        ("https://[::1]:8443/p", "https://[::1]:8443/p", "[::1]:8443", 8443),
+    ])
+    func parsesUpstreamURLs(text: String, description: String, authority: String, port: Int) throws {
+        let url = try UpstreamURL.parse(text).get()
+        #expect(url.description == description)
+        #expect(url.authority == authority)
+        #expect(url.port == port)
+    }
+
+    @Test(arguments: ["ftp://h", "api.example.com", "http://", "http://u:p@h", "http://h:0", "http://h/x?y", "http://h h"])
+    func rejectsBadUpstreamURLs(text: String) {
+        #expect(throws: URLParseError.self) { try UpstreamURL.parse(text).get() }
+    }
+
+    @Test func matchesHostPatterns() {
+        let exact = HostPattern.parse("api.example.com")!
+        #expect(exact.matches(host: "api.example.com", port: 8443))
+        #expect(!exact.matches(host: "evil.example.com", port: 443))
+        let withPort = HostPattern.parse("API.example.com:443")!
+        #expect(withPort.matches(host: "api.example.com", port: 443))
+        #expect(!withPort.matches(host: "api.example.com", port: 80))
+        let wildcard = HostPattern.parse("*.example.com")!
+        #expect(wildcard.matches(host: "a.b.example.com", port: 1))
+        #expect(!wildcard.matches(host: "example.com", port: 1))
+        #expect(!wildcard.matches(host: "badexample.com", port: 1))
+        #expect(HostPattern.parse("*.") == nil)
+        #expect(HostPattern.parse("a b") == nil)
+    }
+}
+
+@Suite struct ConfigFileTests {
+    func load(_ text: String, environment: [String: String] = [:], overrides: [ConfigEntry] = []) throws(ConfigurationError) -> Configuration {
+        var entries = try ConfigFileParser.parse(text, fileName: "proxy.conf", environment: environment)
+        entries += overrides
+        return try Configuration.build(from: entries)
+    }
+
+    @Test func readsKeysCommentsQuotesAndEnvironment() throws {
+        let config = try self.load(
+            """
+            # a comment
+              # an indented comment
+            upstream = https://api.example.com/v2
+            access_token = ${API_TOKEN}
+            listen = 127.0.0.1:9090, unix:/tmp/bp.sock
+            inject_hosts = api.example.com, *.example.org, other:8080
+            other_hosts = deny
+            client_idle_timeout = "90s"
+
+            max_header_bytes = 32KiB
+            workers = 3
+            """,
+            environment: ["API_TOKEN": "tok#with-hash"])
+        #expect(config.upstream?.host == "api.example.com")
+        #expect(config.accessToken?.reveal() == "tok#with-hash")
+        #expect(config.listen.map(\.description) == ["127.0.0.1:9090", "unix:/tmp/bp.sock"])
+        #expect(config.effectiveInjectHosts.map(\.description) == ["api.example.com", "*.example.org", "other:8080"])
+        #expect(config.otherHosts == .deny)
+        #expect(config.clientIdleTimeout == .seconds(90))
+        #expect(config.maxHeaderBytes == 32 * 1024)
+        #expect(config.workers == 3)
+    }
+
+    @Test func defaultsInjectHostsToTheUpstream() throws {
+        let config = try self.load("upstream = https://api.example.com")
+        #expect(config.effectiveInjectHosts == [.hostAndPort("api.example.com", 443)])
+    }
+
+    @Test func flagsOverrideTheFile() throws {
+        let config = try self.load(
+            "listen = 127.0.0.1:1111", overrides: [ConfigEntry(key: "listen", value: "127.0.0.1:2222", place: "command line (--listen)")])
+        #expect(config.listen.map(\.description) == ["127.0.0.1:2222"])
+    }
+
+    struct BadConfig: CustomTestStringConvertible, Sendable {
+        let id: String
+        let text: String
+        let message: String
+        var testDescription: String { self.id }
+    }
+
+    static let badConfigs: [BadConfig] = [
+        BadConfig(id: "unknown key", text: "upstream = http://h\nlisten_port = 1", message: "proxy.conf:2: listen_port: unknown key"),
+        BadConfig(id: "typo", text: "upstrem = http://h", message: "proxy.conf:1: upstrem: unknown key (did you mean 'upstream'?)"),
+        BadConfig(
+            id: "bad duration", text: "upstream_timeout = soon",
+            message: "proxy.conf:1: upstream_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)"),
+        BadConfig(
+            id: "unset variable", text: "access_token = ${NOPE_NOT_SET}",
+            message: "proxy.conf:1: access_token: environment variable NOPE_NOT_SET is not set"),
+        BadConfig(
+            id: "no equals", text: "upstream http://h",
+            message: "proxy.conf:1: expected 'key = value' (the line is not shown: it may hold a secret)"),
+        BadConfig(
+            id: "bad listen", text: "listen = 127.0.0.1",
+            message: "proxy.conf:1: listen: '127.0.0.1' has no port (expected HOST:PORT, [IPv6]:PORT or unix:/path)"),
+        BadConfig(
+            id: "bad size", text: "max_header_bytes = 10",
+            message: "proxy.conf:1: max_header_bytes: invalid size '10' (expected e.g. 64KiB, 1MiB, at least 1024 bytes)"),
+        BadConfig(
+            id: "bad other_hosts", text: "other_hosts = maybe",
+            message: "proxy.conf:1: other_hosts: expected forward or deny, got 'maybe'"),
+    ]
+
+    @Test(arguments: badConfigs)
+    func namesThePlaceTheKeyAndWhatIsExpected(_ bad: BadConfig) {
+        #expect(throws: ConfigurationError.self) { try self.load(bad.text) }
+        do {
+            _ = try self.load(bad.text)
+        } catch {
+            #expect(error.description == bad.message)
+        }
+    }
+
+    @Test func neverRepeatsASecretValueInAnError() {
+        do {
+            _ = try self.load("access_token = has space-secret-value")
+            Issue.record("expected an error")
+        } catch {
+            #expect(!error.description.contains("secret-value"))
+        }
+    }
+
+    @Test func requiresAnUpstreamUnlessDemo() throws {
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(CommandLineOptions(), environment: [:]) }
+        var demo = CommandLineOptions()
+        demo.isDemo = true
+        _ = try ConfigurationLoader.load(demo, environment: [:])
+    }
+
+    @Test func reportMasksSecrets() throws {
+        let config = try self.load("upstream = http://h:81\naccess_token = sekrit-token-value")
+        let report = ConfigurationLoader.report(config)
+        #expect(report.contains("access_token = <redacted>\n"))
+        #expect(report.contains("upstream = http://h:81\n"))
+        #expect(report.contains("client_header_timeout = 10s\n"))
+        #expect(!report.contains("sekrit"))
+    }
+}
+
+@Suite struct CommandLineTests {
+    @Test func parsesFlagsInBothForms() throws {
+        let options = try CommandLineOptions.parse(["--config", "p.conf", "--listen=127.0.0.1:1", "--upstream", "http://h", "--check"])
+        #expect(options.configPath == "p.conf")
+        #expect(options.isCheck)
+        #expect(options.overrides.map(\.key) == ["listen", "upstream"])
+        #expect(options.overrides[0].place == "command line (--listen)")
+    }
+
+    @Test func rejectsUnknownOptionsAndMissingValues() {
+        #expect(throws: CommandLineError.unknownOption("--listn")) { try CommandLineOptions.parse(["--listn", "x"]) }
+        #expect(throws: CommandLineError.missingValue("--upstream")) { try CommandLineOptions.parse(["--upstream"]) }
+        #expect(throws: CommandLineError.unexpectedArgument("stray")) { try CommandLineOptions.parse(["stray"]) }
+        #expect(
+            CommandLineError.unknownOption("--listn").fullMessage
+                == "Error: Unknown option '--listn'\nUsage: bearer-proxy --config <file> [<options>]\n  See 'bearer-proxy --help' for more information.\n")
+    }
+
+    @Test func helpTextIsStable() {
+        #expect(
+            CommandLineOptions.helpText == """
+                OVERVIEW: A local authenticating HTTP proxy. It adds 'Authorization: Bearer <token>' to
+                requests and forwards them upstream, refreshing the token when it expires.
+
+                USAGE: bearer-proxy --config <file> [<options>]
+                       bearer-proxy --demo
+
+                OPTIONS:
+                  --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
+                  --listen <addr>         Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path
+                                          (default: 127.0.0.1:8080)
+                  --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
+                  --log-level <level>     error, warn, info or debug (default: info)
+                  --check                 Validate the configuration, print it with secrets masked, and exit.
+                  --demo                  Run against built-in mock upstream and token servers; no config needed.
+                  --version               Show the version.
+                  -h, --help              Show help information.
+
+                Flags override settings from the config file.
+
+                """)
+    }
+}
