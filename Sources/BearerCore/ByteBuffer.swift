@@ -109,12 +109,19 @@ package struct ByteBuffer: Sendable {
     }
 
     @inlinable
-    package func withUnsafeReadableBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    package func withUnsafeReadableBytes<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         let start = self._readerIndex
         let end = self._writerIndex
-        return try self.storage.withUnsafeBytes { raw in
-            try body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+        let outcome: Swift.Result<Result, Failure> = self.storage.withUnsafeBytes { raw in
+            do throws(Failure) {
+                return .success(try body(UnsafeRawBufferPointer(rebasing: raw[start..<end])))
+            } catch {
+                return .failure(error)
+            }
         }
+        return try outcome.get()
     }
 
     @inlinable

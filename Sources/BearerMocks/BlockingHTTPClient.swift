@@ -1,0 +1,175 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Glibc
+
+/// A plain blocking HTTP/1.1 client for tests: raw bytes out, parsed responses in, with timeouts.
+package final class BlockingHTTPClient {
+    package let fd: Int32
+    private var pending = ByteBuffer()
+    private var parser = HTTPResponseParser(maximumHeadBytes: 1 << 20)
+    package private(set) var peerClosed = false
+
+    package struct Response: Sendable {
+        package var head: ResponseHead
+        package var body: [UInt8]
+        /// Statuses of 1xx heads that came before this response.
+        package var informational: [Int]
+
+        package var status: Int { self.head.status }
+        package var text: String { String(decoding: self.body, as: UTF8.self) }
+        package func header(_ name: String) -> String? { self.head.value(of: name) }
+    }
+
+    package enum ClientError: Error, Equatable {
+        case connectFailed(Int32)
+        case timedOut
+        case closedBeforeResponse
+        case truncated(received: Int)
+        case malformed(HTTPParseError)
+    }
+
+    package init(connectingTo address: SocketAddress, timeout: Duration = .seconds(15)) throws(ClientError) {
+        self.fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let seconds = Int(timeout.nanoseconds / 1_000_000_000)
+        var value = timeval(tv_sec: seconds, tv_usec: Int((timeout.nanoseconds % 1_000_000_000) / 1000))
+        setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(self.fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        let result = address.withSockAddr { Glibc.connect(self.fd, $0, $1) }
+        if result != 0 {
+            let code = errno
+            Glibc.close(self.fd)
+            throw .connectFailed(code)
+        }
+    }
+
+    deinit {
+        Glibc.close(self.fd)
+    }
+
+    package func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    package func send(_ text: String) {
+        self.send(Array(text.utf8))
+    }
+
+    package func shutdownWrite() {
+        Glibc.shutdown(self.fd, Int32(SHUT_WR))
+    }
+
+    /// Closes with a reset (RST) instead of a FIN.
+    package func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(self.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.shutdown(self.fd, Int32(SHUT_RDWR))
+    }
+
+    /// Reads more bytes; false at end of stream or timeout.
+    private func fill() throws(ClientError) -> Bool {
+        var failure: Int32 = 0
+        let count = self.pending.writeWithUnsafeMutableBytes(minimumWritable: 256 * 1024) { tail in
+            let count = Glibc.read(self.fd, tail.baseAddress, tail.count)
+            if count < 0 { failure = errno }
+            return max(count, 0)
+        }
+        if count > 0 { return true }
+        if failure == EAGAIN || failure == EWOULDBLOCK { throw .timedOut }
+        self.peerClosed = true
+        return false
+    }
+
+    /// Reads one whole response (after any 1xx heads) to a request with `method`.
+    package func readResponse(method: HTTPMethod = .get, maximumBodyBytes: Int = 256 << 20) throws(ClientError) -> Response {
+        self.parser.expectResponse(to: method)
+        var informational: [Int] = []
+        var head: ResponseHead?
+        var body: [UInt8] = []
+        while true {
+            let event: HTTPResponseParser.Event
+            do throws(HTTPParseError) {
+                event = try self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            } catch {
+                throw .malformed(error)
+            }
+            switch event {
+            case .head(let parsed, let consumed):
+                self.pending.moveReaderIndex(forwardBy: consumed)
+                if parsed.isInformational {
+                    informational.append(parsed.status)
+                } else {
+                    head = parsed
+                }
+            case .body(let range):
+                if body.count < maximumBodyBytes {
+                    self.pending.withUnsafeReadableBytes { raw in
+                        body.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]).bindMemory(to: UInt8.self))
+                    }
+                }
+                self.pending.moveReaderIndex(forwardBy: range.upperBound)
+            case .end(let consumed):
+                self.pending.moveReaderIndex(forwardBy: consumed)
+                return Response(head: head!, body: body, informational: informational)
+            case .needMore(let consumed):
+                self.pending.moveReaderIndex(forwardBy: consumed)
+                if try !self.fill() {
+                    if let head, self.parser.canEndAtEndOfInput {
+                        return Response(head: head, body: body, informational: informational)
+                    }
+                    if head == nil { throw .closedBeforeResponse }
+                    throw .truncated(received: body.count)
+                }
+            }
+        }
+    }
+
+    /// Reads the next 1xx head only (to see `100 Continue` before sending a body).
+    package func readInformational() throws(ClientError) -> Int {
+        self.parser.expectResponse(to: .get)
+        while true {
+            let event = try? self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            if case .head(let head, let consumed) = event {
+                self.pending.moveReaderIndex(forwardBy: consumed)
+                return head.status
+            }
+            if try !self.fill() { throw .closedBeforeResponse }
+        }
+    }
+
+    /// Everything until the peer closes (or the timeout).
+    package func readToEnd() -> [UInt8] {
+        while (try? self.fill()) == true {}
+        let bytes = self.pending.readableBytesArray
+        self.pending.clear()
+        return bytes
+    }
+
+    /// Whether the peer closes the connection within the read timeout, discarding what it sends.
+    package func waitForClose() -> Bool {
+        while true {
+            do throws(ClientError) {
+                if try !self.fill() { return true }
+                self.pending.clear()
+            } catch {
+                return false
+            }
+        }
+    }
+}
+
+/// Sends one request on a new connection and reads the response.
+package func httpRequest(
+    _ address: SocketAddress,
+    _ raw: String,
+    method: HTTPMethod = .get
+) throws(BlockingHTTPClient.ClientError) -> BlockingHTTPClient.Response {
+    let client = try BlockingHTTPClient(connectingTo: address)
+    client.send(raw)
+    return try client.readResponse(method: method)
+}

@@ -1,0 +1,101 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Glibc
+import Synchronization
+
+/// A small HTTP/1.1 server on the library's own event loops, for tests, the bench and `--demo`.
+///
+/// It answers each request with what its handler returns, counts connections and requests so tests
+/// can assert on pooling, and can misbehave on purpose (resets, garbage, hangs).
+package final class MockHTTPServer: Sendable {
+    package typealias Handler = @Sendable (MockRequest) -> MockResponse
+    /// Decides, when a request arrives with `Expect: 100-continue`, whether to answer before the body
+    /// (return a response) or to send 100 Continue (return nil).
+    package typealias ExpectHandler = @Sendable (RequestHead) -> MockResponse?
+
+    let handler: Handler
+    let expectHandler: ExpectHandler?
+    let group: EventLoopGroup
+    private let listenFD: Mutex<Int32?>
+    private let listeners: Mutex<[UnsafeSendable<Listener>]>
+    private let connections: Mutex<[ObjectIdentifier: UnsafeSendable<MockServerConnection>]>
+    package let acceptedConnections = Atomic<Int>(0)
+    package let handledRequests = Atomic<Int>(0)
+    package let address: Mutex<SocketAddress?>
+
+    package init(group: EventLoopGroup, expectHandler: ExpectHandler? = nil, handler: @escaping Handler) {
+        self.group = group
+        self.handler = handler
+        self.expectHandler = expectHandler
+        self.listenFD = Mutex(nil)
+        self.listeners = Mutex([])
+        self.connections = Mutex([:])
+        self.address = Mutex(nil)
+    }
+
+    /// Starts listening (port 0 picks a free port) and returns the bound address.
+    @discardableResult
+    package func start(on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!) throws(IOError) -> SocketAddress {
+        let fd = try Socket.listen(on: address)
+        self.listenFD.withLock { $0 = fd }
+        let bound = Socket.localAddress(fd) ?? address
+        self.address.withLock { $0 = bound }
+        let ready = Atomic<Int>(0)
+        for loop in self.group.loops {
+            loop.execute {
+                let listener = Listener(
+                    fd: fd, loop: loop,
+                    onAccept: { clientFD in
+                        self.acceptedConnections.add(1, ordering: .relaxed)
+                        if !bound.isUnix { Socket.setNoDelay(clientFD) }
+                        let connection = MockServerConnection(
+                            stream: StreamConnection(fd: clientFD, loop: loop, isConnecting: false), server: self)
+                        self.connections.withLock { $0[ObjectIdentifier(connection)] = UnsafeSendable(connection) }
+                        connection.start()
+                    },
+                    onAcceptError: { _ in })
+                listener.start()
+                self.listeners.withLock { $0.append(UnsafeSendable(listener)) }
+                ready.add(1, ordering: .releasing)
+            }
+        }
+        while ready.load(ordering: .acquiring) < self.group.loops.count { usleep(100) }
+        return bound
+    }
+
+    package var port: Int { self.address.withLock { $0?.port ?? 0 } }
+
+    /// `http://127.0.0.1:PORT`
+    package var baseURL: String { "http://127.0.0.1:\(self.port)" }
+
+    func connectionClosed(_ connection: MockServerConnection) {
+        self.connections.withLock { $0[ObjectIdentifier(connection)] = nil }
+    }
+
+    /// Stops listening and closes every connection.
+    package func stop() {
+        guard let fd = self.listenFD.withLock({ $0 }) else { return }
+        let remaining = Atomic<Int>(self.group.loops.count)
+        for loop in self.group.loops {
+            loop.execute {
+                for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
+                    listener.value.stop()
+                }
+                let mine = self.connections.withLock { $0.values.filter { $0.value.stream.loop === loop } }
+                for connection in mine { connection.value.close() }
+                remaining.subtract(1, ordering: .releasing)
+            }
+        }
+        while remaining.load(ordering: .acquiring) > 0 { usleep(100) }
+        Socket.close(fd)
+        if case .unix(let path) = self.address.withLock({ $0 }) { unlink(path) }
+        self.listenFD.withLock { $0 = nil }
+    }
+}
+
+/// Carries a loop-confined object in a Sendable container; only touched on its own loop.
+package struct UnsafeSendable<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
+}

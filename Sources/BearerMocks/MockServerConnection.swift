@@ -1,0 +1,225 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Glibc
+
+/// One connection to a `MockHTTPServer`. Confined to its loop.
+final class MockServerConnection: StreamConnectionDelegate {
+    let stream: StreamConnection
+    unowned let server: MockHTTPServer
+    private var parser = HTTPRequestParser(maximumHeadBytes: 1 << 20)
+    private var currentHead: RequestHead?
+    private var body: [UInt8] = []
+    private var streaming: (remaining: Int, offset: Int, chunked: Bool)?
+    private var isWaitingForResponse = false
+    private var closesAfterResponse = false
+    private var isClosed = false
+
+    init(stream: StreamConnection, server: MockHTTPServer) {
+        self.stream = stream
+        self.server = server
+    }
+
+    func start() {
+        self.stream.start(delegate: self)
+    }
+
+    func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        self.stream.close()
+        self.server.connectionClosed(self)
+    }
+
+    func streamReceived(_ connection: StreamConnection) {
+        self.process()
+    }
+
+    func streamReadEnded(_ connection: StreamConnection) {
+        if self.streaming == nil && !self.isWaitingForResponse {
+            self.stream.closeAfterFlush()
+        } else {
+            self.closesAfterResponse = true
+        }
+    }
+
+    func streamWritable(_ connection: StreamConnection) {
+        self.continueStreaming()
+    }
+
+    func streamConnected(_ connection: StreamConnection) {}
+
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        self.isClosed = true
+        self.server.connectionClosed(self)
+    }
+
+    private func process() {
+        while !self.isClosed && self.streaming == nil && !self.isWaitingForResponse {
+            let event: HTTPRequestParser.Event
+            do throws(HTTPParseError) {
+                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            } catch {
+                self.stream.withOutbound { $0.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") }
+                self.stream.closeAfterFlush()
+                return
+            }
+            switch event {
+            case .needMore(let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                return
+            case .head(let head, let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                self.currentHead = head
+                self.body = []
+                if head.expectsContinue {
+                    if let early = self.server.expectHandler?(head) {
+                        // Answered before the body: the body will not be read, so close afterwards.
+                        self.closesAfterResponse = true
+                        self.send(early, to: head)
+                        return
+                    }
+                    self.stream.withOutbound { $0.writeString("HTTP/1.1 100 Continue\r\n\r\n") }
+                    self.stream.flush()
+                }
+            case .body(let range):
+                self.stream.inbound.withUnsafeReadableBytes { raw in self.body += raw[range] }
+                self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            case .end(let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                guard let head = self.currentHead else { return }
+                self.server.handledRequests.add(1, ordering: .relaxed)
+                if !head.wantsKeepAlive { self.closesAfterResponse = true }
+                let response = self.server.handler(MockRequest(head: head, body: self.body))
+                self.body = []
+                self.send(response, to: head)
+            }
+        }
+    }
+
+    private func send(_ response: MockResponse, to head: RequestHead) {
+        let isHead = head.method == .head
+        func writeHead(_ framing: String) {
+            self.stream.withOutbound { buffer in
+                buffer.writeString("HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n")
+                for (name, value) in response.headers { buffer.writeString("\(name): \(value)\r\n") }
+                buffer.writeString(framing)
+                if self.closesAfterResponse { buffer.writeString("Connection: close\r\n") }
+                buffer.writeString("\r\n")
+            }
+        }
+        switch response.body {
+        case .fixed(let bytes):
+            writeHead("Content-Length: \(bytes.count)\r\n")
+            if !isHead { self.stream.write(bytes) }
+            self.finishResponse()
+        case .chunked(let chunks):
+            writeHead("Transfer-Encoding: chunked\r\n")
+            if !isHead {
+                self.stream.withOutbound { buffer in
+                    for chunk in chunks where !chunk.isEmpty {
+                        buffer.writeHexadecimal(chunk.count)
+                        buffer.writeString("\r\n")
+                        buffer.writeBytes(chunk)
+                        buffer.writeString("\r\n")
+                    }
+                    buffer.writeString("0\r\n\r\n")
+                }
+            }
+            self.finishResponse()
+        case .streamed(let length, let chunked):
+            writeHead(chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(length)\r\n")
+            if isHead {
+                self.finishResponse()
+            } else {
+                self.streaming = (length, 0, chunked)
+                self.continueStreaming()
+            }
+        case .closeDelimited(let bytes):
+            self.closesAfterResponse = true
+            writeHead("")
+            if !isHead { self.stream.write(bytes) }
+            self.finishResponse()
+        case .raw(let bytes, let thenClose):
+            self.stream.write(bytes)
+            if thenClose { self.closesAfterResponse = true }
+            self.finishResponse()
+        case .none:
+            self.isWaitingForResponse = true
+        case .reset:
+            self.reset()
+        case .resetMidBody(let length, let after):
+            writeHead("Content-Length: \(length)\r\n")
+            self.stream.write((0..<after).map(mockPatternByte))
+            self.stream.flush()
+            self.reset()
+        }
+    }
+
+    private func continueStreaming() {
+        guard var streaming = self.streaming, !self.isClosed else { return }
+        while streaming.remaining > 0 && self.stream.pendingWriteBytes < 256 * 1024 {
+            let count = min(streaming.remaining, 64 * 1024)
+            let offset = streaming.offset
+            self.stream.withOutbound { buffer in
+                if streaming.chunked {
+                    buffer.writeHexadecimal(count)
+                    buffer.writeString("\r\n")
+                }
+                _ = buffer.writeWithUnsafeMutableBytes(minimumWritable: count) { tail in
+                    fillMockPattern(UnsafeMutableRawBufferPointer(rebasing: tail[0..<count]), offset: offset)
+                    return count
+                }
+                if streaming.chunked { buffer.writeString("\r\n") }
+            }
+            streaming.remaining -= count
+            streaming.offset += count
+            self.stream.flush()
+            if self.isClosed { return }
+        }
+        if streaming.remaining > 0 {
+            self.streaming = streaming
+            return
+        }
+        self.streaming = nil
+        if streaming.chunked { self.stream.withOutbound { $0.writeString("0\r\n\r\n") } }
+        self.finishResponse()
+    }
+
+    private func finishResponse() {
+        if self.closesAfterResponse {
+            self.stream.closeAfterFlush()
+            return
+        }
+        self.stream.flush()
+        if !self.stream.inbound.isEmpty { self.process() }
+    }
+
+    /// Closes with RST: SO_LINGER with a zero timeout makes close() abort the connection.
+    private func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(self.stream.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        self.close()
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 201: "Created"
+        case 204: "No Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}
+
+@available(*, unavailable)
+extension MockServerConnection: Sendable {}

@@ -1,0 +1,101 @@
+import BearerCore
+import BearerIO
+import Foundation
+import Synchronization
+
+/// A mock API: checks the bearer token, records what it received, and answers by path.
+///
+/// Paths: `/bytes/N` (N streamed bytes with Content-Length), `/chunked/N`, `/close/N`
+/// (close-delimited), `/status/NNN`, `/echo` (the request body back), `/hang` (never answers),
+/// `/reset`, anything else: a JSON description of the request (method, target, headers, body size).
+package final class MockUpstream: Sendable {
+    package let server: MockHTTPServer
+    /// Tokens the API accepts; when nil, any request is accepted.
+    private let acceptedTokens: Mutex<Set<String>?>
+    private let recorded = Mutex<[RecordedRequest]>([])
+    package let recordsRequests: Bool
+
+    package struct RecordedRequest: Sendable {
+        package var method: String
+        package var target: String
+        package var headers: [(name: String, value: String)]
+        package var body: [UInt8]
+
+        package func header(_ name: String) -> String? {
+            self.headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+
+        package func headerValues(_ name: String) -> [String] {
+            self.headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        }
+    }
+
+    package init(group: EventLoopGroup, acceptedTokens: Set<String>? = nil, recordsRequests: Bool = true) {
+        self.acceptedTokens = Mutex(acceptedTokens)
+        self.recordsRequests = recordsRequests
+        let box = UpstreamBox()
+        self.server = MockHTTPServer(group: group) { request in box.upstream!.handle(request) }
+        box.upstream = self
+    }
+
+    private final class UpstreamBox: @unchecked Sendable {
+        weak var upstream: MockUpstream?
+    }
+
+    @discardableResult
+    package func start() throws(IOError) -> SocketAddress {
+        try self.server.start()
+    }
+
+    package func stop() {
+        self.server.stop()
+    }
+
+    package var port: Int { self.server.port }
+    package var baseURL: String { self.server.baseURL }
+
+    package var requests: [RecordedRequest] {
+        self.recorded.withLock { $0 }
+    }
+
+    package func setAcceptedTokens(_ tokens: Set<String>?) {
+        self.acceptedTokens.withLock { $0 = tokens }
+    }
+
+    func handle(_ request: MockRequest) -> MockResponse {
+        if self.recordsRequests {
+            let record = RecordedRequest(method: request.method, target: request.target, headers: request.headers, body: request.body)
+            self.recorded.withLock { $0.append(record) }
+        }
+        if let accepted = self.acceptedTokens.withLock({ $0 }) {
+            let authorization = request.header("authorization") ?? ""
+            guard authorization.hasPrefix("Bearer "), accepted.contains(String(authorization.dropFirst(7))) else {
+                return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
+            }
+        }
+        let parts = request.path.split(separator: "/").map(String.init)
+        switch (parts.first, parts.count) {
+        case ("bytes", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: false))
+        case ("chunked", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: true))
+        case ("close", 2):
+            return MockResponse(status: 200, body: .closeDelimited((0..<(Int(parts[1]) ?? 0)).map(mockPatternByte)))
+        case ("status", 2): return .text(Int(parts[1]) ?? 500, "status \(parts[1])\n")
+        case ("echo", 1): return MockResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .fixed(request.body))
+        case ("hang", 1): return MockResponse(status: 200, body: .none)
+        case ("reset", 1): return MockResponse(status: 200, body: .reset)
+        default: return .json(200, Self.describe(request))
+        }
+    }
+
+    /// `{"method":…,"target":…,"headers":[[name,value],…],"body_bytes":N}`
+    static func describe(_ request: MockRequest) -> String {
+        let object: [String: Any] = [
+            "method": request.method,
+            "target": request.target,
+            "headers": request.headers.map { [$0.name, $0.value] },
+            "body_bytes": request.body.count,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

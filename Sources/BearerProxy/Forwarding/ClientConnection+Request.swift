@@ -1,0 +1,184 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+
+extension ClientConnection {
+    /// Parses what the client sent: the next request head when idle, else the current request's body
+    /// as far as it can be forwarded now. Bytes of later (pipelined) requests wait in the buffer.
+    func processClientInput() {
+        while !self.isClosed {
+            if let exchange = self.exchange {
+                guard self.forwardRequestBody(exchange) else { break }
+                continue
+            }
+            guard !self.closesAfterExchange, !self.stream.inbound.isEmpty else { break }
+            let event: HTTPRequestParser.Event
+            do throws(HTTPParseError) {
+                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
+            } catch {
+                self.respond(with: .malformedRequest(error))
+                return
+            }
+            switch event {
+            case .head(let head, let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                self.headStartedAt = nil
+                self.startExchange(head)
+            case .needMore:
+                if self.headStartedAt == nil {
+                    self.headStartedAt = self.loop.now
+                    self.setDeadline(.requestHead, after: self.configuration.clientHeaderTimeout)
+                }
+                self.limitReadAhead()
+                return
+            case .body, .end:
+                preconditionFailure("Invalid state: body event without an exchange")
+            }
+        }
+        self.limitReadAhead()
+    }
+
+    /// Stops reading while too much is buffered from the client that cannot be used yet.
+    private func limitReadAhead() {
+        guard !self.isClosed else { return }
+        let buffered = self.stream.inbound.readableBytes
+        if self.exchange != nil {
+            self.stream.setReading(buffered < Self.readAheadLimit && !self.isUpstreamBackedUp)
+        }
+    }
+
+    var isUpstreamBackedUp: Bool {
+        (self.exchange?.upstream?.stream?.pendingWriteBytes ?? 0) > Self.highWatermark
+    }
+
+    /// Forwards body bytes of the current request; returns whether to keep parsing.
+    private func forwardRequestBody(_ exchange: Exchange) -> Bool {
+        guard !exchange.isRequestComplete, exchange.isRequestHeadSent, let upstream = exchange.upstream,
+            let upstreamStream = upstream.stream
+        else { return false }
+        if upstreamStream.pendingWriteBytes > Self.highWatermark {
+            self.stream.setReading(false)
+            return false
+        }
+        let event: HTTPRequestParser.Event
+        do throws(HTTPParseError) {
+            event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                try self.parser.next(raw)
+            }
+        } catch {
+            self.respond(with: .malformedRequest(error))
+            return false
+        }
+        switch event {
+        case .body(let range):
+            self.stream.inbound.withUnsafeReadableBytes { raw in
+                self.writeRequestBody(UnsafeRawBufferPointer(rebasing: raw[range]), exchange: exchange, to: upstreamStream)
+            }
+            self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            upstreamStream.flush()
+            return !self.isClosed && self.exchange === exchange
+        case .needMore(let consumed):
+            self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            return false
+        case .end(let consumed):
+            self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            if case .chunked = exchange.head.framing {
+                upstreamStream.withOutbound { $0.writeStaticString("0\r\n\r\n") }
+            }
+            exchange.isRequestComplete = true
+            upstreamStream.flush()
+            return false
+        case .head:
+            preconditionFailure("Invalid state: a head inside a request body")
+        }
+    }
+
+    private func writeRequestBody(_ bytes: UnsafeRawBufferPointer, exchange: Exchange, to upstream: StreamConnection) {
+        switch exchange.head.framing {
+        case .chunked:
+            upstream.withOutbound { buffer in
+                buffer.writeHexadecimal(bytes.count)
+                buffer.writeStaticString("\r\n")
+                buffer.writeBytes(bytes)
+                buffer.writeStaticString("\r\n")
+            }
+        case .contentLength, .none:
+            upstream.write(bytes)
+        }
+    }
+
+    /// Routes a new request and starts its exchange.
+    func startExchange(_ head: RequestHead) {
+        self.clearDeadline()
+        if !head.wantsKeepAlive { self.closesAfterExchange = true }
+        let route = self.runtime.router.route(head)
+        switch route {
+        case .reject(let error):
+            if head.framing != .none && head.framing != .contentLength(0) { self.closesAfterExchange = true }
+            self.respond(with: error)
+        case .forward(let target, let path):
+            let exchange = Exchange(head: head, target: target, path: path, startedAt: self.loop.now)
+            self.exchange = exchange
+            if head.framing == .none || head.framing == .contentLength(0) {
+                self.consumeEmptyBody()
+                exchange.isRequestComplete = true
+            }
+            if target.injectsToken {
+                let (line, generation) = self.runtime.session.currentAuthorization()
+                exchange.authorization = line
+                exchange.generation = line == nil ? nil : generation
+            }
+            self.connectUpstream(exchange, allowReuse: true)
+        }
+    }
+
+    /// Moves the parser past the end of a request that has no body.
+    private func consumeEmptyBody() {
+        let event = try? self.parser.next(UnsafeRawBufferPointer(start: nil, count: 0))
+        guard case .end = event else { preconditionFailure("Invalid state: a bodiless request did not end") }
+    }
+
+    /// Finds an upstream connection for the exchange: an idle pooled one, or a new one.
+    func connectUpstream(_ exchange: Exchange, allowReuse: Bool) {
+        exchange.attempts += 1
+        if exchange.target.origin.isHTTPS {
+            self.respond(with: .upstreamTLSUnavailable(origin: exchange.target.origin.description))
+            return
+        }
+        if allowReuse, let upstream = self.context.pool.lease(exchange.target.origin) {
+            upstream.owner = self
+            exchange.upstream = upstream
+            exchange.upstreamWasReused = true
+            self.sendRequestHead(exchange, on: upstream)
+            return
+        }
+        let upstream = UpstreamConnection(origin: exchange.target.origin, loop: self.loop, pool: self.context.pool)
+        upstream.owner = self
+        exchange.upstream = upstream
+        exchange.upstreamWasReused = false
+        self.setDeadline(.upstreamConnect, after: self.configuration.upstreamConnectTimeout)
+        upstream.connect(resolver: self.runtime.resolver)
+    }
+
+    /// Writes the request head upstream, then whatever body bytes are already here.
+    func sendRequestHead(_ exchange: Exchange, on upstream: UpstreamConnection) {
+        guard let stream = upstream.stream else { return }
+        upstream.parser.expectResponse(to: exchange.head.method)
+        stream.withOutbound { buffer in
+            buffer.writeForwardedRequestHead(
+                exchange.head,
+                target: exchange.target,
+                path: exchange.path,
+                authorization: exchange.authorization,
+                framing: exchange.head.framing
+            )
+        }
+        exchange.isRequestHeadSent = true
+        self.setDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout)
+        stream.flush()
+        guard !self.isClosed, self.exchange === exchange else { return }
+        self.processClientInput()
+    }
+}

@@ -1,0 +1,149 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+
+/// One client connection: parses its requests, forwards each upstream with the token, streams the
+/// response back, one exchange at a time (pipelined requests wait their turn, so responses stay in
+/// order). Confined to its loop.
+final class ClientConnection: StreamConnectionDelegate {
+    let stream: StreamConnection
+    let context: LoopContext
+    var parser: HTTPRequestParser
+    var exchange: Exchange?
+    /// Close once the current exchange ends (client asked, HTTP/1.0, an error, an early response).
+    var closesAfterExchange = false
+    var hasClientReadEnded = false
+    var isClosed = false
+
+    var deadline: Instant?
+    var deadlineKind: DeadlineKind = .idle
+    var timer: TimerID?
+    var timerDeadline: Instant?
+    /// When the first byte of the request head now arriving was read.
+    var headStartedAt: Instant?
+
+    /// Pending writes above this stop reading from the other side.
+    static let highWatermark = 256 * 1024
+    /// Bytes read ahead from the client (pipelined requests, body not yet forwardable) above this
+    /// stop reading from it.
+    static let readAheadLimit = 64 * 1024
+
+    var runtime: ProxyRuntime { self.context.runtime }
+    var configuration: Configuration { self.context.runtime.configuration }
+    var loop: EventLoop { self.context.loop }
+
+    init(stream: StreamConnection, context: LoopContext) {
+        self.stream = stream
+        self.context = context
+        self.parser = HTTPRequestParser(maximumHeadBytes: context.runtime.configuration.maxHeaderBytes)
+    }
+
+    func start() {
+        self.context.clients[ObjectIdentifier(self)] = self
+        self.stream.start(delegate: self)
+        self.setDeadline(.idle, after: self.configuration.clientIdleTimeout)
+    }
+
+    // MARK: StreamConnectionDelegate
+
+    func streamReceived(_ connection: StreamConnection) {
+        self.processClientInput()
+    }
+
+    func streamReadEnded(_ connection: StreamConnection) {
+        self.hasClientReadEnded = true
+        guard let exchange = self.exchange else {
+            // Between requests (or inside an unfinished head): nothing more will come; close.
+            self.stream.closeAfterFlush()
+            return
+        }
+        if exchange.isRequestComplete {
+            // A half-close after a complete request: deliver the response, then close.
+            self.closesAfterExchange = true
+        } else {
+            self.abort(reason: "client closed the connection mid-request")
+        }
+    }
+
+    func streamWritable(_ connection: StreamConnection) {
+        guard let exchange = self.exchange, exchange.isUpstreamPaused, let upstream = exchange.upstream else { return }
+        exchange.isUpstreamPaused = false
+        self.processUpstreamInput(upstream)
+        if let current = self.exchange, current === exchange, !exchange.isUpstreamPaused {
+            upstream.stream?.setReading(true)
+        }
+    }
+
+    func streamConnected(_ connection: StreamConnection) {}
+
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        if let error, self.exchange != nil {
+            self.runtime.logger.debug("client connection failed", ["error": error.description])
+        }
+        self.cleanUp()
+    }
+
+    // MARK: Ending
+
+    /// Ends the connection at once: the upstream connection is closed (not pooled), the client's
+    /// socket too. Used when the client vanished or a response can no longer be completed.
+    func abort(reason: String) {
+        self.runtime.logger.debug("exchange aborted", ["reason": reason])
+        self.stream.close()
+        self.cleanUp()
+    }
+
+    /// Releases everything the connection holds. Idempotent.
+    func cleanUp() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        if let timer = self.timer { self.loop.cancel(timer) }
+        self.timer = nil
+        if let exchange = self.exchange {
+            exchange.upstream?.close()
+            exchange.upstream = nil
+            self.exchange = nil
+        }
+        self.context.clients[ObjectIdentifier(self)] = nil
+        self.runtime.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// Answers the current request (if any) with the proxy's own response.
+    ///
+    /// The connection closes afterwards when the error was in the request's framing, when part of a
+    /// request body is still unread, or when it was going to close anyway.
+    func respond(with error: ProxyError) {
+        if let exchange = self.exchange {
+            if exchange.isResponseHeadSent {
+                self.abort(reason: error.shortName)
+                return
+            }
+            exchange.upstream?.close()
+            exchange.upstream = nil
+            if !exchange.isRequestComplete { self.closesAfterExchange = true }
+            self.exchange = nil
+        }
+        if case .malformedRequest = error { self.closesAfterExchange = true }
+        if self.hasClientReadEnded { self.closesAfterExchange = true }
+        let close = self.closesAfterExchange
+        self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
+        self.stream.withOutbound { $0.writeProxyResponse(status: error.status, message: error.message, close: close) }
+        self.exchangeEnded()
+    }
+
+    /// After a response is complete: close, or wait for (or process) the next request.
+    func exchangeEnded() {
+        if self.closesAfterExchange {
+            self.stream.closeAfterFlush()
+            return
+        }
+        self.stream.flush()
+        guard !self.stream.isClosed else { return }
+        self.setDeadline(.idle, after: self.configuration.clientIdleTimeout)
+        self.stream.setReading(true)
+        if !self.stream.inbound.isEmpty { self.processClientInput() }
+    }
+}
+
+@available(*, unavailable)
+extension ClientConnection: Sendable {}

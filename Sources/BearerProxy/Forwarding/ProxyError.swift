@@ -1,0 +1,85 @@
+import BearerHTTP
+
+/// Everything the proxy answers on its own, with the status and the one-line body the client reads.
+///
+/// Bodies name what failed and what to do; they never contain a token or secret. `shortName` is a
+/// bounded label for logs and metrics.
+package enum ProxyError: Error, Equatable, Sendable {
+    case malformedRequest(HTTPParseError)
+    case otherHostDenied(String)
+    case connectNotSupported
+    case upstreamConnectFailed(origin: String, reason: String)
+    case upstreamResolveFailed(origin: String, reason: String)
+    case upstreamClosed(origin: String)
+    case upstreamReset(origin: String)
+    case upstreamMalformed(origin: String, HTTPParseError)
+    case upstreamConnectTimeout(origin: String)
+    case upstreamTimeout(origin: String)
+    case upstreamTLSUnavailable(origin: String)
+    case requestHeadTimeout
+    case overCapacity
+
+    package var status: Int {
+        switch self {
+        case .malformedRequest(let error): error.status
+        case .otherHostDenied: 403
+        case .connectNotSupported: 405
+        case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
+            .upstreamTLSUnavailable:
+            502
+        case .upstreamConnectTimeout, .upstreamTimeout: 504
+        case .requestHeadTimeout: 408
+        case .overCapacity: 503
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .malformedRequest(let error):
+            "bearer-proxy: bad request: \(error.message)"
+        case .otherHostDenied(let origin):
+            "bearer-proxy: requests to \(origin) are refused (other_hosts = deny and it is not in inject_hosts)"
+        case .connectNotSupported:
+            "bearer-proxy: CONNECT is not supported here; send plain HTTP requests to the proxy"
+        case .upstreamConnectFailed(let origin, let reason):
+            "bearer-proxy: cannot connect to upstream \(origin): \(reason)"
+        case .upstreamResolveFailed(let origin, let reason):
+            "bearer-proxy: cannot resolve upstream \(origin): \(reason)"
+        case .upstreamClosed(let origin):
+            "bearer-proxy: upstream \(origin) closed the connection before answering"
+        case .upstreamReset(let origin):
+            "bearer-proxy: upstream \(origin) reset the connection"
+        case .upstreamMalformed(let origin, let error):
+            "bearer-proxy: upstream \(origin) sent a malformed response: \(error.message)"
+        case .upstreamConnectTimeout(let origin):
+            "bearer-proxy: connecting to upstream \(origin) timed out (upstream_connect_timeout)"
+        case .upstreamTimeout(let origin):
+            "bearer-proxy: upstream \(origin) did not answer in time (upstream_timeout)"
+        case .upstreamTLSUnavailable(let origin):
+            "bearer-proxy: cannot reach https upstream \(origin): TLS is not available in this build"
+        case .requestHeadTimeout:
+            "bearer-proxy: request head not received in time (client_header_timeout)"
+        case .overCapacity:
+            "bearer-proxy: too many connections (max_connections); try again later"
+        }
+    }
+
+    /// A bounded label for logs and metrics.
+    package var shortName: String {
+        switch self {
+        case .malformedRequest: "malformed_request"
+        case .otherHostDenied: "other_host_denied"
+        case .connectNotSupported: "connect_refused"
+        case .upstreamConnectFailed: "upstream_connect_failed"
+        case .upstreamResolveFailed: "upstream_resolve_failed"
+        case .upstreamClosed: "upstream_closed"
+        case .upstreamReset: "upstream_reset"
+        case .upstreamMalformed: "upstream_malformed"
+        case .upstreamConnectTimeout: "upstream_connect_timeout"
+        case .upstreamTimeout: "upstream_timeout"
+        case .upstreamTLSUnavailable: "upstream_tls_unavailable"
+        case .requestHeadTimeout: "request_head_timeout"
+        case .overCapacity: "over_capacity"
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import BearerCore
+import BearerHTTP
+
+/// How the body of a response is delimited toward the client; may differ from the upstream's.
+enum ClientFraming: Equatable {
+    /// No body (HEAD, 1xx, 204, 304); a Content-Length the upstream sent is kept as is.
+    case none
+    case contentLength(Int)
+    /// Re-chunked by the proxy (upstream chunked or close-delimited, HTTP/1.1 client).
+    case chunked
+    /// Raw bytes ended by closing the connection (an HTTP/1.0 client with no length known).
+    case closeDelimited
+}
+
+extension ByteBuffer {
+    /// Writes the head sent to the client for an upstream response.
+    ///
+    /// Hop-by-hop fields are dropped, framing is re-declared (`ClientFraming`), `Connection` says
+    /// whether the client connection stays open, and `Via` is appended.
+    mutating func writeForwardedResponseHead(
+        _ head: ResponseHead,
+        framing: ClientFraming,
+        keepAlive: Bool,
+        clientVersion: HTTPVersion
+    ) {
+        head.bytes.withUnsafeBytes { raw in
+            self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            for index in head.fields.indices {
+                let field = head.fields[index]
+                switch field.knownName {
+                case .contentLength:
+                    if framing == .none { break }
+                    continue
+                case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
+                    .upgrade:
+                    continue
+                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite:
+                    break
+                }
+                if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
+                self.writeField(raw, field)
+            }
+            switch framing {
+            case .none, .closeDelimited:
+                break
+            case .contentLength(let length):
+                self.writeStaticString("Content-Length: ")
+                self.writeDecimal(length)
+                self.writeStaticString("\r\n")
+            case .chunked:
+                self.writeStaticString("Transfer-Encoding: chunked\r\n")
+            }
+            if !keepAlive {
+                self.writeStaticString("Connection: close\r\n")
+            } else if clientVersion == .http10 {
+                self.writeStaticString("Connection: keep-alive\r\n")
+            }
+            self.writeStaticString(head.version == .http11 ? "Via: 1.1 bearer-proxy\r\n\r\n" : "Via: 1.0 bearer-proxy\r\n\r\n")
+        }
+    }
+
+    /// Writes an informational (1xx) head, for HTTP/1.1 clients only.
+    mutating func writeInformationalHead(_ head: ResponseHead) {
+        head.bytes.withUnsafeBytes { raw in
+            self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            for index in head.fields.indices {
+                let field = head.fields[index]
+                if field.knownName.isHopByHopOrFraming { continue }
+                if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
+                self.writeField(raw, field)
+            }
+            self.writeStaticString("\r\n")
+        }
+    }
+
+    mutating func writeStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
+        self.writeStaticString("HTTP/1.1 ")
+        self.writeDecimal(status)
+        self.writeByte(0x20)
+        self.writeBytes(reason)
+        self.writeStaticString("\r\n")
+    }
+
+    /// A complete response the proxy makes itself: a status and a one-line plain-text body.
+    mutating func writeProxyResponse(status: Int, message: String, close: Bool, extraFields: [(String, String)] = []) {
+        let body = message + "\n"
+        self.writeStaticString("HTTP/1.1 ")
+        self.writeDecimal(status)
+        self.writeByte(0x20)
+        self.writeString(reasonPhrase(status))
+        self.writeStaticString("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
+        self.writeDecimal(body.utf8.count)
+        self.writeStaticString("\r\n")
+        for (name, value) in extraFields {
+            self.writeString(name)
+            self.writeStaticString(": ")
+            self.writeString(value)
+            self.writeStaticString("\r\n")
+        }
+        if close { self.writeStaticString("Connection: close\r\n") }
+        self.writeStaticString("\r\n")
+        self.writeString(body)
+    }
+}
+
+func reasonPhrase(_ status: Int) -> String {
+    switch status {
+    case 200: "OK"
+    case 400: "Bad Request"
+    case 401: "Unauthorized"
+    case 403: "Forbidden"
+    case 404: "Not Found"
+    case 405: "Method Not Allowed"
+    case 408: "Request Timeout"
+    case 417: "Expectation Failed"
+    case 429: "Too Many Requests"
+    case 431: "Request Header Fields Too Large"
+    case 500: "Internal Server Error"
+    case 501: "Not Implemented"
+    case 502: "Bad Gateway"
+    case 503: "Service Unavailable"
+    case 504: "Gateway Timeout"
+    case 505: "HTTP Version Not Supported"
+    default: "Status"
+    }
+}

@@ -1,0 +1,148 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Dispatch
+import Glibc
+import Synchronization
+
+/// A running proxy: its listening sockets, one accept path per event loop, and the shared runtime.
+package final class ProxyServer: Sendable {
+    package let runtime: ProxyRuntime
+    package let boundAddresses: [SocketAddress]
+    private let group: EventLoopGroup
+    private let ownsGroup: Bool
+    private let listenFDs: [Int32]
+    private let contexts: Mutex<[UnsafeTransfer<LoopContext>]>
+    private let listeners: Mutex<[UnsafeTransfer<Listener>]>
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// Why the proxy could not start; one line, printed before exiting with status 1.
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// Binds every listen address and starts accepting on every loop of `group` (a new group with
+    /// `workers` loops when nil). Returns once all loops accept.
+    package static func start(
+        configuration: Configuration,
+        logger: Logger,
+        group: EventLoopGroup? = nil
+    ) throws(StartError) -> ProxyServer {
+        guard let upstream = configuration.upstream else { throw StartError(description: "no upstream configured") }
+        var fds: [Int32] = []
+        var addresses: [SocketAddress] = []
+        do throws(StartError) {
+            for spec in configuration.listen {
+                let address = try Self.resolveListenAddress(spec)
+                do throws(IOError) {
+                    let fd = try Socket.listen(on: address)
+                    fds.append(fd)
+                    addresses.append(Socket.localAddress(fd) ?? address)
+                } catch {
+                    throw StartError(description: "cannot listen on \(spec): \(error.reason)")
+                }
+            }
+        } catch {
+            for fd in fds { Socket.close(fd) }
+            throw error
+        }
+        let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
+        let runtime = ProxyRuntime(
+            configuration: configuration,
+            router: router,
+            session: TokenSession(accessToken: configuration.accessToken),
+            resolver: Resolver(),
+            logger: logger
+        )
+        let loops = group ?? EventLoopGroup(count: configuration.workers)
+        let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
+        server.startAccepting()
+        return server
+    }
+
+    private init(runtime: ProxyRuntime, addresses: [SocketAddress], group: EventLoopGroup, ownsGroup: Bool, fds: [Int32]) {
+        self.runtime = runtime
+        self.boundAddresses = addresses
+        self.group = group
+        self.ownsGroup = ownsGroup
+        self.listenFDs = fds
+        self.contexts = Mutex([])
+        self.listeners = Mutex([])
+    }
+
+    private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
+        switch spec {
+        case .unix(let path):
+            return .unix(path: path)
+        case .hostPort(let host, let port):
+            if let literal = SocketAddress(ipAddress: host, port: port) { return literal }
+            switch Resolver.lookUp(host: host, port: port) {
+            case .addresses(let addresses): return addresses[0]
+            case .failed(let reason): throw StartError(description: "cannot listen on \(spec): \(reason)")
+            }
+        }
+    }
+
+    private func startAccepting() {
+        let ready = DispatchSemaphore(value: 0)
+        for loop in self.group.loops {
+            loop.execute {
+                let context = LoopContext(loop: loop, runtime: self.runtime)
+                self.contexts.withLock { $0.append(UnsafeTransfer(context)) }
+                for fd in self.listenFDs {
+                    let isUnix = self.boundAddresses[self.listenFDs.firstIndex(of: fd)!].isUnix
+                    let listener = Listener(
+                        fd: fd, loop: loop,
+                        onAccept: { clientFD in self.accept(clientFD, isUnix: isUnix, context: context) },
+                        onAcceptError: { error in
+                            self.runtime.logger.warn("accept failed", ["error": error.description])
+                        })
+                    listener.start()
+                    self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
+                }
+                ready.signal()
+            }
+        }
+        for _ in self.group.loops { ready.wait() }
+    }
+
+    private func accept(_ fd: Int32, isUnix: Bool, context: LoopContext) {
+        if !isUnix { Socket.setNoDelay(fd) }
+        let stream = StreamConnection(fd: fd, loop: context.loop, isConnecting: false)
+        let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
+        let client = ClientConnection(stream: stream, context: context)
+        client.start()
+        if open > self.runtime.configuration.maxConnections {
+            client.closesAfterExchange = true
+            client.respond(with: .overCapacity)
+        }
+    }
+
+    /// Stops accepting, closes every connection, stops the loops (if the server made them), and
+    /// removes unix socket files.
+    package func shutdown() {
+        guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let done = DispatchSemaphore(value: 0)
+        for loop in self.group.loops {
+            loop.execute {
+                for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
+                    listener.value.stop()
+                }
+                for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
+                    for client in Array(context.value.clients.values) {
+                        client.stream.close()
+                        client.cleanUp()
+                    }
+                    context.value.pool.closeAll()
+                }
+                done.signal()
+            }
+        }
+        for _ in self.group.loops { done.wait() }
+        for (index, fd) in self.listenFDs.enumerated() {
+            Socket.close(fd)
+            if case .unix(let path) = self.boundAddresses[index] { unlink(path) }
+        }
+        if self.ownsGroup { self.group.shutdown() }
+    }
+}

@@ -1,0 +1,104 @@
+import BearerHTTP
+import BearerIO
+
+/// Decides where a request goes and whether it carries the token (CONTRACT.md, "Routing").
+///
+/// Origin-form requests, and absolute-form requests naming the proxy itself, go to the configured
+/// upstream with its path prefix. Absolute-form requests go to the host they name; when that is the
+/// upstream's host (with no port or the upstream's port) the upstream's scheme and port are used, so
+/// a client speaking plain HTTP to the proxy reaches an HTTPS API. The token goes only to hosts that
+/// `inject_hosts` matches.
+package struct Router: Sendable {
+    package let upstream: Target
+    private let upstreamURL: UpstreamURL
+    private let injectHosts: [HostPattern]
+    private let otherHosts: OtherHostsPolicy
+    /// `host:port` values (lower-cased) that name this proxy.
+    private let selfAuthorities: Set<String>
+
+    package init(configuration: Configuration, upstream: UpstreamURL, boundAddresses: [SocketAddress]) {
+        self.upstreamURL = upstream
+        self.injectHosts = configuration.effectiveInjectHosts
+        self.otherHosts = configuration.otherHosts
+        let origin = Origin(isHTTPS: upstream.isHTTPS, host: upstream.host, port: upstream.port)
+        self.upstream = Target(
+            origin: origin,
+            authority: Array(origin.authority.utf8),
+            pathPrefix: Array(upstream.pathPrefix.utf8),
+            injectsToken: self.injectHosts.contains { $0.matches(host: upstream.host, port: upstream.port) }
+        )
+        var authorities = Set<String>()
+        for address in boundAddresses {
+            guard let port = address.port else { continue }
+            for host in ["localhost", "127.0.0.1", "::1", address.hostText ?? "127.0.0.1"] {
+                authorities.insert(Self.authorityKey(host: host, port: port))
+            }
+        }
+        self.selfAuthorities = authorities
+    }
+
+    static func authorityKey(host: String, port: Int) -> String {
+        "\(host.lowercased()):\(port)"
+    }
+
+    package func route(_ head: RequestHead) -> Route {
+        switch head.targetForm {
+        case .origin:
+            return .forward(self.upstream, path: .prefixed(head.target))
+        case .asterisk:
+            return .forward(self.upstream, path: .asterisk)
+        case .authority:
+            return .reject(.connectNotSupported)
+        case .absolute(let absolute):
+            let authority = absolute.parsedAuthority
+            var host = head.string(authority.host).lowercased()
+            if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+            let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
+            if self.selfAuthorities.contains(Self.authorityKey(host: host, port: port)) {
+                return .forward(self.upstream, path: .prefixed(absolute.pathAndQuery))
+            }
+            let origin: Origin
+            if host == self.upstreamURL.host && (authority.port == nil || authority.port == self.upstreamURL.port) {
+                origin = self.upstream.origin
+            } else {
+                origin = Origin(isHTTPS: absolute.isHTTPS, host: host, port: port)
+            }
+            let injects = self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) }
+            if !injects && self.otherHosts == .deny {
+                return .reject(.otherHostDenied(origin.description))
+            }
+            let target = Target(
+                origin: origin,
+                authority: origin == self.upstream.origin ? self.upstream.authority : Array(origin.authority.utf8),
+                pathPrefix: [],
+                injectsToken: injects
+            )
+            return .forward(target, path: .absolute(absolute.pathAndQuery))
+        }
+    }
+}
+
+/// Where one request goes.
+package struct Target: Sendable {
+    package var origin: Origin
+    /// The `Host` value sent upstream.
+    package var authority: [UInt8]
+    /// Prepended to origin-form paths.
+    package var pathPrefix: [UInt8]
+    package var injectsToken: Bool
+}
+
+package enum Route: Sendable {
+    case forward(Target, path: ForwardedPath)
+    case reject(ProxyError)
+}
+
+/// How the request-target sent upstream is made from the client's.
+package enum ForwardedPath: Sendable {
+    /// The target's path prefix, then these bytes of the request head (an origin-form path).
+    case prefixed(Range<Int>)
+    /// These bytes of the head (path and query of an absolute-form target); `/` is added when empty.
+    case absolute(Range<Int>)
+    /// `*` (OPTIONS).
+    case asterisk
+}

@@ -1,0 +1,164 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+@Suite struct ErrorPathTests {
+    /// A port on 127.0.0.1 where nothing listens.
+    static func deadPort() throws -> Int {
+        let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        let port = Socket.localAddress(fd)!.port!
+        Socket.close(fd)
+        return port
+    }
+
+    @Test func answers502WhenTheUpstreamIsDown() throws {
+        let port = try Self.deadPort()
+        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse("http://127.0.0.1:\(port)").get() }
+        let response = try fixture.get("/x")
+        #expect(response.status == 502)
+        #expect(response.text == "bearer-proxy: cannot connect to upstream 127.0.0.1:\(port): Connection refused\n")
+        #expect(response.header("content-type") == "text/plain; charset=utf-8")
+    }
+
+    @Test func answers502WhenTheUpstreamNameDoesNotResolve() throws {
+        let fixture = try ProxyFixture()
+        let response = try fixture.send("GET http://no-such-host.invalid/x HTTP/1.1\r\nHost: no-such-host.invalid\r\n\r\n")
+        #expect(response.status == 502)
+        #expect(response.text.hasPrefix("bearer-proxy: cannot resolve upstream no-such-host.invalid:80"))
+        fixture.expectStillServing()
+    }
+
+    @Test func answers504WhenTheUpstreamDoesNotAnswer() throws {
+        let fixture = try ProxyFixture { $0.upstreamTimeout = .milliseconds(300) }
+        let response = try fixture.get("/hang")
+        #expect(response.status == 504)
+        #expect(response.text.contains("upstream_timeout"))
+        fixture.expectStillServing()
+    }
+
+    @Test func answers502WhenTheUpstreamResetsBeforeAnswering() throws {
+        let fixture = try ProxyFixture()
+        let response = try fixture.get("/reset")
+        #expect(response.status == 502)
+        fixture.expectStillServing()
+    }
+
+    @Test func answers502OnAMalformedUpstreamResponse() throws {
+        let garbage = MockHTTPServer(group: mockGroup) { request in
+            switch request.path {
+            case "/bad-chunks":
+                MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8), thenClose: true))
+            case "/two-lengths":
+                MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab".utf8), thenClose: true))
+            default:
+                MockResponse(status: 200, body: .raw(Array("SSH-2.0-OpenSSH\r\n\r\n".utf8), thenClose: true))
+            }
+        }
+        try garbage.start()
+        defer { garbage.stop() }
+        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(garbage.baseURL).get() }
+        for path in ["/garbage", "/two-lengths"] {
+            let response = try fixture.get(path)
+            #expect(response.status == 502, "\(path)")
+            #expect(response.text.contains("malformed response"), "\(path)")
+        }
+        // Chunking that breaks after the head was sent: the client sees a cut response, not a complete one.
+        let client = try fixture.client()
+        client.send("GET /bad-chunks HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(throws: BlockingHTTPClient.ClientError.self) { try client.readResponse() }
+    }
+
+    @Test func cutsTheClientResponseWhenTheUpstreamResetsMidBody() throws {
+        let resetting = MockHTTPServer(group: mockGroup) { _ in MockResponse(status: 200, body: .resetMidBody(length: 100_000, after: 5000)) }
+        try resetting.start()
+        defer { resetting.stop() }
+        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(resetting.baseURL).get() }
+        let client = try fixture.client()
+        client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(throws: BlockingHTTPClient.ClientError.truncated(received: 5000)) { try client.readResponse() }
+    }
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host header"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "both Content-Length"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported transfer-coding"),
+        ("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", 400, "obsolete line folding"),
+        ("GARBAGE\r\n\r\n", 400, "malformed request line"),
+    ])
+    func answersMalformedRequestsAndCloses(raw: String, status: Int, fragment: String) throws {
+        let fixture = try ProxyFixture()
+        let client = try fixture.client()
+        client.send(raw)
+        let response = try client.readResponse()
+        #expect(response.status == status)
+        #expect(response.text.contains(fragment))
+        #expect(response.text.hasSuffix("\n") && response.text.split(separator: "\n").count == 1)
+        #expect(response.header("connection") == "close")
+        #expect(client.waitForClose())
+        #expect(fixture.upstream.requests.isEmpty, "nothing malformed reaches the upstream")
+        fixture.expectStillServing()
+    }
+
+    @Test func answers431ForAnOversizedHead() throws {
+        let fixture = try ProxyFixture { $0.maxHeaderBytes = 4096 }
+        let client = try fixture.client()
+        client.send("GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "x", count: 8000))\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 431)
+        #expect(response.text.contains("max_header_bytes"))
+        fixture.expectStillServing()
+    }
+
+    @Test func answers408ForASlowRequestHead() throws {
+        let fixture = try ProxyFixture { $0.clientHeaderTimeout = .milliseconds(300) }
+        let client = try fixture.client()
+        client.send("GET / HTTP/1.1\r\nHost: a\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        fixture.expectStillServing()
+    }
+
+    @Test func closesIdleKeepAliveConnections() throws {
+        let fixture = try ProxyFixture { $0.clientIdleTimeout = .milliseconds(300) }
+        let client = try fixture.client()
+        client.send("GET /a HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(client.waitForClose())
+    }
+
+    @Test func retriesOnAFreshConnectionWhenAPooledOneWasClosed() throws {
+        // An upstream that closes every connection right after answering, without saying so.
+        let closing = MockHTTPServer(group: mockGroup) { _ in
+            MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), thenClose: true))
+        }
+        try closing.start()
+        defer { closing.stop() }
+        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(closing.baseURL).get() }
+        let client = try fixture.client()
+        for _ in 0..<5 {
+            client.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(try client.readResponse().text == "ok")
+            usleep(20_000)
+        }
+    }
+
+    @Test func answersOverCapacityWith503() throws {
+        let fixture = try ProxyFixture { $0.maxConnections = 2 }
+        let first = try fixture.client()
+        let second = try fixture.client()
+        usleep(50_000)
+        let third = try fixture.client()
+        third.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let response = try third.readResponse()
+        #expect(response.status == 503)
+        #expect(response.text.contains("max_connections"))
+        first.send("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try first.readResponse().status == 200)
+        _ = second
+    }
+}
