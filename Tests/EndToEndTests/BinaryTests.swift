@@ -1,0 +1,90 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
+
+@Suite struct BinaryTests {
+    @Test func binaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: ProxyProcess.binaryURL.path), "run the tests with 'swift test', which builds bearer-proxy")
+    }
+
+    @Test func proxiesWithAStaticTokenAndStopsOnSIGTERM() throws {
+        let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["e2e-token-abc"])
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = temporaryFile("upstream = \(upstream.baseURL)\naccess_token = ${E2E_TOKEN}\nlisten = 127.0.0.1:0\n")
+        let proxy = try ProxyProcess(["--config", config], environment: ["E2E_TOKEN": "e2e-token-abc"])
+        let listening = try #require(proxy.waitUntilListening())
+        let address = try #require(try? ListenAddressSpec.parse(listening))
+        guard case .hostPort(_, let port) = address else { Issue.record("not a TCP address: \(listening)"); return }
+        let response = try httpRequest(SocketAddress(ipAddress: "127.0.0.1", port: port)!, "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(upstream.requests.last?.header("authorization") == "Bearer e2e-token-abc")
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        #expect(!proxy.standardError.contains("e2e-token-abc"), "the token reached stderr")
+    }
+
+    @Test func stopsOnSIGINTAndRemovesItsUnixSocket() throws {
+        let path = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let proxy = try ProxyProcess(["--upstream", "http://127.0.0.1:9", "--listen", "unix:\(path)"])
+        #expect(proxy.waitUntilListening() == "unix:\(path)")
+        #expect(FileManager.default.fileExists(atPath: path))
+        proxy.signal(SIGINT)
+        #expect(proxy.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func checkPrintsTheEffectiveConfigurationWithSecretsMasked() throws {
+        let config = temporaryFile("upstream = https://api.example.com/v2\naccess_token = sk-live-supersecret\nworkers = 3\n")
+        let result = try ProxyProcess.run(["--config", config, "--check", "--listen", "127.0.0.1:9999"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("access_token = <redacted>\n"))
+        #expect(result.stdout.contains("listen = 127.0.0.1:9999\n"))
+        #expect(result.stdout.contains("upstream = https://api.example.com/v2\n"))
+        #expect(result.stdout.contains("workers = 3\n"))
+        #expect(!result.stdout.contains("supersecret") && !result.stderr.contains("supersecret"))
+    }
+
+    @Test func badConfigurationExitsOneNamingFileLineAndKey() throws {
+        let config = temporaryFile("upstream = http://127.0.0.1:1\n\nclient_idle_timeout = soon\n")
+        let result = try ProxyProcess.run(["--config", config])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: \(config):3: client_idle_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)\n")
+    }
+
+    @Test func missingConfigFileExitsOne() throws {
+        let result = try ProxyProcess.run(["--config", "/nonexistent/proxy.conf"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: /nonexistent/proxy.conf: cannot read the config file: No such file or directory\n")
+    }
+
+    @Test func portInUseExitsOne() throws {
+        let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        defer { Socket.close(fd) }
+        let port = Socket.localAddress(fd)!.port!
+        let result = try ProxyProcess.run(["--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:\(port)"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: cannot listen on 127.0.0.1:\(port): Address already in use\n")
+    }
+
+    @Test func unknownOptionExitsOneWithUsage() throws {
+        let result = try ProxyProcess.run(["--listn", "x"])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("Error: Unknown option '--listn'\nUsage: bearer-proxy"))
+    }
+
+    @Test func helpAndVersionGoToStdout() throws {
+        let help = try ProxyProcess.run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("OVERVIEW: A local authenticating HTTP proxy."))
+        let version = try ProxyProcess.run(["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.hasPrefix("bearer-proxy "))
+    }
+}

@@ -1,0 +1,92 @@
+import BearerCore
+import Foundation
+import Glibc
+import Synchronization
+
+/// The built `bearer-proxy` binary, run as a child process with its stderr captured.
+///
+/// Tests end only the processes they started, by PID, and always within a bounded wait.
+final class ProxyProcess: @unchecked Sendable {
+    let process = Process()
+    private let stderrPipe = Pipe()
+    private let stdoutPipe = Pipe()
+    private let output = Mutex<(stderr: String, stdout: String)>(("", ""))
+
+    /// `.build/debug/bearer-proxy`, next to the test bundle.
+    static var binaryURL: URL {
+        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+        return testBinary.deletingLastPathComponent().appendingPathComponent("bearer-proxy")
+    }
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        self.process.executableURL = Self.binaryURL
+        self.process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        self.process.environment = env
+        self.process.standardError = self.stderrPipe
+        self.process.standardOutput = self.stdoutPipe
+        self.stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            self?.output.withLock { $0.stderr += text }
+        }
+        self.stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            self?.output.withLock { $0.stdout += text }
+        }
+        try self.process.run()
+    }
+
+    deinit {
+        if self.process.isRunning {
+            kill(self.process.processIdentifier, SIGKILL)
+            self.process.waitUntilExit()
+        }
+    }
+
+    var standardError: String { self.output.withLock { $0.stderr } }
+    var standardOutput: String { self.output.withLock { $0.stdout } }
+
+    /// Waits (bounded) for the ready line and returns the address it names.
+    func waitUntilListening(timeout: Duration = .seconds(20)) -> String? {
+        let deadline = Instant.now() + timeout
+        while Instant.now() < deadline {
+            let text = self.standardError
+            if let range = text.range(of: "listening on ") {
+                let rest = text[range.upperBound...]
+                return String(rest.prefix { !$0.isWhitespace })
+            }
+            if !self.process.isRunning { return nil }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    func signal(_ number: Int32) {
+        kill(self.process.processIdentifier, number)
+    }
+
+    /// Waits (bounded) for the process to exit; nil if it did not.
+    func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
+        let deadline = Instant.now() + timeout
+        while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
+        if self.process.isRunning { return nil }
+        usleep(50_000)  // let the pipes drain
+        return self.process.terminationStatus
+    }
+
+    /// Runs the binary to completion (for --check, --help, bad configs).
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let child = try ProxyProcess(arguments, environment: environment)
+        let status = child.waitForExit()
+        return (status, child.standardOutput, child.standardError)
+    }
+}
+
+func temporaryFile(_ contents: String, name: String = "proxy.conf") -> String {
+    let directory = NSTemporaryDirectory() + "bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let path = directory + "/" + name
+    FileManager.default.createFile(atPath: path, contents: Data(contents.utf8))
+    return path
+}
