@@ -1,0 +1,66 @@
+/// Why a request that needed a token cannot have one: what its client is answered instead.
+///
+/// Messages name the cause and what to do; they carry the token endpoint's error code and
+/// description (which are the endpoint's words, not secrets) but never a token.
+package enum SessionFailure: Equatable, Sendable {
+    /// The token endpoint refused the grant (400/401: invalid_grant, invalid_client, …). Permanent.
+    case rejected(code: String, description: String?)
+    /// The token endpoint could not be reached or failed (connection refused, 5xx). Transient.
+    case unreachable(reason: String)
+    /// The token endpoint accepted the connection but did not answer within refresh_timeout.
+    case timedOut(reason: String)
+    /// The token endpoint asked to wait (429/503 Retry-After) longer than refresh_timeout.
+    case rateLimited(retryAfterSeconds: Int)
+    /// The session was logged out on purpose (admin POST /logout).
+    case loggedOut
+
+    package var status: Int {
+        switch self {
+        case .rejected, .loggedOut: 401
+        case .unreachable: 502
+        case .timedOut: 504
+        case .rateLimited: 503
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .rejected(let code, let description):
+            "bearer-proxy: token refresh failed: the token endpoint answered \(code)"
+                + (description.map { " (\(oneLine($0)))" } ?? "")
+                + "; fix the credentials, then replace the refresh token file, send SIGHUP or POST /refresh"
+        case .unreachable(let reason):
+            "bearer-proxy: token refresh failed: \(oneLine(reason))"
+        case .timedOut(let reason):
+            "bearer-proxy: token refresh timed out: \(oneLine(reason)) (refresh_timeout)"
+        case .rateLimited(let seconds):
+            "bearer-proxy: the token endpoint asked to wait \(seconds)s before the next refresh (Retry-After)"
+        case .loggedOut:
+            "bearer-proxy: the session was logged out; POST /refresh or send SIGHUP to log in again"
+        }
+    }
+
+    /// Extra response fields (Retry-After for a rate-limited refresh).
+    package var extraFields: [(String, String)] {
+        if case .rateLimited(let seconds) = self { return [("Retry-After", "\(seconds)")] }
+        return []
+    }
+
+    /// A bounded label for logs and metrics.
+    package var shortName: String {
+        switch self {
+        case .rejected: "rejected"
+        case .unreachable: "unreachable"
+        case .timedOut: "timeout"
+        case .rateLimited: "rate_limited"
+        case .loggedOut: "logged_out"
+        }
+    }
+}
+
+/// Text made safe for a one-line body or log value: control characters become spaces, length bounded.
+func oneLine(_ text: String, limit: Int = 200) -> String {
+    var cleaned = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
+    if cleaned.count > limit { cleaned = String(cleaned.prefix(limit)) + "…" }
+    return cleaned
+}

@@ -1,0 +1,400 @@
+import BearerCore
+
+/// The token session's logic: which token a request carries, when to refresh, who waits for it.
+///
+/// A value type with no I/O, no clock and no randomness of its own: events come in (a request needs
+/// a token, an upstream rejected generation g, a refresh ended), actions go out (send with this token,
+/// park, start one refresh, resume or fail these waiters). `TokenSession` holds it under a lock and
+/// performs the actions. Implements CONTRACT.md, "The session and 401".
+package struct TokenSessionStateMachine: Sendable {
+    package typealias WaiterID = UInt64
+
+    package struct Token: Equatable, Sendable {
+        package var value: Secret<String>
+        /// When the token stops working (from expires_in or a JWT exp); nil when unknown.
+        package var expiresAt: Instant?
+        /// When a proactive refresh starts; nil when the expiry is unknown.
+        package var refreshAt: Instant?
+
+        package init(value: Secret<String>, expiresAt: Instant? = nil, refreshAt: Instant? = nil) {
+            self.value = value
+            self.expiresAt = expiresAt
+            self.refreshAt = refreshAt
+        }
+
+        func isExpired(at now: Instant) -> Bool {
+            guard let expiresAt else { return false }
+            return now >= expiresAt
+        }
+    }
+
+    package struct Settings: Sendable {
+        /// A token source is configured (token_url or token_command).
+        package var canRefresh: Bool
+        /// The grant can be repeated without a new refresh token (client_credentials, password, command):
+        /// after a permanent failure a new attempt is made once the storm-guard window has passed.
+        package var canRetryWithoutNewCredentials: Bool
+        package var maximumSuspectRefreshes: Int
+        package var refreshWindow: Duration
+        package var refreshTimeout: Duration
+
+        package init(
+            canRefresh: Bool,
+            canRetryWithoutNewCredentials: Bool,
+            maximumSuspectRefreshes: Int = 5,
+            refreshWindow: Duration = .seconds(30),
+            refreshTimeout: Duration = .seconds(30)
+        ) {
+            self.canRefresh = canRefresh
+            self.canRetryWithoutNewCredentials = canRetryWithoutNewCredentials
+            self.maximumSuspectRefreshes = maximumSuspectRefreshes
+            self.refreshWindow = refreshWindow
+            self.refreshTimeout = refreshTimeout
+        }
+    }
+
+    package enum RefreshKind: Equatable, Sendable {
+        /// Ahead of a known expiry: the current token still works and keeps being sent.
+        case proactive
+        /// The current token was rejected, expired, or there is none: requests wait for the new one.
+        case reactive
+    }
+
+    struct Waiter: Equatable, Sendable {
+        var id: WaiterID
+        var parkedAt: Instant
+    }
+
+    struct Refresh: Equatable, Sendable {
+        var kind: RefreshKind
+        var startedAt: Instant
+        var attempt: Int
+        var waiters: [Waiter]
+        /// The token endpoint asked to wait until then (429/503 Retry-After).
+        var retryAt: Instant?
+    }
+
+    enum State: Equatable, Sendable {
+        /// No refresh running. Valid transitions: .refreshing, .loggedOut.
+        case idle
+        /// One refresh is in flight (or waiting to retry). Valid transitions: .idle, .failed, .loggedOut.
+        case refreshing(Refresh)
+        /// The token endpoint refused the grant; requests fail at once. Valid transitions: .idle
+        /// (new credentials), .refreshing (retry after the window), .loggedOut.
+        case failed(SessionFailure, at: Instant)
+        /// Tokens dropped on purpose. Valid transitions: .refreshing (forced refresh).
+        case loggedOut
+    }
+
+    // MARK: Actions
+
+    package enum RequestAction: Equatable, Sendable {
+        case send(token: Secret<String>, generation: Int)
+        /// There is no token and no way to get one: forward as is.
+        case sendWithoutToken
+        /// Send with the current token, and start a proactive refresh in the background.
+        case sendAndStartRefresh(token: Secret<String>, generation: Int)
+        case park
+        case parkAndStartRefresh
+        case fail(SessionFailure)
+    }
+
+    package enum RejectionAction: Equatable, Sendable {
+        /// A newer token already exists: send again with it, no refresh.
+        case replay(token: Secret<String>, generation: Int)
+        case park
+        case parkAndStartRefresh
+        /// Give the client the upstream's answer (a replay's 401, nothing to refresh with, …).
+        case forwardToClient
+        /// The request cannot be replayed (body too large), but the token is bad: refresh for the others.
+        case forwardToClientAndStartRefresh
+        /// The storm guard stopped a refresh; `isFirst` is true once per window (for one log line).
+        case forwardToClientStormGuard(isFirst: Bool)
+    }
+
+    package enum RefreshEndAction: Equatable, Sendable {
+        case resume(waiters: [WaiterID], token: Secret<String>, generation: Int)
+        case retry(after: Duration)
+        case fail(waiters: [WaiterID], SessionFailure)
+        /// A proactive refresh failed but the current token still works: keep using it.
+        case keepCurrentToken(SessionFailure)
+        /// The refresh ended after the session moved on (logged out): ignore it.
+        case ignore
+    }
+
+    package enum RefreshResult: Equatable, Sendable {
+        case success(Token)
+        /// 400/401 from the token endpoint.
+        case rejected(code: String, description: String?)
+        /// Connection refused or reset, 5xx, or (`answered: false` after a connection was accepted) no answer.
+        case transient(reason: String, timedOut: Bool)
+        /// 429/503 with Retry-After.
+        case rateLimited(retryAfter: Duration)
+    }
+
+    // MARK: State
+
+    package let settings: Settings
+    private(set) var state: State = .idle
+    package private(set) var token: Token?
+    /// Increases by one with every new token; requests are stamped with it.
+    package private(set) var generation = 1
+    /// The current token got at least one upstream answer whose status is not in refresh_on.
+    private(set) var currentTokenServedTraffic = false
+    private var suspectRefreshTimes: [Instant] = []
+    private var stormGuardLoggedAt: Instant?
+
+    package init(settings: Settings, token: Token?) {
+        self.settings = settings
+        self.token = token
+    }
+
+    package var isRefreshing: Bool {
+        if case .refreshing = self.state { return true }
+        return false
+    }
+
+    package var parkedCount: Int {
+        if case .refreshing(let refresh) = self.state { return refresh.waiters.count }
+        return 0
+    }
+
+    package var failure: SessionFailure? {
+        switch self.state {
+        case .failed(let failure, _): failure
+        case .loggedOut: .loggedOut
+        case .idle, .refreshing: nil
+        }
+    }
+
+    // MARK: Events
+
+    /// At start: a session that can fetch a token but has none starts fetching it at once.
+    package mutating func started(now: Instant) -> Bool {
+        guard self.settings.canRefresh, self.token == nil, self.state == .idle else { return false }
+        self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: []))
+        return true
+    }
+
+    /// A request to an injected host is about to be sent.
+    package mutating func requestNeedsToken(_ id: WaiterID, now: Instant) -> RequestAction {
+        switch self.state {
+        case .loggedOut:
+            return .fail(.loggedOut)
+        case .failed(let failure, let failedAt):
+            if self.settings.canRetryWithoutNewCredentials && now - failedAt >= self.settings.refreshWindow {
+                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                return .parkAndStartRefresh
+            }
+            return .fail(failure)
+        case .refreshing(var refresh):
+            if refresh.kind == .proactive, let token = self.token, !token.isExpired(at: now) {
+                return .send(token: token.value, generation: self.generation)
+            }
+            refresh.waiters.append(Waiter(id: id, parkedAt: now))
+            self.state = .refreshing(refresh)
+            return .park
+        case .idle:
+            guard let token = self.token else {
+                guard self.settings.canRefresh else { return .sendWithoutToken }
+                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                return .parkAndStartRefresh
+            }
+            guard self.settings.canRefresh else { return .send(token: token.value, generation: self.generation) }
+            if token.isExpired(at: now) {
+                // Expiry passed without the timer noticing (a laptop that slept): never send a dead token.
+                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                return .parkAndStartRefresh
+            }
+            if let refreshAt = token.refreshAt, now >= refreshAt {
+                self.state = .refreshing(Refresh(kind: .proactive, startedAt: now, attempt: 0, waiters: []))
+                return .sendAndStartRefresh(token: token.value, generation: self.generation)
+            }
+            return .send(token: token.value, generation: self.generation)
+        }
+    }
+
+    /// The upstream answered a status in refresh_on to a request stamped with `generation`.
+    package mutating func upstreamRejected(
+        _ id: WaiterID,
+        generation: Int,
+        isReplay: Bool,
+        isReplayable: Bool,
+        now: Instant
+    ) -> RejectionAction {
+        guard self.settings.canRefresh, !isReplay else { return .forwardToClient }
+        switch self.state {
+        case .loggedOut, .failed:
+            return .forwardToClient
+        case .refreshing(var refresh):
+            if generation < self.generation && refresh.kind == .proactive, let token = self.token, !token.isExpired(at: now) {
+                return isReplayable ? .replay(token: token.value, generation: self.generation) : .forwardToClient
+            }
+            if generation == self.generation {
+                // The token being replaced turned out dead already: stop sending it.
+                refresh.kind = .reactive
+            }
+            guard isReplayable else {
+                self.state = .refreshing(refresh)
+                return .forwardToClient
+            }
+            refresh.waiters.append(Waiter(id: id, parkedAt: now))
+            self.state = .refreshing(refresh)
+            return .park
+        case .idle:
+            if generation < self.generation {
+                guard let token = self.token, isReplayable else { return .forwardToClient }
+                return .replay(token: token.value, generation: self.generation)
+            }
+            if !self.currentTokenServedTraffic {
+                // The token never worked: refreshing may not help (wrong scope, clock skew, an upstream
+                // that rejects everything). Allow only a few such refreshes per window.
+                self.suspectRefreshTimes.removeAll { now - $0 >= self.settings.refreshWindow }
+                if self.suspectRefreshTimes.count >= self.settings.maximumSuspectRefreshes {
+                    let isFirst = self.stormGuardLoggedAt.map { now - $0 >= self.settings.refreshWindow } ?? true
+                    if isFirst { self.stormGuardLoggedAt = now }
+                    return .forwardToClientStormGuard(isFirst: isFirst)
+                }
+                self.suspectRefreshTimes.append(now)
+            }
+            let waiters = isReplayable ? [Waiter(id: id, parkedAt: now)] : []
+            self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: waiters))
+            return isReplayable ? .parkAndStartRefresh : .forwardToClientAndStartRefresh
+        }
+    }
+
+    /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
+    package mutating func upstreamAccepted(generation: Int) {
+        if generation == self.generation { self.currentTokenServedTraffic = true }
+    }
+
+    /// The proactive-refresh timer fired.
+    package mutating func proactiveRefreshDue(now: Instant) -> Bool {
+        guard self.state == .idle, self.settings.canRefresh, let token = self.token, let refreshAt = token.refreshAt,
+            now >= refreshAt
+        else { return false }
+        self.state = .refreshing(Refresh(kind: token.isExpired(at: now) ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: []))
+        return true
+    }
+
+    /// The running refresh attempt ended.
+    package mutating func refreshEnded(_ result: RefreshResult, now: Instant) -> RefreshEndAction {
+        guard case .refreshing(var refresh) = self.state else { return .ignore }
+        let waiterIDs = refresh.waiters.map(\.id)
+        switch result {
+        case .success(let token):
+            self.generation += 1
+            self.token = token
+            self.currentTokenServedTraffic = false
+            self.state = .idle
+            return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
+
+        case .rejected(let code, let description):
+            let failure = SessionFailure.rejected(code: code, description: description)
+            if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
+                self.token = kept
+                self.state = .idle
+                return .keepCurrentToken(failure)
+            }
+            self.token = nil
+            self.state = .failed(failure, at: now)
+            return .fail(waiters: waiterIDs, failure)
+
+        case .transient(let reason, let timedOut):
+            let delay = Self.backoff(attempt: refresh.attempt)
+            if now - refresh.startedAt + delay < self.settings.refreshTimeout {
+                refresh.attempt += 1
+                self.state = .refreshing(refresh)
+                return .retry(after: delay)
+            }
+            let failure: SessionFailure = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
+            if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
+                self.token = kept
+                self.state = .idle
+                return .keepCurrentToken(failure)
+            }
+            self.state = .idle
+            return .fail(waiters: waiterIDs, failure)
+
+        case .rateLimited(let retryAfter):
+            refresh.attempt += 1
+            refresh.retryAt = now + retryAfter
+            self.state = .refreshing(refresh)
+            return .retry(after: retryAfter)
+        }
+    }
+
+    /// After a failed proactive refresh: the current token, with the next attempt pushed back, or nil
+    /// when it no longer works.
+    private func keepTokenAfterFailedProactiveRefresh(now: Instant) -> Token? {
+        guard var token = self.token, !token.isExpired(at: now) else { return nil }
+        // Try again later, spreading the storm guard's allowance over the window.
+        let retry = now + self.settings.refreshWindow / max(1, self.settings.maximumSuspectRefreshes)
+        token.refreshAt = token.expiresAt.map { min($0, retry) } ?? retry
+        return token
+    }
+
+    /// Parked requests that waited refresh_timeout give up: each fails with the reason.
+    package mutating func expireWaiters(now: Instant) -> [(WaiterID, SessionFailure)] {
+        guard case .refreshing(var refresh) = self.state else { return [] }
+        var expired: [(WaiterID, SessionFailure)] = []
+        refresh.waiters.removeAll { waiter in
+            guard now - waiter.parkedAt >= self.settings.refreshTimeout else { return false }
+            if let retryAt = refresh.retryAt, retryAt > now {
+                let seconds = Int(((retryAt - now).nanoseconds + 999_999_999) / 1_000_000_000)
+                expired.append((waiter.id, .rateLimited(retryAfterSeconds: seconds)))
+            } else {
+                expired.append((waiter.id, .timedOut(reason: "no new token within refresh_timeout")))
+            }
+            return true
+        }
+        self.state = .refreshing(refresh)
+        return expired
+    }
+
+    /// The earliest time a parked request gives up, for the caller's timer.
+    package var nextWaiterDeadline: Instant? {
+        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.map(\.parkedAt).min() else { return nil }
+        return first + self.settings.refreshTimeout
+    }
+
+    /// A parked request's client went away.
+    package mutating func waiterCancelled(_ id: WaiterID) {
+        guard case .refreshing(var refresh) = self.state else { return }
+        refresh.waiters.removeAll { $0.id == id }
+        self.state = .refreshing(refresh)
+    }
+
+    /// There is reason to believe a new attempt can succeed (a new refresh token in the file):
+    /// leave a permanent failure, and let the next request fetch a token.
+    package mutating func credentialsChanged() {
+        if case .failed = self.state { self.state = .idle }
+    }
+
+    /// Forces a refresh now (SIGHUP, admin POST /refresh); returns whether one must start.
+    package mutating func refreshRequested(now: Instant) -> Bool {
+        guard self.settings.canRefresh else { return false }
+        switch self.state {
+        case .refreshing:
+            return false
+        case .idle, .failed, .loggedOut:
+            self.state = .refreshing(Refresh(kind: self.token == nil ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: []))
+            return true
+        }
+    }
+
+    /// Drops the tokens on purpose (admin POST /logout); parked requests fail.
+    package mutating func loggedOut() -> [WaiterID] {
+        var waiters: [WaiterID] = []
+        if case .refreshing(let refresh) = self.state { waiters = refresh.waiters.map(\.id) }
+        self.token = nil
+        self.generation += 1
+        self.state = .loggedOut
+        return waiters
+    }
+
+    /// 100ms, 200ms, 400ms, … up to 5s between transient failures.
+    static func backoff(attempt: Int) -> Duration {
+        .milliseconds(min(5000, 100 << min(attempt, 6)))
+    }
+}
