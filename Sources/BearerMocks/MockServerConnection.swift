@@ -152,7 +152,9 @@ final class MockServerConnection: StreamConnectionDelegate {
             writeHead("Content-Length: \(length)\r\n")
             self.stream.write((0..<after).map(mockPatternByte))
             self.stream.flush()
-            self.reset()
+            // Give the peer time to read what was sent: a reset discards data the peer has not read yet.
+            self.isWaitingForResponse = true
+            self.stream.loop.schedule(after: .milliseconds(100)) { [weak self] in self?.reset() }
         }
     }
 

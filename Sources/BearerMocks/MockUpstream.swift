@@ -10,8 +10,15 @@ import Synchronization
 /// `/reset`, anything else: a JSON description of the request (method, target, headers, body size).
 package final class MockUpstream: Sendable {
     package let server: MockHTTPServer
-    /// Tokens the API accepts; when nil, any request is accepted.
+    /// Tokens the API accepts; when nil (and there is no authority), any request is accepted.
     private let acceptedTokens: Mutex<Set<String>?>
+    /// Accepts the tokens this authority issued and has not revoked.
+    package let authority: MockTokenAuthority?
+    /// How many times each `X-Request-Id` was seen (the bench checks no request arrives more than twice).
+    private let requestIDCounts = Mutex<[String: Int]>([:])
+    package let countsRequestIDs: Bool
+    package let rejected = Atomic<Int>(0)
+    package let accepted = Atomic<Int>(0)
     private let recorded = Mutex<[RecordedRequest]>([])
     package let recordsRequests: Bool
 
@@ -30,9 +37,17 @@ package final class MockUpstream: Sendable {
         }
     }
 
-    package init(group: EventLoopGroup, acceptedTokens: Set<String>? = nil, recordsRequests: Bool = true) {
+    package init(
+        group: EventLoopGroup,
+        acceptedTokens: Set<String>? = nil,
+        authority: MockTokenAuthority? = nil,
+        recordsRequests: Bool = true,
+        countsRequestIDs: Bool = false
+    ) {
         self.acceptedTokens = Mutex(acceptedTokens)
+        self.authority = authority
         self.recordsRequests = recordsRequests
+        self.countsRequestIDs = countsRequestIDs
         let box = UpstreamBox()
         self.server = MockHTTPServer(group: group) { request in box.upstream!.handle(request) }
         box.upstream = self
@@ -58,6 +73,15 @@ package final class MockUpstream: Sendable {
         self.recorded.withLock { $0 }
     }
 
+    /// The most times one `X-Request-Id` reached the upstream, and how many ids were seen.
+    package var requestIDStatistics: (maximum: Int, distinct: Int) {
+        self.requestIDCounts.withLock { ($0.values.max() ?? 0, $0.count) }
+    }
+
+    package func resetRequestIDs() {
+        self.requestIDCounts.withLock { $0.removeAll(keepingCapacity: true) }
+    }
+
     package func setAcceptedTokens(_ tokens: Set<String>?) {
         self.acceptedTokens.withLock { $0 = tokens }
     }
@@ -67,14 +91,27 @@ package final class MockUpstream: Sendable {
             let record = RecordedRequest(method: request.method, target: request.target, headers: request.headers, body: request.body)
             self.recorded.withLock { $0.append(record) }
         }
-        if let accepted = self.acceptedTokens.withLock({ $0 }) {
-            let authorization = request.header("authorization") ?? ""
-            guard authorization.hasPrefix("Bearer "), accepted.contains(String(authorization.dropFirst(7))) else {
+        if self.countsRequestIDs, let id = request.header("x-request-id") {
+            self.requestIDCounts.withLock { $0[id, default: 0] += 1 }
+        }
+        let authorization = request.header("authorization") ?? ""
+        let presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
+        let acceptedSet = self.acceptedTokens.withLock { $0 }
+        if acceptedSet != nil || self.authority != nil {
+            let valid = presented.map { token in
+                (acceptedSet?.contains(token) ?? false) || (self.authority?.accepts(token) ?? false)
+            } ?? false
+            guard valid else {
+                self.rejected.add(1, ordering: .relaxed)
                 return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
             }
         }
+        self.accepted.add(1, ordering: .relaxed)
         let parts = request.path.split(separator: "/").map(String.init)
         switch (parts.first, parts.count) {
+        case ("whoami", 1):
+            let generation = presented.flatMap { self.authority?.number(of: $0) }.map { "token generation \($0)" } ?? "a static token"
+            return .text(200, "Hello! This request reached the upstream with \(generation).\n")
         case ("bytes", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: false))
         case ("chunked", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: true))
         case ("close", 2):

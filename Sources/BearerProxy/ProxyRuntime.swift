@@ -10,6 +10,10 @@ package final class ProxyRuntime: Sendable {
     package let resolver: Resolver
     package let logger: Logger
     package let openConnections = Atomic<Int>(0)
+    /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
+    package let replayMemoryInUse = Atomic<Int>(0)
+    /// Statuses that mean "token expired": refresh and replay.
+    let refreshOn: Set<Int>
 
     package init(configuration: Configuration, router: Router, session: TokenSession, resolver: Resolver, logger: Logger) {
         self.configuration = configuration
@@ -17,6 +21,21 @@ package final class ProxyRuntime: Sendable {
         self.session = session
         self.resolver = resolver
         self.logger = logger
+        self.refreshOn = Set(configuration.refreshOn)
+    }
+
+    /// Takes `bytes` from the replay memory budget; false when it would pass replay_memory_limit.
+    func reserveReplayMemory(_ bytes: Int) -> Bool {
+        let total = self.replayMemoryInUse.add(bytes, ordering: .relaxed).newValue
+        if total > self.configuration.replayMemoryLimit {
+            self.replayMemoryInUse.subtract(bytes, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func releaseReplayMemory(_ bytes: Int) {
+        if bytes > 0 { self.replayMemoryInUse.subtract(bytes, ordering: .relaxed) }
     }
 }
 

@@ -46,18 +46,39 @@ package final class ProxyServer: Sendable {
             for fd in fds { Socket.close(fd) }
             throw error
         }
+        let store: RefreshTokenStore?
+        do throws(RefreshTokenStore.StoreError) {
+            store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
+        } catch {
+            for fd in fds { Socket.close(fd) }
+            throw StartError(description: error.description)
+        }
         let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
-        let runtime = ProxyRuntime(
-            configuration: configuration,
-            router: router,
-            session: TokenSession(accessToken: configuration.accessToken),
-            resolver: Resolver(),
-            logger: logger
-        )
         let loops = group ?? EventLoopGroup(count: configuration.workers)
+        let resolver = Resolver()
+        let source = Self.makeTokenSource(configuration, store: store, loop: loops.loops[0], resolver: resolver, logger: logger)
+        let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
+        let runtime = ProxyRuntime(configuration: configuration, router: router, session: session, resolver: resolver, logger: logger)
         let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
         server.startAccepting()
+        session.start(timerLoop: loops.loops[0])
         return server
+    }
+
+    static func makeTokenSource(
+        _ configuration: Configuration,
+        store: RefreshTokenStore?,
+        loop: EventLoop,
+        resolver: Resolver,
+        logger: Logger
+    ) -> TokenSource? {
+        if let url = configuration.tokenURL {
+            return OAuth2TokenSource(configuration: configuration, url: url, store: store, loop: loop, resolver: resolver, logger: logger)
+        }
+        if let argv = configuration.tokenCommand {
+            return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)
+        }
+        return nil
     }
 
     private init(runtime: ProxyRuntime, addresses: [SocketAddress], group: EventLoopGroup, ownsGroup: Bool, fds: [Int32]) {

@@ -13,11 +13,13 @@ package enum SessionFailure: Equatable, Sendable {
     case rateLimited(retryAfterSeconds: Int)
     /// The session was logged out on purpose (admin POST /logout).
     case loggedOut
+    /// token_command failed (non-zero exit, empty output); the reason carries its stderr.
+    case commandFailed(reason: String)
 
     package var status: Int {
         switch self {
         case .rejected, .loggedOut: 401
-        case .unreachable: 502
+        case .unreachable, .commandFailed: 502
         case .timedOut: 504
         case .rateLimited: 503
         }
@@ -37,6 +39,8 @@ package enum SessionFailure: Equatable, Sendable {
             "bearer-proxy: the token endpoint asked to wait \(seconds)s before the next refresh (Retry-After)"
         case .loggedOut:
             "bearer-proxy: the session was logged out; POST /refresh or send SIGHUP to log in again"
+        case .commandFailed(let reason):
+            "bearer-proxy: token_command failed: \(oneLine(reason))"
         }
     }
 
@@ -54,6 +58,7 @@ package enum SessionFailure: Equatable, Sendable {
         case .timedOut: "timeout"
         case .rateLimited: "rate_limited"
         case .loggedOut: "logged_out"
+        case .commandFailed: "command_failed"
         }
     }
 }

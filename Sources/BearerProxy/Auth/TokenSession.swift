@@ -1,26 +1,386 @@
 import BearerCore
+import BearerIO
 import Synchronization
 
-/// The proxy's token: what each injected request carries, with the generation it belongs to.
+/// A request waiting for a token: told on its own loop when the token (or a failure) is there.
+protocol TokenWaiter: AnyObject {
+    func tokenGranted(_ id: TokenSessionStateMachine.WaiterID, _ grant: TokenSession.Grant)
+}
+
+/// The proxy's token session: the state machine behind a lock, and the I/O its actions ask for.
 ///
-/// Every request reads `(token, generation)` once, so a later 401 can be judged against the
-/// generation it was sent with. Shared by all loops behind a lock.
+/// The one shared mutable thing in the proxy. Every call locks, lets the state machine decide, unlocks,
+/// and only then acts (starts a refresh, resumes waiters on their loops, logs): no I/O under the lock.
 package final class TokenSession: Sendable {
+    package typealias WaiterID = TokenSessionStateMachine.WaiterID
+
+    package enum Grant: Sendable {
+        case token(line: [UInt8], generation: Int)
+        case failed(SessionFailure)
+    }
+
+    package enum RequestResult {
+        case ready(line: [UInt8], generation: Int)
+        case noToken
+        case parked(WaiterID)
+        case failed(SessionFailure)
+    }
+
+    package enum RejectionResult {
+        case replay(line: [UInt8], generation: Int)
+        case parked(WaiterID)
+        case forwardToClient
+    }
+
+    /// A parked request: which loop to wake and whom to tell there.
+    struct WaiterHandle: @unchecked Sendable {
+        let loop: EventLoop
+        let waiter: TokenWaiter
+
+        func resume(_ id: WaiterID, _ grant: Grant) {
+            let handle = self
+            self.loop.execute { handle.waiter.tokenGranted(id, grant) }
+        }
+    }
+
     private struct State {
-        var authorization: [UInt8]?
-        var generation: Int
+        var machine: TokenSessionStateMachine
+        var waiters: [WaiterID: WaiterHandle] = [:]
+        var nextWaiterID: WaiterID = 1
+        var cachedLine: (generation: Int, bytes: [UInt8])?
+        var refreshStartedAt: Instant?
+        var refreshTrigger = ""
+        var waiterTimerAt: Instant?
+        var lastOutcome: (outcome: String, wallTime: Double)?
     }
 
     private let state: Mutex<State>
+    private let source: TokenSource?
+    package let store: RefreshTokenStore?
+    private let logger: Logger
+    private let clock: TimeSource
+    private let refreshSkew: Duration
+    private let timerLoop = Mutex<EventLoop?>(nil)
 
-    package init(accessToken: Secret<String>?) {
-        self.state = Mutex(State(authorization: accessToken.map(authorizationLine), generation: 1))
+    package init(
+        configuration: Configuration,
+        source: TokenSource?,
+        store: RefreshTokenStore?,
+        logger: Logger,
+        clock: TimeSource = SystemTimeSource()
+    ) {
+        self.source = source
+        self.store = store
+        self.logger = logger
+        self.clock = clock
+        self.refreshSkew = configuration.refreshSkew
+        let settings = TokenSessionStateMachine.Settings(
+            canRefresh: source != nil,
+            canRetryWithoutNewCredentials: source?.canRetryWithoutNewCredentials ?? false,
+            maximumSuspectRefreshes: configuration.maxRefreshes,
+            refreshWindow: configuration.refreshWindow,
+            refreshTimeout: configuration.refreshTimeout)
+        let now = clock.now()
+        let initial = configuration.accessToken.map { Self.makeToken($0, lifetime: nil, now: now, skew: configuration.refreshSkew) }
+        self.state = Mutex(State(machine: TokenSessionStateMachine(settings: settings, token: initial)))
     }
 
-    /// The `Authorization` line to send and its generation; nil when there is no token at all.
-    package func currentAuthorization() -> (line: [UInt8]?, generation: Int) {
-        self.state.withLock { ($0.authorization, $0.generation) }
+    /// A session with a fixed token (or none) and nothing to refresh with.
+    package convenience init(accessToken: Secret<String>?) {
+        var configuration = Configuration()
+        configuration.accessToken = accessToken
+        self.init(configuration: configuration, source: nil, store: nil, logger: .silent)
     }
+
+    /// Starts timers on `loop`, and fetches a token at once when there is none but one can be had.
+    package func start(timerLoop loop: EventLoop) {
+        self.timerLoop.withLock { $0 = loop }
+        let now = self.clock.now()
+        let (mustFetch, refreshAt) = self.state.withLock { state -> (Bool, Instant?) in
+            let started = state.machine.started(now: now)
+            if started { self.noteRefreshStart(&state, trigger: "startup", now: now) }
+            return (started, state.machine.token?.refreshAt)
+        }
+        if mustFetch { self.runRefresh() }
+        if let refreshAt { self.scheduleProactiveRefresh(at: refreshAt) }
+    }
+
+    // MARK: The request path
+
+    /// The token for a request about to be sent to an injected host, or a ticket to wait for one.
+    func tokenForRequest(loop: EventLoop, waiter: TokenWaiter) -> RequestResult {
+        let now = self.clock.now()
+        let handle = WaiterHandle(loop: loop, waiter: waiter)
+        var result = self.decide(now: now, handle: handle)
+        if case .failed = result, let store = self.store, store.fileChanged(now: now) {
+            // A fresh refresh token was dropped into the file: a new attempt may succeed.
+            self.logger.info("refresh token file changed; retrying", ["file": store.path ?? ""])
+            self.state.withLock { $0.machine.credentialsChanged() }
+            result = self.decide(now: now, handle: handle)
+        }
+        return result
+    }
+
+    private func decide(now: Instant, handle: WaiterHandle) -> RequestResult {
+        var startsRefresh = false
+        var parkedID: WaiterID?
+        let result = self.state.withLock { state -> RequestResult in
+            let id = state.nextWaiterID
+            let action = state.machine.requestNeedsToken(id, now: now)
+            switch action {
+            case .send(let token, let generation):
+                return .ready(line: Self.line(&state, token, generation), generation: generation)
+            case .sendAndStartRefresh(let token, let generation):
+                startsRefresh = true
+                self.noteRefreshStart(&state, trigger: "proactive", now: now)
+                return .ready(line: Self.line(&state, token, generation), generation: generation)
+            case .sendWithoutToken:
+                return .noToken
+            case .park, .parkAndStartRefresh:
+                if case .parkAndStartRefresh = action {
+                    startsRefresh = true
+                    self.noteRefreshStart(&state, trigger: state.machine.token == nil ? "no token" : "expired", now: now)
+                }
+                state.nextWaiterID += 1
+                state.waiters[id] = handle
+                parkedID = id
+                return .parked(id)
+            case .fail(let failure):
+                return .failed(failure)
+            }
+        }
+        if startsRefresh { self.runRefresh() }
+        if parkedID != nil { self.armWaiterTimer() }
+        return result
+    }
+
+    /// The upstream answered a status in refresh_on to an injected request stamped with `generation`.
+    func upstreamRejected(
+        generation: Int,
+        isReplay: Bool,
+        isReplayable: Bool,
+        loop: EventLoop,
+        waiter: TokenWaiter
+    ) -> RejectionResult {
+        let now = self.clock.now()
+        var startsRefresh = false
+        var logStormGuard = false
+        let handle = WaiterHandle(loop: loop, waiter: waiter)
+        let result = self.state.withLock { state -> RejectionResult in
+            let id = state.nextWaiterID
+            let action = state.machine.upstreamRejected(id, generation: generation, isReplay: isReplay, isReplayable: isReplayable, now: now)
+            switch action {
+            case .replay(let token, let newGeneration):
+                return .replay(line: Self.line(&state, token, newGeneration), generation: newGeneration)
+            case .park, .parkAndStartRefresh:
+                if action == .parkAndStartRefresh {
+                    startsRefresh = true
+                    self.noteRefreshStart(&state, trigger: "401", now: now)
+                }
+                state.nextWaiterID += 1
+                state.waiters[id] = handle
+                return .parked(id)
+            case .forwardToClient:
+                return .forwardToClient
+            case .forwardToClientAndStartRefresh:
+                startsRefresh = true
+                self.noteRefreshStart(&state, trigger: "401", now: now)
+                return .forwardToClient
+            case .forwardToClientStormGuard(let isFirst):
+                logStormGuard = isFirst
+                return .forwardToClient
+            }
+        }
+        if logStormGuard {
+            self.logger.warn(
+                "refresh storm guard: new tokens are rejected right after they are issued; passing 401s to clients",
+                ["max_refreshes": "\(self.state.withLock { $0.machine.settings.maximumSuspectRefreshes })"])
+        }
+        if startsRefresh { self.runRefresh() }
+        if case .parked = result { self.armWaiterTimer() }
+        return result
+    }
+
+    /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
+    func upstreamAccepted(generation: Int) {
+        self.state.withLock { $0.machine.upstreamAccepted(generation: generation) }
+    }
+
+    /// A parked request's client went away.
+    func cancel(_ id: WaiterID) {
+        self.state.withLock { state in
+            state.waiters[id] = nil
+            state.machine.waiterCancelled(id)
+        }
+    }
+
+    // MARK: Refreshing
+
+    private func noteRefreshStart(_ state: inout State, trigger: String, now: Instant) {
+        state.refreshStartedAt = now
+        state.refreshTrigger = trigger
+    }
+
+    private func runRefresh() {
+        guard let source = self.source else { return }
+        source.fetch { outcome in self.refreshFinished(outcome) }
+    }
+
+    private func refreshFinished(_ outcome: TokenFetchOutcome) {
+        let now = self.clock.now()
+        let result: TokenSessionStateMachine.RefreshResult
+        var expiresIn: Duration?
+        switch outcome {
+        case .token(let fetched):
+            let token = Self.makeToken(fetched.accessToken, lifetime: fetched.expiresIn, now: now, skew: self.refreshSkew)
+            expiresIn = token.expiresAt.map { $0 - now }
+            result = .success(token)
+        case .permanent(let failure):
+            result = .permanent(failure)
+        case .transient(let reason, let timedOut):
+            result = .transient(reason: reason, timedOut: timedOut)
+        case .rateLimited(let retryAfter):
+            result = .rateLimited(retryAfter: retryAfter)
+        }
+        var resumed: [(WaiterHandle, WaiterID)] = []
+        var grant: Grant?
+        var duration: Duration = .zero
+        var trigger = ""
+        let action = self.state.withLock { state -> TokenSessionStateMachine.RefreshEndAction in
+            let action = state.machine.refreshEnded(result, now: now)
+            duration = state.refreshStartedAt.map { now - $0 } ?? .zero
+            trigger = state.refreshTrigger
+            switch action {
+            case .resume(let waiters, let token, let generation):
+                grant = .token(line: Self.line(&state, token, generation), generation: generation)
+                resumed = waiters.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
+                state.lastOutcome = ("ok", wallClockSeconds())
+            case .fail(let waiters, let failure):
+                grant = .failed(failure)
+                resumed = waiters.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
+                state.lastOutcome = (failure.shortName, wallClockSeconds())
+            case .keepCurrentToken(let failure):
+                state.lastOutcome = (failure.shortName, wallClockSeconds())
+            case .retry, .ignore:
+                break
+            }
+            return action
+        }
+        if let grant {
+            for (handle, id) in resumed { handle.resume(id, grant) }
+        }
+        let milliseconds = String(Int(duration.milliseconds))
+        switch action {
+        case .resume(let waiters, _, let generation):
+            self.logger.info(
+                "token refreshed",
+                [
+                    "generation": "\(generation)", "trigger": trigger, "duration_ms": milliseconds,
+                    "expires_in": expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown", "resumed": "\(waiters.count)",
+                ])
+            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) { self.scheduleProactiveRefresh(at: refreshAt) }
+        case .fail(let waiters, let failure):
+            self.logger.warn(
+                "token refresh failed",
+                ["error": failure.shortName, "status": "\(failure.status)", "reason": failure.message, "failed_requests": "\(waiters.count)", "duration_ms": milliseconds])
+        case .keepCurrentToken(let failure):
+            self.logger.warn(
+                "proactive token refresh failed; the current token is kept until it expires or is rejected",
+                ["error": failure.shortName, "reason": failure.message])
+            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) { self.scheduleProactiveRefresh(at: refreshAt) }
+        case .retry(let delay):
+            self.logger.info("token refresh will be retried", ["after_ms": "\(Int(delay.milliseconds))", "cause": Self.describe(outcome)])
+            self.onTimerLoop(after: delay) { self.runRefresh() }
+            self.armWaiterTimer()
+        case .ignore:
+            break
+        }
+    }
+
+    private static func describe(_ outcome: TokenFetchOutcome) -> String {
+        switch outcome {
+        case .token: "ok"
+        case .permanent(let failure): failure.shortName
+        case .transient(let reason, _): oneLine(reason)
+        case .rateLimited(let retryAfter): "rate limited for \(Int(retryAfter.seconds))s"
+        }
+    }
+
+    // MARK: Timers
+
+    private func scheduleProactiveRefresh(at instant: Instant) {
+        let delay = instant - self.clock.now()
+        self.onTimerLoop(after: max(delay, .zero)) {
+            let now = self.clock.now()
+            let due = self.state.withLock { state -> Bool in
+                let due = state.machine.proactiveRefreshDue(now: now)
+                if due { self.noteRefreshStart(&state, trigger: "proactive", now: now) }
+                return due
+            }
+            if due { self.runRefresh() }
+        }
+    }
+
+    /// Keeps one timer at the earliest time a parked request gives up.
+    private func armWaiterTimer() {
+        let deadline = self.state.withLock { state -> Instant? in
+            guard let next = state.machine.nextWaiterDeadline else { return nil }
+            if let armed = state.waiterTimerAt, armed <= next { return nil }
+            state.waiterTimerAt = next
+            return next
+        }
+        guard let deadline else { return }
+        self.onTimerLoop(after: max(deadline - self.clock.now(), .zero)) {
+            let now = self.clock.now()
+            let expired = self.state.withLock { state -> [(WaiterHandle, WaiterID, SessionFailure)] in
+                state.waiterTimerAt = nil
+                return state.machine.expireWaiters(now: now).compactMap { id, failure in
+                    state.waiters.removeValue(forKey: id).map { ($0, id, failure) }
+                }
+            }
+            for (handle, id, failure) in expired { handle.resume(id, .failed(failure)) }
+            if !expired.isEmpty {
+                self.logger.warn("parked requests gave up waiting for a token", ["count": "\(expired.count)", "error": expired[0].2.shortName])
+            }
+            self.armWaiterTimer()
+        }
+    }
+
+    private func onTimerLoop(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        guard let loop = self.timerLoop.withLock({ $0 }) else { return }
+        loop.execute {
+            loop.schedule(after: delay) { action() }
+        }
+    }
+
+    // MARK: Tokens
+
+    /// A token with its expiry (from `expires_in`, else a JWT `exp`) and proactive refresh time:
+    /// `refresh_skew` before expiry, at most half the lifetime, minus up to 10% jitter so that
+    /// several proxies sharing a token do not all refresh at the same instant.
+    static func makeToken(_ value: Secret<String>, lifetime: Duration?, now: Instant, skew: Duration) -> TokenSessionStateMachine.Token {
+        var lifetime = lifetime
+        if lifetime == nil, let exp = JWTExpiry.expiry(of: value.reveal()) {
+            lifetime = .milliseconds(Int64((exp - wallClockSeconds()) * 1000))
+        }
+        guard let lifetime else { return TokenSessionStateMachine.Token(value: value) }
+        let expiresAt = now + lifetime
+        let effectiveSkew = min(skew, lifetime / 2)
+        let jitter = effectiveSkew * Double.random(in: 0..<0.1)
+        return TokenSessionStateMachine.Token(value: value, expiresAt: expiresAt, refreshAt: expiresAt - effectiveSkew + jitter)
+    }
+
+    private static func line(_ state: inout State, _ token: Secret<String>, _ generation: Int) -> [UInt8] {
+        if let cached = state.cachedLine, cached.generation == generation { return cached.bytes }
+        let bytes = authorizationLine(token)
+        state.cachedLine = (generation, bytes)
+        return bytes
+    }
+
+    // MARK: Status
+
+    package var generation: Int { self.state.withLock { $0.machine.generation } }
+    package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }
 }
 
 /// `Authorization: Bearer <token>\r\n`, ready to copy into a request head.

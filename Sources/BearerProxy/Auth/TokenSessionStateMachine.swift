@@ -123,9 +123,14 @@ package struct TokenSessionStateMachine: Sendable {
     }
 
     package enum RefreshResult: Equatable, Sendable {
-        case success(Token)
         /// 400/401 from the token endpoint.
-        case rejected(code: String, description: String?)
+        package static func rejected(code: String, description: String?) -> RefreshResult {
+            .permanent(.rejected(code: code, description: description))
+        }
+
+        case success(Token)
+        /// The token source refused for good (400/401 from the token endpoint, a failing command).
+        case permanent(SessionFailure)
         /// Connection refused or reset, 5xx, or (`answered: false` after a connection was accepted) no answer.
         case transient(reason: String, timedOut: Bool)
         /// 429/503 with Retry-After.
@@ -289,8 +294,7 @@ package struct TokenSessionStateMachine: Sendable {
             self.state = .idle
             return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
 
-        case .rejected(let code, let description):
-            let failure = SessionFailure.rejected(code: code, description: description)
+        case .permanent(let failure):
             if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
                 self.token = kept
                 self.state = .idle

@@ -18,6 +18,27 @@ package struct Configuration: Sendable {
     package var clientIdleTimeout: Duration = .seconds(60)
     package var logLevel: Logger.Level = .info
 
+    // The token session.
+    package var refreshToken: Secret<String>?
+    package var refreshTokenFile: String?
+    package var tokenURL: UpstreamURL?
+    package var grantType: GrantType?
+    package var clientID: String?
+    package var clientSecret: Secret<String>?
+    package var scope: String?
+    package var audience: String?
+    package var username: String?
+    package var password: Secret<String>?
+    package var clientAuthentication: ClientAuthentication = .basic
+    package var tokenCommand: [String]?
+    package var refreshOn: [Int] = [401]
+    package var refreshSkew: Duration = .seconds(30)
+    package var maxRefreshes: Int = 5
+    package var refreshWindow: Duration = .seconds(30)
+    package var refreshTimeout: Duration = .seconds(30)
+    package var replayBodyLimit: Int = 1 << 20
+    package var replayMemoryLimit: Int = 256 << 20
+
     package init() {}
 
     /// The hosts that get the token: `inject_hosts`, or the upstream's host and port.
@@ -26,6 +47,32 @@ package struct Configuration: Sendable {
         guard let upstream else { return [] }
         return [.hostAndPort(upstream.host, upstream.port)]
     }
+}
+
+extension Configuration {
+    /// `grant_type`, or its default: refresh_token when a refresh token is configured, else client_credentials.
+    package var effectiveGrantType: GrantType {
+        if let grantType { return grantType }
+        return self.refreshToken != nil || self.refreshTokenFile != nil ? .refreshToken : .clientCredentials
+    }
+
+    /// Whether the session has a way to get tokens.
+    package var canRefresh: Bool { self.tokenURL != nil || self.tokenCommand != nil }
+}
+
+/// The OAuth2 grants (RFC 6749 §6, §4.4, §4.3).
+package enum GrantType: String, Equatable, Sendable {
+    case refreshToken = "refresh_token"
+    case clientCredentials = "client_credentials"
+    case password
+}
+
+/// How the client authenticates to the token endpoint (RFC 6749 §2.3.1).
+package enum ClientAuthentication: String, Equatable, Sendable {
+    /// HTTP Basic with the form-encoded client id and secret (client_secret_basic).
+    case basic
+    /// client_id and client_secret as form fields (client_secret_post).
+    case post
 }
 
 package enum OtherHostsPolicy: String, Equatable, Sendable {

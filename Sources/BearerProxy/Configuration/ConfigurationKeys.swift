@@ -94,9 +94,13 @@ extension Configuration {
         },
     ]
 
-    static func durationKey(_ name: String, _ path: WritableKeyPath<Configuration, Duration> & Sendable) -> ConfigurationKey {
+    static func durationKey(
+        _ name: String,
+        allowZero: Bool = false,
+        _ path: WritableKeyPath<Configuration, Duration> & Sendable
+    ) -> ConfigurationKey {
         ConfigurationKey(name, show: { formatDuration($0[keyPath: path]) }) { value, config in
-            guard let duration = ValueParsers.duration(value), duration > .zero else {
+            guard let duration = ValueParsers.duration(value), duration > .zero || (allowZero && duration == .zero) else {
                 return "invalid duration '\(value)' (expected e.g. 500ms, 30s, 5m)"
             }
             config[keyPath: path] = duration
@@ -111,6 +115,34 @@ extension Configuration {
             }
             config[keyPath: path] = size
             return nil
+        }
+    }
+
+    /// Checks settings that only make sense together, once every key is read.
+    func validateCombinations(place: String) throws(ConfigurationError) {
+        if self.tokenURL != nil && self.tokenCommand != nil {
+            throw ConfigurationError(place: place, key: "token_command", message: "set either token_url or token_command, not both")
+        }
+        if self.refreshToken != nil && self.refreshTokenFile != nil {
+            throw ConfigurationError(place: place, key: "refresh_token_file", message: "set either refresh_token or refresh_token_file, not both")
+        }
+        guard let tokenURL = self.tokenURL else { return }
+        _ = tokenURL
+        switch self.effectiveGrantType {
+        case .refreshToken:
+            if self.refreshToken == nil && self.refreshTokenFile == nil {
+                throw ConfigurationError(
+                    place: place, key: "grant_type",
+                    message: "refresh_token needs refresh_token or refresh_token_file")
+            }
+        case .clientCredentials:
+            if self.clientID == nil {
+                throw ConfigurationError(place: place, key: "grant_type", message: "client_credentials needs client_id (and usually client_secret)")
+            }
+        case .password:
+            if self.username == nil || self.password == nil {
+                throw ConfigurationError(place: place, key: "grant_type", message: "password needs username and password")
+            }
         }
     }
 

@@ -18,6 +18,7 @@ package enum ConfigurationLoader {
         }
         entries += options.overrides
         let config = try Configuration.build(from: entries)
+        try config.validateCombinations(place: options.configPath ?? "configuration")
         if !options.isDemo && config.upstream == nil {
             throw ConfigurationError(
                 place: options.configPath ?? "configuration",

@@ -74,7 +74,9 @@ extension ClientConnection {
         switch event {
         case .body(let range):
             self.stream.inbound.withUnsafeReadableBytes { raw in
-                self.writeRequestBody(UnsafeRawBufferPointer(rebasing: raw[range]), exchange: exchange, to: upstreamStream)
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
+                self.keepForReplay(bytes, exchange)
+                self.writeRequestBody(bytes, exchange: exchange, to: upstreamStream)
             }
             self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
             upstreamStream.flush()
@@ -121,17 +123,72 @@ extension ClientConnection {
         case .forward(let target, let path):
             let exchange = Exchange(head: head, target: target, path: path, startedAt: self.loop.now)
             self.exchange = exchange
-            if head.framing == .none || head.framing == .contentLength(0) {
+            if !exchange.hasBody {
                 self.consumeEmptyBody()
                 exchange.isRequestComplete = true
             }
-            if target.injectsToken {
-                let (line, generation) = self.runtime.session.currentAuthorization()
-                exchange.authorization = line
-                exchange.generation = line == nil ? nil : generation
+            self.decideReplayability(exchange)
+            guard target.injectsToken else {
+                self.connectUpstream(exchange, allowReuse: true)
+                return
             }
-            self.connectUpstream(exchange, allowReuse: true)
+            switch self.runtime.session.tokenForRequest(loop: self.loop, waiter: self) {
+            case .ready(let line, let generation):
+                exchange.authorization = line
+                exchange.generation = generation
+                self.connectUpstream(exchange, allowReuse: true)
+            case .noToken:
+                self.connectUpstream(exchange, allowReuse: true)
+            case .parked(let id):
+                self.waitForToken(exchange, id)
+            case .failed(let failure):
+                self.respond(with: .session(failure))
+            }
         }
+    }
+
+    /// Bodies up to replay_body_limit are kept until the response status is known, within the
+    /// proxy-wide replay_memory_limit; larger ones stream through and cannot be replayed.
+    private func decideReplayability(_ exchange: Exchange) {
+        switch exchange.head.framing {
+        case .none, .contentLength(0):
+            exchange.isReplayable = true
+        case .contentLength(let length):
+            exchange.isReplayable = length <= self.configuration.replayBodyLimit && self.runtime.reserveReplayMemory(length)
+            if exchange.isReplayable { exchange.replayReserved = length }
+        case .chunked:
+            exchange.isReplayable = true
+        }
+    }
+
+    /// Keeps forwarded body bytes for a replay, while the request is still replayable.
+    private func keepForReplay(_ bytes: UnsafeRawBufferPointer, _ exchange: Exchange) {
+        guard exchange.isReplayable else { return }
+        let needed = exchange.replayBody.readableBytes + bytes.count
+        if needed > exchange.replayReserved {
+            let more = max(needed - exchange.replayReserved, 64 * 1024)
+            guard needed <= self.configuration.replayBodyLimit, self.runtime.reserveReplayMemory(more) else {
+                self.dropReplayBody(exchange)
+                return
+            }
+            exchange.replayReserved += more
+        }
+        exchange.replayBody.writeBytes(bytes)
+    }
+
+    /// Frees the replay copy: the status is known, or the body outgrew the limits.
+    func dropReplayBody(_ exchange: Exchange) {
+        if exchange.hasBody { exchange.isReplayable = false }
+        exchange.replayBody = ByteBuffer()
+        self.runtime.releaseReplayMemory(exchange.replayReserved)
+        exchange.replayReserved = 0
+    }
+
+    /// Parks the exchange until the token session resumes it (or gives up on its behalf).
+    func waitForToken(_ exchange: Exchange, _ id: TokenSession.WaiterID) {
+        exchange.waiterID = id
+        // The session answers within refresh_timeout; this deadline only guards against it never doing so.
+        self.setDeadline(.token, after: self.configuration.refreshTimeout + .seconds(5))
     }
 
     /// Moves the parser past the end of a request that has no body.
@@ -162,7 +219,8 @@ extension ClientConnection {
         upstream.connect(resolver: self.runtime.resolver)
     }
 
-    /// Writes the request head upstream, then whatever body bytes are already here.
+    /// Writes the request head upstream, then the body bytes already read (on a replay or retry),
+    /// then whatever else the client has sent.
     func sendRequestHead(_ exchange: Exchange, on upstream: UpstreamConnection) {
         guard let stream = upstream.stream else { return }
         upstream.parser.expectResponse(to: exchange.head.method)
@@ -174,6 +232,18 @@ extension ClientConnection {
                 authorization: exchange.authorization,
                 framing: exchange.head.framing
             )
+            let kept = exchange.replayBody.readableBytes
+            if case .chunked = exchange.head.framing {
+                if kept > 0 {
+                    buffer.writeHexadecimal(kept)
+                    buffer.writeStaticString("\r\n")
+                    buffer.writeBuffer(exchange.replayBody)
+                    buffer.writeStaticString("\r\n")
+                }
+                if exchange.isRequestComplete { buffer.writeStaticString("0\r\n\r\n") }
+            } else if kept > 0 {
+                buffer.writeBuffer(exchange.replayBody)
+            }
         }
         exchange.isRequestHeadSent = true
         self.setDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout)

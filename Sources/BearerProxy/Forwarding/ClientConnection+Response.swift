@@ -107,6 +107,8 @@ extension ClientConnection: UpstreamConnectionOwner {
                 upstreamStream.inbound.moveReaderIndex(forwardBy: consumed)
                 if head.isInformational {
                     self.forwardInformational(head, exchange: exchange)
+                } else if self.handledAsExpiredToken(head, exchange: exchange, upstream: upstream) {
+                    return
                 } else {
                     self.sendResponseHead(head, exchange: exchange)
                 }
@@ -124,6 +126,52 @@ extension ClientConnection: UpstreamConnectionOwner {
             }
         }
         if !self.isClosed { self.stream.flush() }
+    }
+
+    /// Sends an injected request's refresh_on answer (401) to the token session instead of the client,
+    /// when the session says so: the request is replayed with a newer token, now or after a refresh.
+    /// Returns false when the response goes to the client after all.
+    private func handledAsExpiredToken(_ head: ResponseHead, exchange: Exchange, upstream: UpstreamConnection) -> Bool {
+        guard let generation = exchange.generation else { return false }
+        let session = self.runtime.session
+        guard self.runtime.refreshOn.contains(head.status) else {
+            session.upstreamAccepted(generation: generation)
+            self.dropReplayBody(exchange)
+            return false
+        }
+        let result = session.upstreamRejected(
+            generation: generation,
+            isReplay: exchange.isReplay,
+            isReplayable: exchange.isReplayable && !exchange.isReplay,
+            loop: self.loop,
+            waiter: self)
+        switch result {
+        case .forwardToClient:
+            self.dropReplayBody(exchange)
+            return false
+        case .replay(let line, let newGeneration):
+            self.discardResponse(of: upstream, head: head, exchange: exchange)
+            exchange.wasRejected = true
+            exchange.authorization = line
+            exchange.generation = newGeneration
+            self.prepareReplay(exchange)
+            self.connectUpstream(exchange, allowReuse: true)
+            return true
+        case .parked(let id):
+            self.discardResponse(of: upstream, head: head, exchange: exchange)
+            exchange.wasRejected = true
+            self.waitForToken(exchange, id)
+            return true
+        }
+    }
+
+    /// Hands the rest of a response nobody will read to a drainer, which returns the connection to
+    /// the pool once the response ends (or closes it when that cannot be done cheaply).
+    private func discardResponse(of upstream: UpstreamConnection, head: ResponseHead, exchange: Exchange) {
+        exchange.upstream = nil
+        let reusable = head.allowsReuse && exchange.isRequestComplete
+            && head.framing(requestMethod: exchange.head.method) != .untilClose
+        UpstreamDrainer.drain(upstream, pool: self.context.pool, reusable: reusable)
     }
 
     private func forwardInformational(_ head: ResponseHead, exchange: Exchange) {
@@ -184,6 +232,7 @@ extension ClientConnection: UpstreamConnectionOwner {
                 upstream.close()
             }
         }
+        self.endExchange(exchange)
         self.exchange = nil
         self.clearDeadline()
         self.exchangeEnded()

@@ -11,6 +11,8 @@ enum DeadlineKind {
     case upstreamConnect
     /// Waiting for upstream bytes (upstream_timeout): 504, or a cut response once it started.
     case upstreamResponse
+    /// Parked for a token: a safety net behind the session's own refresh_timeout.
+    case token
 }
 
 extension ClientConnection {
@@ -69,6 +71,11 @@ extension ClientConnection {
             guard let exchange = self.exchange else { return }
             let origin = exchange.target.origin.description
             self.respond(with: .upstreamTimeout(origin: origin))
+        case .token:
+            guard let exchange = self.exchange, let id = exchange.waiterID else { return }
+            self.runtime.session.cancel(id)
+            exchange.waiterID = nil
+            self.respond(with: .session(.timedOut(reason: "no new token within refresh_timeout")))
         }
     }
 }

@@ -5,7 +5,7 @@ import BearerIO
 /// One client connection: parses its requests, forwards each upstream with the token, streams the
 /// response back, one exchange at a time (pipelined requests wait their turn, so responses stay in
 /// order). Confined to its loop.
-final class ClientConnection: StreamConnectionDelegate {
+final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
     let stream: StreamConnection
     let context: LoopContext
     var parser: HTTPRequestParser
@@ -100,6 +100,7 @@ final class ClientConnection: StreamConnectionDelegate {
         if let timer = self.timer { self.loop.cancel(timer) }
         self.timer = nil
         if let exchange = self.exchange {
+            self.endExchange(exchange)
             exchange.upstream?.close()
             exchange.upstream = nil
             self.exchange = nil
@@ -121,14 +122,56 @@ final class ClientConnection: StreamConnectionDelegate {
             exchange.upstream?.close()
             exchange.upstream = nil
             if !exchange.isRequestComplete { self.closesAfterExchange = true }
+            self.endExchange(exchange)
             self.exchange = nil
         }
         if case .malformedRequest = error { self.closesAfterExchange = true }
         if self.hasClientReadEnded { self.closesAfterExchange = true }
         let close = self.closesAfterExchange
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
-        self.stream.withOutbound { $0.writeProxyResponse(status: error.status, message: error.message, close: close) }
+        self.stream.withOutbound {
+            $0.writeProxyResponse(status: error.status, message: error.message, close: close, extraFields: error.extraFields)
+        }
         self.exchangeEnded()
+    }
+
+    /// Lets go of what an exchange holds outside this connection: a place in the token session's
+    /// queue, replay memory.
+    func endExchange(_ exchange: Exchange) {
+        if let id = exchange.waiterID {
+            self.runtime.session.cancel(id)
+            exchange.waiterID = nil
+        }
+        if exchange.replayReserved > 0 {
+            self.runtime.releaseReplayMemory(exchange.replayReserved)
+            exchange.replayReserved = 0
+            exchange.replayBody = ByteBuffer()
+        }
+    }
+
+    /// The token session answered for a parked exchange (on this loop).
+    func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
+        guard !self.isClosed, let exchange = self.exchange, exchange.waiterID == id else { return }
+        exchange.waiterID = nil
+        self.clearDeadline()
+        switch grant {
+        case .token(let line, let generation):
+            exchange.authorization = line
+            exchange.generation = generation
+            if exchange.wasRejected { self.prepareReplay(exchange) }
+            self.connectUpstream(exchange, allowReuse: true)
+        case .failed(let failure):
+            self.respond(with: .session(failure))
+        }
+    }
+
+    /// Resets the response side of an exchange so it can be sent again.
+    func prepareReplay(_ exchange: Exchange) {
+        exchange.isReplay = true
+        exchange.hasResponseStarted = false
+        exchange.responseHead = nil
+        exchange.isRequestHeadSent = false
+        exchange.isUpstreamPaused = false
     }
 
     /// After a response is complete: close, or wait for (or process) the next request.

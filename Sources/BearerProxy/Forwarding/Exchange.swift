@@ -12,6 +12,20 @@ final class Exchange {
     /// The `Authorization` line sent, and the token generation it belongs to (nil: no token injected).
     var authorization: [UInt8]?
     var generation: Int?
+    /// Waiting for the token session (a refresh): the ticket it gave.
+    var waiterID: TokenSession.WaiterID?
+    /// The upstream rejected the token once; the next send is the replay.
+    var wasRejected = false
+    /// This send is the replay after a refresh; its 401 goes to the client.
+    var isReplay = false
+
+    /// The body bytes read so far, kept until the response status is known so the request can be
+    /// sent again byte for byte (replay after a refresh, or a pooled connection that was dead).
+    var replayBody = ByteBuffer()
+    /// Every byte of the body read so far is in `replayBody` (or there is no body).
+    var isReplayable = true
+    /// Bytes of the replay memory budget this exchange holds.
+    var replayReserved = 0
 
     var upstream: UpstreamConnection?
     var upstreamWasReused = false
@@ -37,11 +51,13 @@ final class Exchange {
         self.startedAt = startedAt
     }
 
-    /// The request can be sent again on another connection: no body, or one that is fully known.
-    var canBeResent: Bool {
+    /// The request can be sent again on another connection: every body byte read so far is kept.
+    var canBeResent: Bool { self.isReplayable }
+
+    var hasBody: Bool {
         switch self.head.framing {
-        case .none, .contentLength(0): true
-        case .contentLength, .chunked: false
+        case .none, .contentLength(0): false
+        case .contentLength, .chunked: true
         }
     }
 }

@@ -18,6 +18,8 @@ package enum ProxyError: Error, Equatable, Sendable {
     case upstreamTLSUnavailable(origin: String)
     case requestHeadTimeout
     case overCapacity
+    /// A request that needed a token cannot have one (refresh failed, logged out, …).
+    case session(SessionFailure)
 
     package var status: Int {
         switch self {
@@ -30,7 +32,14 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamConnectTimeout, .upstreamTimeout: 504
         case .requestHeadTimeout: 408
         case .overCapacity: 503
+        case .session(let failure): failure.status
         }
+    }
+
+    /// Fields added to the response (Retry-After when the token endpoint asked to wait).
+    package var extraFields: [(String, String)] {
+        if case .session(let failure) = self { return failure.extraFields }
+        return []
     }
 
     package var message: String {
@@ -61,6 +70,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: request head not received in time (client_header_timeout)"
         case .overCapacity:
             "bearer-proxy: too many connections (max_connections); try again later"
+        case .session(let failure):
+            failure.message
         }
     }
 
@@ -80,6 +91,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamTLSUnavailable: "upstream_tls_unavailable"
         case .requestHeadTimeout: "request_head_timeout"
         case .overCapacity: "over_capacity"
+        case .session(let failure): "token_\(failure.shortName)"
         }
     }
 }

@@ -1,0 +1,156 @@
+import BearerCore
+import BearerIO
+import Foundation
+import Synchronization
+
+/// A mock OAuth2 token endpoint (RFC 6749): refresh_token, client_credentials and password grants,
+/// client_secret_basic and client_secret_post, rotation of refresh tokens, and failures on demand.
+package final class MockTokenServer: Sendable {
+    package let server: MockHTTPServer
+    package let authority: MockTokenAuthority
+    private let settings: Mutex<Settings>
+    private let recorded = Mutex<[TokenCall]>([])
+    package let calls = Atomic<Int>(0)
+
+    package struct Settings: Sendable {
+        /// `expires_in` of issued tokens; nil leaves it out.
+        package var expiresIn: Int?
+        /// Refresh tokens accepted for the refresh_token grant.
+        package var refreshTokens: Set<String> = []
+        /// Issue a new refresh token with each access token (and stop accepting the spent one).
+        package var rotatesRefreshTokens = false
+        /// Client credentials accepted; nil accepts any.
+        package var clientID: String?
+        package var clientSecret: String?
+        package var failure: Failure = .none
+        /// Delay before answering (simulates a slow endpoint).
+        package var delay: Duration = .zero
+        /// Issue JWT-shaped tokens with this many seconds until `exp`.
+        package var jwtLifetime: Int?
+
+        package init() {}
+    }
+
+    package enum Failure: Sendable, Equatable {
+        case none
+        case invalidGrant
+        case serverError
+        case rateLimited(retryAfterSeconds: Int)
+        case hang
+    }
+
+    /// What a call to the endpoint carried, for assertions.
+    package struct TokenCall: Sendable {
+        package var form: [String: String]
+        package var authorization: String?
+    }
+
+    package init(group: EventLoopGroup, authority: MockTokenAuthority = MockTokenAuthority(), settings: Settings = Settings()) {
+        self.authority = authority
+        self.settings = Mutex(settings)
+        let box = Box()
+        self.server = MockHTTPServer(group: group) { request in box.server!.handle(request) }
+        box.server = self
+    }
+
+    private final class Box: @unchecked Sendable {
+        weak var server: MockTokenServer?
+    }
+
+    @discardableResult
+    package func start() throws(IOError) -> SocketAddress { try self.server.start() }
+    package func stop() { self.server.stop() }
+    package var url: String { "\(self.server.baseURL)/oauth/token" }
+    package var recordedCalls: [TokenCall] { self.recorded.withLock { $0 } }
+    package var callCount: Int { self.calls.load(ordering: .relaxed) }
+
+    package func update(_ change: (inout Settings) -> Void) {
+        self.settings.withLock { change(&$0) }
+    }
+
+    func handle(_ request: MockRequest) -> MockResponse {
+        self.calls.add(1, ordering: .relaxed)
+        let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
+        self.recorded.withLock { $0.append(TokenCall(form: form, authorization: request.header("authorization"))) }
+        let settings = self.settings.withLock { $0 }
+        if settings.delay > .zero { usleep(UInt32(settings.delay.nanoseconds / 1000)) }
+        switch settings.failure {
+        case .none: break
+        case .invalidGrant:
+            return .json(400, #"{"error":"invalid_grant","error_description":"The refresh token is expired or revoked"}"#)
+        case .serverError:
+            return .json(500, #"{"error":"server_error"}"#)
+        case .rateLimited(let seconds):
+            return .json(429, #"{"error":"slow_down"}"#, headers: [("Retry-After", "\(seconds)")])
+        case .hang:
+            return MockResponse(status: 200, body: .none)
+        }
+        guard request.method == "POST", request.header("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true else {
+            return .json(400, #"{"error":"invalid_request","error_description":"expected a form POST"}"#)
+        }
+        if let expectedID = settings.clientID {
+            let (id, secret) = Self.clientCredentials(request, form)
+            guard id == expectedID, settings.clientSecret == nil || secret == settings.clientSecret else {
+                return .json(401, #"{"error":"invalid_client","error_description":"Client authentication failed"}"#)
+            }
+        }
+        var refreshToken: String?
+        switch form["grant_type"] {
+        case "refresh_token":
+            guard let presented = form["refresh_token"], settings.refreshTokens.contains(presented) else {
+                return .json(400, #"{"error":"invalid_grant","error_description":"Unknown refresh token"}"#)
+            }
+            if settings.rotatesRefreshTokens {
+                let rotated = "rt-\(UUID().uuidString.prefix(8))"
+                self.settings.withLock {
+                    $0.refreshTokens.remove(presented)
+                    $0.refreshTokens.insert(rotated)
+                }
+                refreshToken = rotated
+            }
+        case "client_credentials", "password":
+            break
+        default:
+            return .json(400, #"{"error":"unsupported_grant_type"}"#)
+        }
+        var token = self.authority.issue(lifetime: (settings.expiresIn ?? settings.jwtLifetime).map { .seconds($0) })
+        if let lifetime = settings.jwtLifetime { token = Self.jwt(subject: token, expiresIn: lifetime) }
+        var object: [String: Any] = ["access_token": token, "token_type": "Bearer"]
+        if let expiresIn = settings.expiresIn { object["expires_in"] = expiresIn }
+        if let refreshToken { object["refresh_token"] = refreshToken }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return .json(200, String(decoding: data, as: UTF8.self), headers: [("Cache-Control", "no-store")])
+    }
+
+    static func clientCredentials(_ request: MockRequest, _ form: [String: String]) -> (String?, String?) {
+        if let header = request.header("authorization"), header.hasPrefix("Basic "),
+            let decoded = Data(base64Encoded: String(header.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
+            let colon = decoded.firstIndex(of: ":")
+        {
+            let id = String(decoded[..<colon]).removingPercentEncoding
+            let secret = String(decoded[decoded.index(after: colon)...]).removingPercentEncoding
+            return (id, secret)
+        }
+        return (form["client_id"], form["client_secret"])
+    }
+
+    static func parseForm(_ body: String) -> [String: String] {
+        var form: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            let decode = { (text: String) in text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? text }
+            form[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return form
+    }
+
+    /// An unsigned JWT whose payload carries `sub` (the authority's token) and `exp`.
+    static func jwt(subject: String, expiresIn: Int) -> String {
+        func encode(_ json: String) -> String {
+            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let exp = Int(Date().timeIntervalSince1970) + expiresIn
+        return encode(#"{"alg":"none","typ":"JWT"}"#) + "." + encode(#"{"sub":"\#(subject)","exp":\#(exp)}"#) + ".sig"
+    }
+}

@@ -1,0 +1,184 @@
+import BearerCore
+import Glibc
+import Synchronization
+
+/// The refresh token: in memory, and in `refresh_token_file` when one is configured.
+///
+/// A rotated refresh token is single-use, and several processes may share the file. So a refresh
+/// holds an exclusive `flock` on `<file>.lock` from before it reads the token until after it wrote the
+/// rotated one, and re-reads the file first: if another process rotated it meanwhile, that token is
+/// used instead of spending the old one again. Writes go to a temporary file (mode 0600) renamed over
+/// the old one, so a crash leaves either the old or the new token, never half of one. The lock is on
+/// a separate file because rename replaces the token file's inode. Blocking: call off the event loops.
+package final class RefreshTokenStore: Sendable {
+    package let path: String?
+    private struct State {
+        var token: Secret<String>?
+        var stamp: FileStamp?
+        var lastChangeCheck: Instant?
+    }
+
+    private let state: Mutex<State>
+
+    /// What identifies one version of the file: inode, size and modification time.
+    struct FileStamp: Equatable {
+        var inode: UInt64
+        var size: Int64
+        var modifiedSeconds: Int
+        var modifiedNanoseconds: Int
+    }
+
+    package struct StoreError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    package init(token: Secret<String>?, path: String?) throws(StoreError) {
+        self.path = path
+        self.state = Mutex(State(token: token))
+        if let path {
+            let (token, stamp) = try Self.read(path)
+            self.state.withLock {
+                $0.token = token
+                $0.stamp = stamp
+            }
+        }
+    }
+
+    package var current: Secret<String>? {
+        self.state.withLock { $0.token }
+    }
+
+    /// A held refresh: the token to spend, and the lock (when there is a file).
+    package struct Lease: Sendable {
+        package var token: Secret<String>?
+        fileprivate var lockFD: Int32?
+    }
+
+    /// Locks the file and returns the refresh token to spend: the file's, if another process rotated it.
+    package func beginRefresh() -> Lease {
+        guard let path = self.path else { return Lease(token: self.current, lockFD: nil) }
+        let lockPath = path + ".lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        }
+        if let (token, stamp) = try? Self.read(path) {
+            self.state.withLock {
+                $0.token = token
+                $0.stamp = stamp
+            }
+        }
+        return Lease(token: self.current, lockFD: fd >= 0 ? fd : nil)
+    }
+
+    /// Stores a rotated token (when there is one) and releases the lock.
+    package func endRefresh(_ lease: Lease, rotated: Secret<String>?) throws(StoreError) {
+        defer {
+            if let fd = lease.lockFD {
+                flock(fd, LOCK_UN)
+                close(fd)
+            }
+        }
+        guard let rotated, rotated != lease.token else { return }
+        self.state.withLock { $0.token = rotated }
+        guard let path = self.path else { return }
+        try Self.writeAtomically(rotated.reveal() + "\n", to: path)
+        let stamp = Self.stamp(path)
+        self.state.withLock { $0.stamp = stamp }
+    }
+
+    /// Whether the file changed since this process last read or wrote it; checked at most once a second.
+    package func fileChanged(now: Instant) -> Bool {
+        guard let path = self.path else { return false }
+        let due = self.state.withLock { state -> Bool in
+            if let last = state.lastChangeCheck, now - last < .seconds(1) { return false }
+            state.lastChangeCheck = now
+            return true
+        }
+        guard due else { return false }
+        let stamp = Self.stamp(path)
+        let known = self.state.withLock { $0.stamp }
+        guard stamp != nil, stamp != known else { return false }
+        return (try? self.reload()) != nil
+    }
+
+    /// Re-reads the file (SIGHUP, a change noticed).
+    @discardableResult
+    package func reload() throws(StoreError) -> Bool {
+        guard let path = self.path else { return false }
+        let (token, stamp) = try Self.read(path)
+        self.state.withLock {
+            $0.token = token
+            $0.stamp = stamp
+        }
+        return true
+    }
+
+    // MARK: File access
+
+    static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw StoreError(description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += chunk[0..<count]
+        }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+        return (text.isEmpty ? nil : Secret(text), Self.stamp(path))
+    }
+
+    static func stamp(_ path: String) -> FileStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileStamp(
+            inode: UInt64(info.st_ino), size: Int64(info.st_size), modifiedSeconds: info.st_mtim.tv_sec,
+            modifiedNanoseconds: info.st_mtim.tv_nsec)
+    }
+
+    /// Writes a temporary file next to `path` (mode 0600), flushes it to disk, renames it over `path`.
+    static func writeAtomically(_ contents: String, to path: String) throws(StoreError) {
+        let temporary = "\(path).tmp.\(getpid())"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(description: "\(path): cannot write the rotated refresh token: \(String(cString: strerror(errno)))")
+        }
+        let bytes = Array(contents.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { break }
+            offset += written
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard offset == bytes.count, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw StoreError(description: "\(path): cannot write the rotated refresh token: \(reason)")
+        }
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
+        while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
+        return String(scalars)
+    }
+}

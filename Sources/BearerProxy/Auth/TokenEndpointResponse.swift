@@ -1,0 +1,114 @@
+import BearerCore
+import Foundation
+
+/// What a token source produced: a token, or why not.
+package enum TokenFetchOutcome: Sendable {
+    case token(FetchedToken)
+    case permanent(SessionFailure)
+    case transient(reason: String, timedOut: Bool)
+    case rateLimited(retryAfter: Duration)
+}
+
+package struct FetchedToken: Sendable {
+    package var accessToken: Secret<String>
+    /// From `expires_in`.
+    package var expiresIn: Duration?
+    /// A rotated refresh token, when the endpoint sent one.
+    package var refreshToken: Secret<String>?
+
+    package init(accessToken: Secret<String>, expiresIn: Duration? = nil, refreshToken: Secret<String>? = nil) {
+        self.accessToken = accessToken
+        self.expiresIn = expiresIn
+        self.refreshToken = refreshToken
+    }
+}
+
+/// Reads OAuth2 token endpoint answers (RFC 6749 §5.1 success, §5.2 error).
+package enum TokenEndpointResponse {
+    /// Interprets a whole HTTP response from the token endpoint.
+    package static func interpret(_ response: ClientResponse, now: Double = wallClockSeconds()) -> TokenFetchOutcome {
+        switch response.status {
+        case 200..<300:
+            guard let token = self.parseTokenJSON(response.body) else {
+                return .transient(reason: "the token endpoint answered \(response.status) without a usable access_token", timedOut: false)
+            }
+            return .token(token)
+        case 400, 401:
+            let (code, description) = self.parseError(response.body) ?? ("http_\(response.status)", nil)
+            return .permanent(.rejected(code: code, description: description))
+        case 429, 503:
+            if let retryAfter = response.header("retry-after").flatMap({ self.parseRetryAfter($0, now: now) }) {
+                return .rateLimited(retryAfter: retryAfter)
+            }
+            return .transient(reason: "the token endpoint answered \(response.status)", timedOut: false)
+        default:
+            return .transient(reason: "the token endpoint answered \(response.status)", timedOut: false)
+        }
+    }
+
+    /// `{"access_token": …, "token_type": "Bearer", "expires_in": 3600, "refresh_token": …}`
+    package static func parseTokenJSON(_ body: [UInt8]) -> FetchedToken? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let accessToken = object["access_token"] as? String, !accessToken.isEmpty,
+            !accessToken.contains(where: { $0.isWhitespace })
+        else { return nil }
+        if let type = object["token_type"] as? String, type.lowercased() != "bearer" { return nil }
+        var expiresIn: Duration?
+        if let seconds = Self.number(object["expires_in"]), seconds > 0 {
+            expiresIn = .milliseconds(Int64(seconds * 1000))
+        }
+        var refreshToken: Secret<String>?
+        if let rotated = object["refresh_token"] as? String, !rotated.isEmpty { refreshToken = Secret(rotated) }
+        return FetchedToken(accessToken: Secret(accessToken), expiresIn: expiresIn, refreshToken: refreshToken)
+    }
+
+    /// `{"error": "invalid_grant", "error_description": "…"}`
+    static func parseError(_ body: [UInt8]) -> (String, String?)? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let code = object["error"] as? String, !code.isEmpty
+        else { return nil }
+        let safeCode = String(code.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") })
+        return (safeCode.isEmpty ? "error" : safeCode, (object["error_description"] as? String).map { oneLine($0) })
+    }
+
+    /// Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    static func parseRetryAfter(_ value: String, now: Double) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        let seconds = date.timeIntervalSince1970 - now
+        return .milliseconds(Int64(max(0, seconds) * 1000))
+    }
+
+    static func number(_ value: Any?) -> Double? {
+        switch value {
+        case let number as NSNumber: number.doubleValue
+        case let text as String: Double(text)
+        default: nil
+        }
+    }
+}
+
+/// Reads the `exp` claim of a JWT access token: decoding only, the signature is not checked (the
+/// upstream does that). Anything that is not a JWT simply has no known expiry.
+package enum JWTExpiry {
+    /// Seconds since the epoch, or nil.
+    package static func expiry(of token: String) -> Double? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = self.base64URLDecode(parts[1]),
+            let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
+            let exp = TokenEndpointResponse.number(object["exp"]), exp > 0
+        else { return nil }
+        return exp
+    }
+
+    static func base64URLDecode(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,96 @@
+import BearerCore
+import Foundation
+
+/// Builds the form-encoded POST to the token endpoint for the configured grant (RFC 6749 §4.3, §4.4, §6).
+struct TokenRequestBuilder: Sendable {
+    let url: UpstreamURL
+    let grant: GrantType
+    let clientID: String?
+    let clientSecret: Secret<String>?
+    let clientAuthentication: ClientAuthentication
+    let scope: String?
+    let audience: String?
+    let username: String?
+    let password: Secret<String>?
+
+    init(configuration: Configuration, url: UpstreamURL) {
+        self.url = url
+        self.grant = configuration.effectiveGrantType
+        self.clientID = configuration.clientID
+        self.clientSecret = configuration.clientSecret
+        self.clientAuthentication = configuration.clientAuthentication
+        self.scope = configuration.scope
+        self.audience = configuration.audience
+        self.username = configuration.username
+        self.password = configuration.password
+    }
+
+    /// The form fields, in order. Secret values are revealed here, on their way to the endpoint only.
+    func formFields(refreshToken: Secret<String>?) -> [(String, String)] {
+        var fields: [(String, String)] = [("grant_type", self.grant.rawValue)]
+        switch self.grant {
+        case .refreshToken:
+            if let refreshToken { fields.append(("refresh_token", refreshToken.reveal())) }
+        case .password:
+            if let username { fields.append(("username", username)) }
+            if let password { fields.append(("password", password.reveal())) }
+        case .clientCredentials:
+            break
+        }
+        if let scope { fields.append(("scope", scope)) }
+        if let audience { fields.append(("audience", audience)) }
+        if let clientID {
+            switch self.clientAuthentication {
+            case .post:
+                fields.append(("client_id", clientID))
+                if let clientSecret { fields.append(("client_secret", clientSecret.reveal())) }
+            case .basic:
+                // A public client has no secret: it names itself in the form instead.
+                if self.clientSecret == nil { fields.append(("client_id", clientID)) }
+            }
+        }
+        return fields
+    }
+
+    /// The whole HTTP request.
+    func request(refreshToken: Secret<String>?) -> [UInt8] {
+        let body = formEncode(self.formFields(refreshToken: refreshToken))
+        let host = Origin(isHTTPS: self.url.isHTTPS, host: self.url.host, port: self.url.port).authority
+        var head = "POST \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
+        head += "Host: \(host)\r\n"
+        head += "Content-Type: application/x-www-form-urlencoded\r\n"
+        head += "Accept: application/json\r\n"
+        head += "User-Agent: bearer-proxy/\(CommandLineOptions.version)\r\n"
+        if self.clientAuthentication == .basic, let clientID, let clientSecret {
+            let credentials = formComponent(clientID) + ":" + formComponent(clientSecret.reveal())
+            head += "Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n"
+        }
+        head += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + Array(body.utf8)
+    }
+}
+
+/// `application/x-www-form-urlencoded`: every byte but unreserved characters percent-encoded.
+func formEncode(_ fields: [(String, String)]) -> String {
+    fields.map { "\(formComponent($0.0))=\(formComponent($0.1))" }.joined(separator: "&")
+}
+
+func formComponent(_ text: String) -> String {
+    var encoded = ""
+    for byte in text.utf8 {
+        let isUnreserved = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+            || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
+        if isUnreserved {
+            encoded.unicodeScalars.append(Unicode.Scalar(byte))
+        } else {
+            encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+        }
+    }
+    return encoded
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
+    }
+}
