@@ -49,7 +49,15 @@ package final class MockUpstream: Sendable {
         self.recordsRequests = recordsRequests
         self.countsRequestIDs = countsRequestIDs
         let box = UpstreamBox()
-        self.server = MockHTTPServer(group: group) { request in box.upstream!.handle(request) }
+        // An upload sent with Expect: 100-continue and a bad token is refused before its body, as real APIs do.
+        self.server = MockHTTPServer(
+            group: group,
+            expectHandler: { head in
+                guard let upstream = box.upstream, !upstream.isAuthorized(head.value(of: "authorization")) else { return nil }
+                upstream.rejected.add(1, ordering: .relaxed)
+                return .json(401, #"{"error":"invalid_token"}"#)
+            },
+            handler: { request in box.upstream!.handle(request) })
         box.upstream = self
     }
 
@@ -96,15 +104,9 @@ package final class MockUpstream: Sendable {
         }
         let authorization = request.header("authorization") ?? ""
         let presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
-        let acceptedSet = self.acceptedTokens.withLock { $0 }
-        if acceptedSet != nil || self.authority != nil {
-            let valid = presented.map { token in
-                (acceptedSet?.contains(token) ?? false) || (self.authority?.accepts(token) ?? false)
-            } ?? false
-            guard valid else {
-                self.rejected.add(1, ordering: .relaxed)
-                return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
-            }
+        guard self.isAuthorized(request.header("authorization")) else {
+            self.rejected.add(1, ordering: .relaxed)
+            return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
         }
         self.accepted.add(1, ordering: .relaxed)
         let parts = request.path.split(separator: "/").map(String.init)
@@ -122,6 +124,15 @@ package final class MockUpstream: Sendable {
         case ("reset", 1): return MockResponse(status: 200, body: .reset)
         default: return .json(200, Self.describe(request))
         }
+    }
+
+    /// Whether an `Authorization` value carries a token this API accepts (any, when it checks none).
+    func isAuthorized(_ authorization: String?) -> Bool {
+        let acceptedSet = self.acceptedTokens.withLock { $0 }
+        guard acceptedSet != nil || self.authority != nil else { return true }
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+        let token = String(authorization.dropFirst(7))
+        return (acceptedSet?.contains(token) ?? false) || (self.authority?.accepts(token) ?? false)
     }
 
     /// `{"method":…,"target":…,"headers":[[name,value],…],"body_bytes":N}`

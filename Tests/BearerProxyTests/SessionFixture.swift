@@ -1,0 +1,89 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+/// A proxy between a client and a mock API whose tokens come from a mock OAuth2 token server.
+/// Every log line is captured, so tests can check that no secret ever reaches one.
+final class SessionFixture {
+    let authority = MockTokenAuthority()
+    let tokenServer: MockTokenServer
+    let upstream: MockUpstream
+    let proxy: ProxyServer
+    let logs = LogSink(capturing: ())
+
+    static let clientSecret = "cs-very-secret-123"
+
+    init(
+        tokenSettings: (inout MockTokenServer.Settings) -> Void = { _ in },
+        acceptedTokens: Set<String>? = nil,
+        upstreamTrustsTokenServer: Bool = true,
+        _ configure: (inout Configuration, MockTokenServer) -> Void
+    ) throws {
+        var settings = MockTokenServer.Settings()
+        settings.clientID = "proxy-client"
+        settings.clientSecret = Self.clientSecret
+        tokenSettings(&settings)
+        self.tokenServer = MockTokenServer(group: mockGroup, authority: self.authority, settings: settings)
+        try self.tokenServer.start()
+        self.upstream = MockUpstream(
+            group: mockGroup, acceptedTokens: acceptedTokens, authority: upstreamTrustsTokenServer ? self.authority : nil)
+        try self.upstream.start()
+        var configuration = Configuration()
+        configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
+        configuration.upstream = try UpstreamURL.parse(self.upstream.baseURL).get()
+        configuration.tokenURL = try UpstreamURL.parse(self.tokenServer.url).get()
+        configuration.grantType = .clientCredentials
+        configuration.clientID = "proxy-client"
+        configuration.clientSecret = Secret(Self.clientSecret)
+        configuration.workers = 2
+        configuration.refreshTimeout = .seconds(5)
+        configure(&configuration, self.tokenServer)
+        self.proxy = try ProxyServer.start(configuration: configuration, logger: Logger(level: .debug, sink: self.logs))
+    }
+
+    deinit {
+        self.proxy.shutdown()
+        self.upstream.stop()
+        self.tokenServer.stop()
+    }
+
+    var address: SocketAddress { self.proxy.boundAddresses[0] }
+
+    func client() throws -> BlockingHTTPClient { try BlockingHTTPClient(connectingTo: self.address) }
+
+    func get(_ path: String) throws -> BlockingHTTPClient.Response {
+        try httpRequest(self.address, "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    }
+
+    /// Waits (bounded) until the token server has answered `count` calls.
+    func waitForTokenCalls(_ count: Int) -> Bool {
+        waitUntil { self.tokenServer.callCount >= count }
+    }
+
+    /// Fails the test if any log line holds one of `secrets` (or an issued access token).
+    func expectNoSecretsInLogs(_ secrets: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) {
+        let lines = self.logs.capturedLines
+        let issued = (0...self.authority.issuedCount).map { "\(self.authority.prefix)\($0)" }
+        for secret in secrets + [Self.clientSecret] + issued where !secret.isEmpty {
+            // "mock-access-1" is a prefix of "mock-access-12": match whole words only.
+            let leaked = lines.first { line in
+                line.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "-" }).contains { $0 == secret }
+            }
+            #expect(leaked == nil, "secret \(secret) appears in a log line: \(leaked ?? "")", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = Instant.now() + timeout
+    while Instant.now() < deadline {
+        if condition() { return true }
+        usleep(2000)
+    }
+    return condition()
+}

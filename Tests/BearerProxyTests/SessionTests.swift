@@ -1,0 +1,354 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+@Suite struct SessionTests {
+    @Test func refreshesOnceOn401AndReplaysWithTheNewToken() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale-token-1") }
+        let response = try fixture.get("/v1/items")
+        #expect(response.status == 200)
+        #expect(fixture.tokenServer.callCount == 1)
+        let seen = fixture.upstream.requests.map { $0.header("authorization") ?? "" }
+        #expect(seen == ["Bearer stale-token-1", "Bearer mock-access-1"])
+        #expect(try fixture.get("/v1/again").status == 200)
+        #expect(fixture.tokenServer.callCount == 1)
+        fixture.expectNoSecretsInLogs(["stale-token-1"])
+    }
+
+    @Test func fetchesATokenAtStartWhenItHasNone() throws {
+        let fixture = try SessionFixture { _, _ in }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refreshed") && $0.contains("trigger=startup") } })
+        #expect(try fixture.get("/x").status == 200)
+        #expect(fixture.tokenServer.callCount == 1)
+        #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func oneRefreshForTwoHundredConcurrentClientsWhenEveryTokenIsRevoked() throws {
+        let fixture = try SessionFixture { _, _ in }
+        #expect(fixture.waitForTokenCalls(1))
+        let clients = try (0..<200).map { _ in try fixture.client() }
+        for client in clients { client.send("GET /warm HTTP/1.1\r\nHost: localhost\r\n\r\n") }
+        for client in clients { #expect(try client.readResponse().status == 200) }
+        #expect(fixture.tokenServer.callCount == 1)
+
+        fixture.authority.revokeAll()
+        for (index, client) in clients.enumerated() {
+            client.send("GET /storm/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        }
+        var statuses: [Int: Int] = [:]
+        for client in clients { statuses[try client.readResponse().status, default: 0] += 1 }
+        #expect(statuses == [200: 200], "clients saw \(statuses)")
+        #expect(fixture.tokenServer.callCount == 2, "exactly one refresh for the storm")
+        fixture.expectNoSecretsInLogs()
+    }
+
+    @Test func replaysA100KBBodyByteForByte() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale") }
+        let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 7) }
+        let client = try fixture.client()
+        client.send(Array("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.body == body)
+        let bodies = fixture.upstream.requests.map(\.body)
+        #expect(bodies.count == 2)
+        #expect(bodies.allSatisfy { $0 == body }, "the replay carried different bytes")
+    }
+
+    @Test func replaysAChunkedUploadByteForByte() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale") }
+        let client = try fixture.client()
+        client.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
+        client.send("4\r\nabcd\r\n")
+        usleep(20_000)
+        client.send("6;x=y\r\nefghij\r\n0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "abcdefghij")
+        #expect(fixture.upstream.requests.last?.body == Array("abcdefghij".utf8))
+    }
+
+    @Test func aBodyOverTheReplayLimitGetsThe401ButStillStartsTheRefresh() throws {
+        let fixture = try SessionFixture { config, _ in
+            config.accessToken = Secret("stale")
+            config.replayBodyLimit = 1024
+        }
+        let body = String(repeating: "x", count: 10_000)
+        let response = try httpRequest(fixture.address, "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n\(body)")
+        #expect(response.status == 401)
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { (try? fixture.get("/after").status) == 200 })
+        #expect(fixture.tokenServer.callCount == 1)
+    }
+
+    @Test func replaysAnExpect100ContinueUploadRefusedBeforeItsBody() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale") }
+        let client = try fixture.client()
+        client.send("PUT /echo HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        #expect(try client.readInformational() == 100)
+        client.send("hello")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "hello")
+        #expect(fixture.tokenServer.callCount == 1)
+    }
+
+    @Test func invalidGrantAnswers401NamingItAndDoesNotCallAgain() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-good"] }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshToken = Secret("rt-revoked-secret")
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh failed") } })
+        let response = try fixture.get("/x")
+        #expect(response.status == 401)
+        #expect(response.text.contains("invalid_grant"))
+        #expect(response.text.contains("Unknown refresh token"))
+        #expect(try fixture.get("/y").status == 401)
+        #expect(fixture.tokenServer.callCount == 1, "a refused grant is not retried on every request")
+        #expect(fixture.upstream.requests.isEmpty)
+        fixture.expectNoSecretsInLogs(["rt-revoked-secret"])
+    }
+
+    @Test func tokenEndpointDownGives502WithinRefreshTimeout() throws {
+        let port = try ErrorPathTests.deadPort()
+        let fixture = try SessionFixture { config, _ in
+            config.accessToken = Secret("stale")
+            config.tokenURL = try? UpstreamURL.parse("http://127.0.0.1:\(port)/token").get()
+            config.refreshTimeout = .seconds(1)
+        }
+        let started = Instant.now()
+        let response = try fixture.get("/x")
+        let elapsed = Instant.now() - started
+        #expect(response.status == 502)
+        #expect(response.text.contains("Connection refused"))
+        #expect(elapsed < .seconds(3))
+        fixture.expectStillServingDirectly()
+    }
+
+    @Test func tokenEndpointThatNeverAnswersGives504() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.failure = .hang }) { config, _ in
+            config.accessToken = Secret("stale")
+            config.refreshTimeout = .milliseconds(800)
+        }
+        let response = try fixture.get("/x")
+        #expect(response.status == 504)
+        #expect(response.text.contains("refresh_timeout"))
+    }
+
+    @Test func retryAfterBeyondRefreshTimeoutGives503WithRetryAfter() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.failure = .rateLimited(retryAfterSeconds: 120) }) { config, _ in
+            config.accessToken = Secret("stale")
+            config.refreshTimeout = .milliseconds(500)
+        }
+        let response = try fixture.get("/x")
+        #expect(response.status == 503)
+        let retryAfter = Int(response.header("retry-after") ?? "") ?? 0
+        #expect(retryAfter > 100 && retryAfter <= 120)
+        #expect(fixture.tokenServer.callCount == 1)
+    }
+
+    @Test func rotatedRefreshTokenIsWrittenToTheFileWithMode0600() throws {
+        let directory = NSTemporaryDirectory() + "bearer-rt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/refresh_token"
+        try "rt-initial-secret\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let fixture = try SessionFixture(tokenSettings: {
+            $0.refreshTokens = ["rt-initial-secret"]
+            $0.rotatesRefreshTokens = true
+        }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = path
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { (try? String(contentsOfFile: path, encoding: .utf8))?.hasPrefix("rt-") == true && (try? String(contentsOfFile: path, encoding: .utf8)) != "rt-initial-secret\n" })
+        let stored = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(fixture.tokenServer.recordedCalls.first?.form["refresh_token"] == "rt-initial-secret")
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        // The next refresh spends the rotated token, not the old one.
+        fixture.authority.revokeAll()
+        #expect(try fixture.get("/x").status == 200)
+        #expect(fixture.tokenServer.recordedCalls.last?.form["refresh_token"] == stored)
+        fixture.expectNoSecretsInLogs(["rt-initial-secret", stored])
+    }
+
+    @Test func usesARefreshTokenAnotherProcessRotatedInTheFile() throws {
+        let directory = NSTemporaryDirectory() + "bearer-rt2-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/refresh_token"
+        try "rt-one\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-one", "rt-two"] }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = path
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        // Another tool rotates the token in the shared file; the next refresh must spend the new one.
+        try "rt-two\n".write(toFile: path, atomically: true, encoding: .utf8)
+        fixture.authority.revokeAll()
+        #expect(try fixture.get("/x").status == 200)
+        #expect(fixture.tokenServer.recordedCalls.map { $0.form["refresh_token"] ?? "" } == ["rt-one", "rt-two"])
+    }
+
+    @Test func aReplacedRefreshTokenFileEndsAPermanentFailure() throws {
+        let directory = NSTemporaryDirectory() + "bearer-rt3-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/refresh_token"
+        try "rt-bad\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-good"] }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = path
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { (try? fixture.get("/x").status) == 401 })
+        try "rt-good\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(waitUntil { (try? fixture.get("/x").status) == 200 })
+        #expect(fixture.tokenServer.callCount == 2)
+    }
+
+    @Test func proactiveRefreshKeepsShortLivedTokensFromEverBeingRejected() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.expiresIn = 2 }) { config, _ in
+            config.refreshSkew = .seconds(1)
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        let client = try fixture.client()
+        let end = Instant.now() + .milliseconds(4500)
+        var count = 0
+        while Instant.now() < end {
+            client.send("GET /steady HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            count += 1
+            usleep(5000)
+        }
+        #expect(count > 50)
+        #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0, "a 401 reached the upstream")
+        #expect(fixture.tokenServer.callCount >= 3)
+    }
+
+    @Test func usesTheExpiryOfAJWTAccessToken() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.jwtLifetime = 2 }) { config, _ in
+            config.refreshSkew = .seconds(1)
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        let client = try fixture.client()
+        let end = Instant.now() + .milliseconds(3500)
+        while Instant.now() < end {
+            client.send("GET /jwt HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            usleep(10_000)
+        }
+        #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
+        #expect(fixture.tokenServer.callCount >= 2)
+    }
+
+    @Test(arguments: [ClientAuthentication.basic, .post])
+    func clientCredentialsAuthenticateTheClient(method: ClientAuthentication) throws {
+        let fixture = try SessionFixture { config, _ in
+            config.clientAuthentication = method
+            config.scope = "read write"
+            config.audience = "https://api.example.com"
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(try fixture.get("/x").status == 200)
+        let call = try #require(fixture.tokenServer.recordedCalls.first)
+        #expect(call.form["grant_type"] == "client_credentials")
+        #expect(call.form["scope"] == "read write")
+        #expect(call.form["audience"] == "https://api.example.com")
+        switch method {
+        case .basic:
+            let expected = "Basic " + Data("proxy-client:\(SessionFixture.clientSecret)".utf8).base64EncodedString()
+            #expect(call.authorization == expected)
+            #expect(call.form["client_secret"] == nil)
+        case .post:
+            #expect(call.authorization == nil)
+            #expect(call.form["client_id"] == "proxy-client")
+            #expect(call.form["client_secret"] == SessionFixture.clientSecret)
+        }
+        fixture.expectNoSecretsInLogs()
+    }
+
+    @Test func passwordGrantSendsTheUserCredentials() throws {
+        let fixture = try SessionFixture { config, _ in
+            config.grantType = .password
+            config.username = "alice"
+            config.password = Secret("alice-password-secret")
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(try fixture.get("/x").status == 200)
+        let call = try #require(fixture.tokenServer.recordedCalls.first)
+        #expect(call.form["grant_type"] == "password")
+        #expect(call.form["username"] == "alice")
+        #expect(call.form["password"] == "alice-password-secret")
+        fixture.expectNoSecretsInLogs(["alice-password-secret"])
+    }
+
+    @Test func tokenCommandProvidesTheToken() throws {
+        let fixture = try SessionFixture(acceptedTokens: ["cmd-token-77"]) { config, _ in
+            config.tokenURL = nil
+            config.tokenCommand = ["/bin/echo", "cmd-token-77"]
+        }
+        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refreshed") } })
+        let response = try fixture.get("/x")
+        #expect(response.status == 200)
+        #expect(fixture.upstream.requests.last?.header("authorization") == "Bearer cmd-token-77")
+        fixture.expectNoSecretsInLogs(["cmd-token-77"])
+    }
+
+    @Test func tokenCommandMayPrintAnOAuth2JSONResponse() throws {
+        let fixture = try SessionFixture(acceptedTokens: ["json-token-5"]) { config, _ in
+            config.tokenURL = nil
+            config.tokenCommand = ["/bin/sh", "-c", #"echo '{"access_token":"json-token-5","token_type":"Bearer","expires_in":3600}'"#]
+        }
+        #expect(waitUntil { (try? fixture.get("/x").status) == 200 })
+    }
+
+    @Test func aFailingTokenCommandIsNamedWithItsStderr() throws {
+        let fixture = try SessionFixture { config, _ in
+            config.tokenURL = nil
+            config.tokenCommand = ["/bin/sh", "-c", "echo 'vault: permission denied' >&2; exit 3"]
+        }
+        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh failed") } })
+        let response = try fixture.get("/x")
+        #expect(response.status == 502)
+        #expect(response.text.contains("exited with status 3: vault: permission denied"))
+    }
+
+    @Test func withoutATokenSourceA401PassesThrough() throws {
+        let fixture = try ProxyFixture(acceptedTokens: ["something-else"])
+        let response = try fixture.get("/x")
+        #expect(response.status == 401)
+        #expect(fixture.upstream.requests.count == 1)
+    }
+
+    @Test func stormGuardStopsRefreshingTokensThatNeverWork() throws {
+        // The upstream rejects every token the server issues (wrong audience, say).
+        let fixture = try SessionFixture(acceptedTokens: ["never-issued"], upstreamTrustsTokenServer: false) { config, _ in
+            config.maxRefreshes = 2
+            config.refreshWindow = .seconds(60)
+        }
+        #expect(fixture.waitForTokenCalls(1))
+        for _ in 0..<6 { #expect(try fixture.get("/x").status == 401) }
+        #expect(fixture.tokenServer.callCount <= 3, "the token endpoint was hammered: \(fixture.tokenServer.callCount) calls")
+        #expect(fixture.logs.capturedLines.filter { $0.contains("storm guard") }.count == 1)
+    }
+}
+
+extension SessionFixture {
+    func expectStillServingDirectly(sourceLocation: SourceLocation = #_sourceLocation) {
+        // A request to a host that needs no token still goes through while the token endpoint is down.
+        let other = MockUpstream(group: mockGroup)
+        try? other.start()
+        defer { other.stop() }
+        let authority = "127.0.0.1:\(other.port)"
+        let response = try? httpRequest(self.address, "GET http://\(authority)/free HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        #expect(response?.status == 200, sourceLocation: sourceLocation)
+    }
+}
