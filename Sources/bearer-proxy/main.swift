@@ -49,7 +49,12 @@ func main() -> Int32 {
             if configuration.upstream == nil {
                 configuration.upstream = try? UpstreamURL.parse(environment.upstream.baseURL).get()
             }
-            if configuration.accessToken == nil { configuration.accessToken = Secret(DemoEnvironment.token) }
+            if !configuration.canRefresh && configuration.accessToken == nil {
+                configuration.tokenURL = try? UpstreamURL.parse(environment.tokenServer.url).get()
+                configuration.grantType = .clientCredentials
+                configuration.clientID = DemoEnvironment.clientID
+                configuration.clientSecret = Secret(DemoEnvironment.clientSecret)
+            }
         } catch {
             writeStandardError("Error: cannot start the demo servers: \(error)\n")
             return 1
@@ -73,9 +78,13 @@ func main() -> Int32 {
         writeStandardError(
             """
 
-            Demo: a mock API runs behind the proxy and accepts only the proxy's token. Try:
-              curl -i http://\(address)/whoami
-              curl -i -x http://\(address) http://\(address)/items
+            Demo: behind the proxy run a mock OAuth2 token server, whose tokens live \(DemoEnvironment.tokenLifetime)s, and a
+            mock API that accepts only live tokens and revokes them all every \(Int(DemoEnvironment.revokeEvery.seconds))s.
+            The proxy refreshes ahead of expiry, and on a 401 refreshes once and replays. Try:
+
+              curl -i http://\(address)/whoami                      # which token generation reached the API
+              while sleep 0.5; do curl -s http://\(address)/whoami; done   # refreshes, never a 401
+              curl -i -x http://\(address) http://\(address)/items  # the same, as an HTTP proxy
 
             """)
     }

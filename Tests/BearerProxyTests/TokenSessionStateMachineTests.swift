@@ -51,7 +51,7 @@ func machine(
         #expect(mutate(&session) { $0.started(now: at(0)) })
         #expect(session.isRefreshing)
         #expect(session.requestNeedsToken(1, now: at(0.1)) == .park)
-        #expect(session.refreshEnded(.success(token("t2")), now: at(0.2)) == .resume(waiters: [1], token: Secret("t2"), generation: 2))
+        #expect(session.refreshEnded(.success(token("t2")), now: at(0.2)) == .resume(waiters: [1], token: Secret("t2"), generation: 1))
     }
 
     @Test func firstRejectionStartsOneRefreshAndLaterOnesJoinIt() {

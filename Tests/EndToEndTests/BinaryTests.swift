@@ -88,3 +88,21 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(version.stdout.hasPrefix("bearer-proxy "))
     }
 }
+
+@Suite struct DemoTests {
+    @Test func demoServesWhoamiWithAFetchedToken() throws {
+        let proxy = try ProxyProcess(["--demo", "--listen", "127.0.0.1:0"])
+        let listening = try #require(proxy.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        let response = try httpRequest(address, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(response.text.contains("token generation 1"))
+        #expect(proxy.standardError.contains("token refreshed generation=1 trigger=startup"))
+        #expect(proxy.standardError.contains("curl -i http://"))
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        #expect(!proxy.standardError.contains("mock-access-1"), "a token reached the log")
+        #expect(!proxy.standardError.contains("demo-secret"))
+    }
+}

@@ -142,8 +142,9 @@ package struct TokenSessionStateMachine: Sendable {
     package let settings: Settings
     private(set) var state: State = .idle
     package private(set) var token: Token?
-    /// Increases by one with every new token; requests are stamped with it.
-    package private(set) var generation = 1
+    /// Increases by one with every new token; requests are stamped with it. The configured token is
+    /// generation 1; without one, the first fetched token is.
+    package private(set) var generation: Int
     /// The current token got at least one upstream answer whose status is not in refresh_on.
     private(set) var currentTokenServedTraffic = false
     private var suspectRefreshTimes: [Instant] = []
@@ -152,6 +153,7 @@ package struct TokenSessionStateMachine: Sendable {
     package init(settings: Settings, token: Token?) {
         self.settings = settings
         self.token = token
+        self.generation = token == nil ? 0 : 1
     }
 
     package var isRefreshing: Bool {
