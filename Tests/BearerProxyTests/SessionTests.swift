@@ -129,7 +129,7 @@ import Testing
         let elapsed = Instant.now() - started
         #expect(response.status == 502)
         #expect(response.text.contains("Connection refused"))
-        #expect(elapsed < .seconds(3))
+        #expect(elapsed < .seconds(20), "the request hung instead of failing within refresh_timeout")
         fixture.expectStillServingDirectly()
     }
 
@@ -228,7 +228,7 @@ import Testing
             count += 1
             usleep(5000)
         }
-        #expect(count > 50)
+        #expect(count > 10)
         #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0, "a 401 reached the upstream")
         #expect(fixture.tokenServer.callCount >= 3)
     }

@@ -175,6 +175,14 @@ func machine(
         #expect(!session.isRefreshing)
     }
 
+    @Test func requestsThatGiveUpDuringRetriesNameTheLastFailure() {
+        var session = machine()
+        _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.refreshEnded(.transient(reason: "Connection refused", timedOut: false), now: at(0.1))
+        let expired = mutate(&session) { $0.expireWaiters(now: at(30)) }
+        #expect(expired.map(\.1) == [.unreachable(reason: "Connection refused")])
+    }
+
     @Test func aTimedOutRefreshIsA504() {
         var session = machine()
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))

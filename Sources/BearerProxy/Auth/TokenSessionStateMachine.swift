@@ -72,6 +72,8 @@ package struct TokenSessionStateMachine: Sendable {
         var waiters: [Waiter]
         /// The token endpoint asked to wait until then (429/503 Retry-After).
         var retryAt: Instant?
+        /// What the last failed attempt said, for requests that give up before the next one ends.
+        var lastFailure: SessionFailure?
     }
 
     enum State: Equatable, Sendable {
@@ -308,12 +310,13 @@ package struct TokenSessionStateMachine: Sendable {
 
         case .transient(let reason, let timedOut):
             let delay = Self.backoff(attempt: refresh.attempt)
+            let failure: SessionFailure = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
             if now - refresh.startedAt + delay < self.settings.refreshTimeout {
                 refresh.attempt += 1
+                refresh.lastFailure = failure
                 self.state = .refreshing(refresh)
                 return .retry(after: delay)
             }
-            let failure: SessionFailure = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
             if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
                 self.token = kept
                 self.state = .idle
@@ -350,7 +353,7 @@ package struct TokenSessionStateMachine: Sendable {
                 let seconds = Int(((retryAt - now).nanoseconds + 999_999_999) / 1_000_000_000)
                 expired.append((waiter.id, .rateLimited(retryAfterSeconds: seconds)))
             } else {
-                expired.append((waiter.id, .timedOut(reason: "no new token within refresh_timeout")))
+                expired.append((waiter.id, refresh.lastFailure ?? .timedOut(reason: "no new token within refresh_timeout")))
             }
             return true
         }
