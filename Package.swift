@@ -9,9 +9,10 @@ let package = Package(
     ],
     targets: [
         .target(name: "CBearerLinux"),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "BearerCore"),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
-        .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux"]),
+        .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
         .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),

@@ -21,6 +21,8 @@ package final class EventLoop: @unchecked Sendable {
     private var thread: pthread_t?
     private let loopThreadID = Atomic<UInt>(0)
     private var bufferPool: [ByteBuffer] = []
+    /// Work for the end of this loop turn, queued from the loop itself (no wake-up needed).
+    private var deferredWork: [() -> Void] = []
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
     package private(set) var now: Instant = .now()
 
@@ -157,6 +159,12 @@ package final class EventLoop: @unchecked Sendable {
         self.timers.cancel(timer)
     }
 
+    /// Runs `work` at the end of the current loop turn, before waiting for events again.
+    package func `defer`(_ work: @escaping () -> Void) {
+        self.assertInEventLoop()
+        self.deferredWork.append(work)
+    }
+
     // MARK: Buffers (on the loop)
 
     /// An empty buffer with storage, from the loop's small pool: connections borrow one while they hold
@@ -213,13 +221,24 @@ package final class EventLoop: @unchecked Sendable {
             }
             self.runDueTimers()
             self.runQueuedTasks()
+            self.runDeferredWork()
         }
         // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
         self.runQueuedTasks()
     }
 
+    private func runDeferredWork() {
+        var rounds = 0
+        while !self.deferredWork.isEmpty && rounds < 16 {
+            rounds += 1
+            let work = self.deferredWork
+            self.deferredWork.removeAll(keepingCapacity: true)
+            for item in work { item() }
+        }
+    }
+
     private func epollTimeout() -> Int32 {
-        if self.wakePending.load(ordering: .relaxed) { return 0 }
+        if self.wakePending.load(ordering: .relaxed) || !self.deferredWork.isEmpty { return 0 }
         guard let deadline = self.timers.nextDeadline() else { return -1 }
         let remaining = deadline.nanoseconds - Instant.now().nanoseconds
         if remaining <= 0 { return 0 }

@@ -9,6 +9,9 @@ package final class EventLoopGroup: Sendable {
 
     package init(count: Int, name: String = "bearer-loop") {
         precondition(count > 0)
+        // OpenSSL writes to sockets with write(2), which raises SIGPIPE on a connection the peer
+        // closed; the error must come back as EPIPE instead of killing the process.
+        signal(SIGPIPE, SIG_IGN)
         self.loops = (0..<count).map { EventLoop(index: $0) }
         for loop in self.loops {
             loop.start(name: "\(name)-\(loop.index)")

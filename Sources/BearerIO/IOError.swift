@@ -4,20 +4,30 @@ import Glibc
 package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     package var errnoCode: Int32
     package var function: String
+    /// Words that say more than errno can (a TLS failure's cause).
+    package var detail: String?
 
-    package init(errnoCode: Int32, function: String) {
+    package init(errnoCode: Int32, function: String, detail: String? = nil) {
         self.errnoCode = errnoCode
         self.function = function
+        self.detail = detail
     }
+
+    /// A TLS failure, in words a person can act on.
+    package static func tls(_ detail: String) -> IOError {
+        IOError(errnoCode: EPROTO, function: "TLS", detail: detail)
+    }
+
+    package var isTLSFailure: Bool { self.function == "TLS" }
 
     /// `strerror` in a sentence: "connect: Connection refused".
     package var description: String {
-        "\(self.function): \(String(cString: strerror(self.errnoCode)))"
+        "\(self.function): \(self.reason)"
     }
 
     /// The system's words for the error alone: "Connection refused".
     package var reason: String {
-        String(cString: strerror(self.errnoCode))
+        self.detail ?? String(cString: strerror(self.errnoCode))
     }
 
     package var isConnectionReset: Bool {

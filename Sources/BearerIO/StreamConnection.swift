@@ -34,9 +34,17 @@ package final class StreamConnection: Selectable {
     private var isWaitingForWritable = false
     private var lingerTimer: TimerID?
     private var registeredInterest: Interest = .none
+    /// TLS over this stream, when there is one.
+    package private(set) var tls: TLSConnection?
+    /// OpenSSL needs readability to finish a write, or writability to finish a read or handshake.
+    private var tlsWantsRead = false
+    private var tlsWantsWrite = false
+    private var isReadScheduled = false
 
     private enum State {
         case connecting
+        /// TCP is up; the TLS handshake is running.
+        case handshaking
         case open
         /// Flushing the last bytes, then half-closing and draining the peer before closing.
         case closingAfterFlush
@@ -57,6 +65,14 @@ package final class StreamConnection: Selectable {
         self.state = isConnecting ? .connecting : .open
     }
 
+    /// Puts TLS over the stream: call before `start`. The handshake runs as soon as TCP is up, and
+    /// the delegate hears `streamConnected` once it completed.
+    package func useTLS(_ connection: TLSConnection) {
+        precondition(self.state == .connecting || self.state == .open, "TLS must start before any byte")
+        self.tls = connection
+        if self.state == .open { self.state = .handshaking }
+    }
+
     /// Registers with the loop; events start arriving.
     package func start(delegate: StreamConnectionDelegate) {
         self.loop.assertInEventLoop()
@@ -64,11 +80,12 @@ package final class StreamConnection: Selectable {
         let interest = self.wantedInterest()
         self.registeredInterest = interest
         self.loop.register(self.fd, self, interest: interest)
+        if self.state == .handshaking { self.driveHandshake() }
     }
 
     package var isOpen: Bool { self.state == .open }
     package var isClosed: Bool { self.state == .closed }
-    package var isConnecting: Bool { self.state == .connecting }
+    package var isConnecting: Bool { self.state == .connecting || self.state == .handshaking }
     package var readHasEnded: Bool { self.hasReadEnded }
     package var pendingWriteBytes: Int { self.outbound.readableBytes }
 
@@ -77,6 +94,18 @@ package final class StreamConnection: Selectable {
         guard self.isReadingEnabled != enabled else { return }
         self.isReadingEnabled = enabled
         self.updateInterest()
+        if enabled { self.scheduleReadIfTLSHasBufferedBytes() }
+    }
+
+    /// Bytes OpenSSL already decrypted produce no epoll event: read them on the next loop turn.
+    private func scheduleReadIfTLSHasBufferedBytes() {
+        guard let tls = self.tls, tls.hasBufferedBytes, !self.isReadScheduled, self.state == .open else { return }
+        self.isReadScheduled = true
+        self.loop.defer { [weak self] in
+            guard let self else { return }
+            self.isReadScheduled = false
+            if self.state == .open && self.isReadingEnabled && !self.hasReadEnded { self.readOnce() }
+        }
     }
 
     // MARK: Writing
@@ -156,6 +185,26 @@ package final class StreamConnection: Selectable {
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer) -> SendResult {
+        if let tls = self.tls {
+            switch tls.write(bytes) {
+            case .done(let count):
+                if self.tlsWantsRead {
+                    self.tlsWantsRead = false
+                    self.updateInterest()
+                }
+                return .sent(count)
+            case .wantWrite:
+                return .wouldBlock
+            case .wantRead:
+                self.tlsWantsRead = true
+                self.updateInterest()
+                return .wouldBlock
+            case .closed:
+                return .failed(IOError(errnoCode: EPIPE, function: "send"))
+            case .failed(let reason):
+                return .failed(.tls(reason))
+            }
+        }
         while true {
             let result = Glibc.send(self.fd, bytes.baseAddress, bytes.count, CBL_MSG_NOSIGNAL)
             if result >= 0 { return .sent(result) }
@@ -193,6 +242,8 @@ package final class StreamConnection: Selectable {
         self.state = .closed
         if let timer = self.lingerTimer { self.loop.cancel(timer) }
         self.loop.deregister(self.fd)
+        self.tls?.shutdown()
+        self.tls = nil
         Glibc.close(self.fd)
         self.releaseOutbound()
         if self.inbound.capacity > 0 {
@@ -209,7 +260,7 @@ package final class StreamConnection: Selectable {
         case .open:
             self.state = .closingAfterFlush
             self.flush()
-        case .connecting:
+        case .connecting, .handshaking:
             self.finishClosing(error: nil)
         case .closingAfterFlush, .lingering, .closed:
             return
@@ -263,14 +314,59 @@ package final class StreamConnection: Selectable {
             if events.isWritable || events.isHangUpOrError { self.finishConnecting() }
             return
         }
-        if events.isWritable && self.isWaitingForWritable {
+        if self.state == .handshaking {
+            self.driveHandshake()
+            return
+        }
+        if self.tlsWantsWrite && events.isWritable {
+            // A read waited for writability (TLS): do it now.
+            self.tlsWantsWrite = false
+            self.updateInterest()
+            self.readOnce()
+            if self.state == .closed { return }
+        }
+        if (events.isWritable && self.isWaitingForWritable) || (self.tlsWantsRead && events.isReadable) {
             self.flush()
             if self.state == .open && self.outbound.isEmpty {
                 self.delegate?.streamWritable(self)
             }
+            if self.state == .closed { return }
         }
-        if (events.isReadable || events.isHangUpOrError) && self.registeredInterest.readable {
+        if (events.isReadable || events.isHangUpOrError) && self.registeredInterest.readable && self.wantsToRead {
             self.readOnce()
+        }
+    }
+
+    private var wantsToRead: Bool {
+        switch self.state {
+        case .open: self.isReadingEnabled && !self.hasReadEnded
+        case .lingering: !self.hasReadEnded
+        case .connecting, .handshaking, .closingAfterFlush, .closed: false
+        }
+    }
+
+    private func driveHandshake() {
+        guard let tls = self.tls else { return }
+        switch tls.handshake() {
+        case .done:
+            self.state = .open
+            self.tlsWantsRead = false
+            self.tlsWantsWrite = false
+            self.updateInterest()
+            self.delegate?.streamConnected(self)
+            self.scheduleReadIfTLSHasBufferedBytes()
+        case .wantRead:
+            self.tlsWantsRead = true
+            self.tlsWantsWrite = false
+            self.updateInterest()
+        case .wantWrite:
+            self.tlsWantsRead = false
+            self.tlsWantsWrite = true
+            self.updateInterest()
+        case .closed:
+            self.fail(.tls("handshake failed: the peer closed the connection"))
+        case .failed(let reason):
+            self.fail(.tls(reason))
         }
     }
 
@@ -280,6 +376,11 @@ package final class StreamConnection: Selectable {
             self.fail(IOError(errnoCode: code, function: "connect"))
             return
         }
+        if self.tls != nil {
+            self.state = .handshaking
+            self.driveHandshake()
+            return
+        }
         self.state = .open
         self.updateInterest()
         self.delegate?.streamConnected(self)
@@ -287,6 +388,10 @@ package final class StreamConnection: Selectable {
 
     private func readOnce() {
         if self.inbound.capacity == 0 { self.inbound = self.loop.borrowBuffer() }
+        if let tls = self.tls {
+            self.readTLS(tls)
+            return
+        }
         var failure: Int32 = 0
         var wouldBlock = false
         let fd = self.fd
@@ -329,6 +434,64 @@ package final class StreamConnection: Selectable {
         if self.state != .closed { self.releaseInboundIfEmpty() }
     }
 
+    /// Reads decrypted bytes: records until OpenSSL wants the socket again, up to `readSize`.
+    private func readTLS(_ tls: TLSConnection) {
+        var total = 0
+        var outcome: TLSConnection.Outcome = .wantRead
+        while total < Self.readSize {
+            outcome = .wantRead
+            _ = self.inbound.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
+                outcome = tls.read(into: UnsafeMutableRawBufferPointer(rebasing: tail[0..<min(tail.count, Self.readSize)]))
+                if case .done(let count) = outcome { return count }
+                return 0
+            }
+            guard case .done(let count) = outcome else { break }
+            total += count
+        }
+        switch outcome {
+        case .failed(let reason):
+            self.fail(.tls(reason))
+            return
+        case .wantWrite:
+            self.tlsWantsWrite = true
+            self.updateInterest()
+        case .closed where total == 0:
+            self.hasReadEnded = true
+            self.releaseInboundIfEmpty()
+            self.updateInterest()
+            if self.state == .lingering {
+                self.finishClosing(error: nil)
+            } else {
+                self.delegate?.streamReadEnded(self)
+            }
+            return
+        case .closed, .wantRead, .done:
+            break
+        }
+        guard total > 0 else {
+            self.releaseInboundIfEmpty()
+            return
+        }
+        if self.state == .lingering {
+            self.inbound.clear()
+            return
+        }
+        self.delegate?.streamReceived(self)
+        if self.state == .closed { return }
+        self.releaseInboundIfEmpty()
+        if case .closed = outcome {
+            // Data and then the end in one go: report the end after the data.
+            self.loop.defer { [weak self] in
+                guard let self, self.state != .closed, !self.hasReadEnded else { return }
+                self.hasReadEnded = true
+                self.updateInterest()
+                self.delegate?.streamReadEnded(self)
+            }
+            return
+        }
+        self.scheduleReadIfTLSHasBufferedBytes()
+    }
+
     private func releaseInboundIfEmpty() {
         if self.inbound.isEmpty && self.inbound.capacity > 0 {
             self.loop.returnBuffer(self.inbound)
@@ -340,10 +503,12 @@ package final class StreamConnection: Selectable {
         switch self.state {
         case .connecting:
             return .write
+        case .handshaking:
+            return Interest(readable: !self.tlsWantsWrite, writable: self.tlsWantsWrite)
         case .open, .closingAfterFlush:
             return Interest(
-                readable: self.isReadingEnabled && !self.hasReadEnded && self.state == .open,
-                writable: self.isWaitingForWritable)
+                readable: (self.isReadingEnabled && !self.hasReadEnded && self.state == .open) || self.tlsWantsRead,
+                writable: self.isWaitingForWritable || self.tlsWantsWrite)
         case .lingering:
             return Interest(readable: !self.hasReadEnded, writable: false)
         case .closed:

@@ -16,16 +16,21 @@ package final class MockHTTPServer: Sendable {
 
     let handler: Handler
     let expectHandler: ExpectHandler?
+    /// Serve HTTPS with this context.
+    let tls: TLSContext?
     let group: EventLoopGroup
     private let listenFD: Mutex<Int32?>
     private let listeners: Mutex<[UnsafeSendable<Listener>]>
     private let connections: Mutex<[ObjectIdentifier: UnsafeSendable<MockServerConnection>]>
     package let acceptedConnections = Atomic<Int>(0)
+    /// TLS connections whose client resumed an earlier session.
+    package let resumedTLSSessions = Atomic<Int>(0)
     package let handledRequests = Atomic<Int>(0)
     package let address: Mutex<SocketAddress?>
 
-    package init(group: EventLoopGroup, expectHandler: ExpectHandler? = nil, handler: @escaping Handler) {
+    package init(group: EventLoopGroup, tls: TLSContext? = nil, expectHandler: ExpectHandler? = nil, handler: @escaping Handler) {
         self.group = group
+        self.tls = tls
         self.handler = handler
         self.expectHandler = expectHandler
         self.listenFD = Mutex(nil)
@@ -49,8 +54,11 @@ package final class MockHTTPServer: Sendable {
                     onAccept: { clientFD in
                         self.acceptedConnections.add(1, ordering: .relaxed)
                         if !bound.isUnix { Socket.setNoDelay(clientFD) }
-                        let connection = MockServerConnection(
-                            stream: StreamConnection(fd: clientFD, loop: loop, isConnecting: false), server: self)
+                        let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
+                        if let tls = self.tls, let session = tls.makeConnection(fd: clientFD, serverName: nil, sessionKey: nil) {
+                            stream.useTLS(session)
+                        }
+                        let connection = MockServerConnection(stream: stream, server: self)
                         self.connections.withLock { $0[ObjectIdentifier(connection)] = UnsafeSendable(connection) }
                         connection.start()
                     },
@@ -66,8 +74,8 @@ package final class MockHTTPServer: Sendable {
 
     package var port: Int { self.address.withLock { $0?.port ?? 0 } }
 
-    /// `http://127.0.0.1:PORT`
-    package var baseURL: String { "http://127.0.0.1:\(self.port)" }
+    /// `http://127.0.0.1:PORT` (https when serving TLS)
+    package var baseURL: String { "\(self.tls == nil ? "http" : "https")://127.0.0.1:\(self.port)" }
 
     func connectionClosed(_ connection: MockServerConnection) {
         self.connections.withLock { $0[ObjectIdentifier(connection)] = nil }

@@ -47,7 +47,9 @@ final class MockServerConnection: StreamConnectionDelegate {
         self.continueStreaming()
     }
 
-    func streamConnected(_ connection: StreamConnection) {}
+    func streamConnected(_ connection: StreamConnection) {
+        if connection.tls?.wasSessionReused == true { self.server.resumedTLSSessions.add(1, ordering: .relaxed) }
+    }
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         self.isClosed = true

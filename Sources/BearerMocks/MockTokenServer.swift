@@ -45,11 +45,16 @@ package final class MockTokenServer: Sendable {
         package var authorization: String?
     }
 
-    package init(group: EventLoopGroup, authority: MockTokenAuthority = MockTokenAuthority(), settings: Settings = Settings()) {
+    package init(
+        group: EventLoopGroup,
+        authority: MockTokenAuthority = MockTokenAuthority(),
+        settings: Settings = Settings(),
+        tls: TLSContext? = nil
+    ) {
         self.authority = authority
         self.settings = Mutex(settings)
         let box = Box()
-        self.server = MockHTTPServer(group: group) { request in box.server!.handle(request) }
+        self.server = MockHTTPServer(group: group, tls: tls) { request in box.server!.handle(request) }
         box.server = self
     }
 

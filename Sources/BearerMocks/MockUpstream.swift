@@ -42,7 +42,8 @@ package final class MockUpstream: Sendable {
         acceptedTokens: Set<String>? = nil,
         authority: MockTokenAuthority? = nil,
         recordsRequests: Bool = true,
-        countsRequestIDs: Bool = false
+        countsRequestIDs: Bool = false,
+        tls: TLSContext? = nil
     ) {
         self.acceptedTokens = Mutex(acceptedTokens)
         self.authority = authority
@@ -52,6 +53,7 @@ package final class MockUpstream: Sendable {
         // An upload sent with Expect: 100-continue and a bad token is refused before its body, as real APIs do.
         self.server = MockHTTPServer(
             group: group,
+            tls: tls,
             expectHandler: { head in
                 guard let upstream = box.upstream, !upstream.isAuthorized(head.value(of: "authorization")) else { return nil }
                 upstream.rejected.add(1, ordering: .relaxed)

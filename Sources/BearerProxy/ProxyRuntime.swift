@@ -9,13 +9,23 @@ package final class ProxyRuntime: Sendable {
     package let session: TokenSession
     package let resolver: Resolver
     package let logger: Logger
+    /// Client TLS for https upstreams and token endpoints.
+    package let tls: TLSContext?
     package let openConnections = Atomic<Int>(0)
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
     package let replayMemoryInUse = Atomic<Int>(0)
     /// Statuses that mean "token expired": refresh and replay.
     let refreshOn: Set<Int>
 
-    package init(configuration: Configuration, router: Router, session: TokenSession, resolver: Resolver, logger: Logger) {
+    package init(
+        configuration: Configuration,
+        router: Router,
+        session: TokenSession,
+        resolver: Resolver,
+        tls: TLSContext?,
+        logger: Logger
+    ) {
+        self.tls = tls
         self.configuration = configuration
         self.router = router
         self.session = session

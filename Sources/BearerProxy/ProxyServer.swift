@@ -53,12 +53,23 @@ package final class ProxyServer: Sendable {
             for fd in fds { Socket.close(fd) }
             throw StartError(description: error.description)
         }
+        let tls: TLSContext
+        do throws(TLSConfigurationError) {
+            tls = try TLSContext.client(caFile: configuration.caFile, verify: !configuration.tlsInsecureSkipVerify)
+        } catch {
+            for fd in fds { Socket.close(fd) }
+            throw StartError(description: error.description)
+        }
+        if configuration.tlsInsecureSkipVerify {
+            logger.warn("tls_insecure_skip_verify is on: upstream and token endpoint certificates are NOT verified")
+        }
         let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
         let loops = group ?? EventLoopGroup(count: configuration.workers)
         let resolver = Resolver()
-        let source = Self.makeTokenSource(configuration, store: store, loop: loops.loops[0], resolver: resolver, logger: logger)
+        let source = Self.makeTokenSource(configuration, store: store, loop: loops.loops[0], resolver: resolver, tls: tls, logger: logger)
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
-        let runtime = ProxyRuntime(configuration: configuration, router: router, session: session, resolver: resolver, logger: logger)
+        let runtime = ProxyRuntime(
+            configuration: configuration, router: router, session: session, resolver: resolver, tls: tls, logger: logger)
         let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
         server.startAccepting()
         session.start(timerLoop: loops.loops[0])
@@ -70,10 +81,12 @@ package final class ProxyServer: Sendable {
         store: RefreshTokenStore?,
         loop: EventLoop,
         resolver: Resolver,
+        tls: TLSContext?,
         logger: Logger
     ) -> TokenSource? {
         if let url = configuration.tokenURL {
-            return OAuth2TokenSource(configuration: configuration, url: url, store: store, loop: loop, resolver: resolver, logger: logger)
+            return OAuth2TokenSource(
+                configuration: configuration, url: url, store: store, loop: loop, resolver: resolver, tls: tls, logger: logger)
         }
         if let argv = configuration.tokenCommand {
             return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)

@@ -22,6 +22,7 @@ final class OAuth2TokenSource: TokenSource {
     let store: RefreshTokenStore?
     let loop: EventLoop
     let resolver: Resolver
+    let tls: TLSContext?
     let connectTimeout: Duration
     let timeout: Duration
     let logger: Logger
@@ -32,8 +33,10 @@ final class OAuth2TokenSource: TokenSource {
         store: RefreshTokenStore?,
         loop: EventLoop,
         resolver: Resolver,
+        tls: TLSContext?,
         logger: Logger
     ) {
+        self.tls = tls
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
         self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
         self.loop = loop
@@ -61,6 +64,7 @@ final class OAuth2TokenSource: TokenSource {
                 request: self.builder.request(refreshToken: lease?.token),
                 on: self.loop,
                 resolver: self.resolver,
+                tls: self.tls,
                 connectTimeout: self.connectTimeout,
                 totalTimeout: self.timeout
             ) { result in

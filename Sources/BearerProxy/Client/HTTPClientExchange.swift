@@ -24,6 +24,7 @@ package enum ClientExchangeError: Error, Equatable, Sendable {
     case malformedResponse(String)
     case responseTooLarge
     case tlsUnavailable
+    case tlsFailed(String)
 
     /// Whether the peer accepted the connection and then never answered (504 rather than 502).
     package var isTimeoutAfterConnect: Bool { self == .responseTimedOut }
@@ -37,7 +38,8 @@ package enum ClientExchangeError: Error, Equatable, Sendable {
         case .connectionLost(let reason): "connection lost: \(reason)"
         case .malformedResponse(let reason): "malformed response: \(reason)"
         case .responseTooLarge: "response too large"
-        case .tlsUnavailable: "TLS is not available in this build"
+        case .tlsUnavailable: "TLS is not configured"
+        case .tlsFailed(let reason): "TLS failed: \(reason)"
         }
     }
 }
@@ -61,6 +63,7 @@ final class HTTPClientExchange: StreamConnectionDelegate {
     private var timer: TimerID?
     private var isConnected = false
     private var keepAlive: HTTPClientExchange?
+    private var tlsContext: TLSContext?
 
     /// Sends `request` (a complete HTTP/1.1 message) to `origin`; `completion` runs on `loop`.
     static func run(
@@ -68,13 +71,16 @@ final class HTTPClientExchange: StreamConnectionDelegate {
         request: [UInt8],
         on loop: EventLoop,
         resolver: Resolver,
+        tls: TLSContext?,
         connectTimeout: Duration,
         totalTimeout: Duration,
         maximumResponseBytes: Int = 1 << 20,
         completion: @escaping Completion
     ) {
+        let tls = UnsafeTransfer(tls)
         loop.execute {
             let exchange = HTTPClientExchange(origin: origin, loop: loop, request: request, maximumResponseBytes: maximumResponseBytes, completion: completion)
+            exchange.tlsContext = tls.value
             exchange.start(resolver: resolver, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         }
     }
@@ -89,7 +95,7 @@ final class HTTPClientExchange: StreamConnectionDelegate {
 
     private func start(resolver: Resolver, connectTimeout: Duration, totalTimeout: Duration) {
         self.keepAlive = self
-        if self.origin.isHTTPS {
+        if self.origin.isHTTPS && self.tlsContext == nil {
             self.finish(.failure(.tlsUnavailable))
             return
         }
@@ -127,8 +133,13 @@ final class HTTPClientExchange: StreamConnectionDelegate {
             let (fd, connected) = try Socket.connect(to: address)
             let stream = StreamConnection(fd: fd, loop: self.loop, isConnecting: !connected)
             self.stream = stream
+            if self.origin.isHTTPS, let context = self.tlsContext,
+                let tls = context.makeConnection(fd: fd, serverName: self.origin.host, sessionKey: self.origin.description)
+            {
+                stream.useTLS(tls)
+            }
             stream.start(delegate: self)
-            if connected { self.streamConnected(stream) }
+            if connected && !self.origin.isHTTPS { self.streamConnected(stream) }
         } catch {
             self.lastError = error
             self.connectNext()
@@ -208,6 +219,10 @@ final class HTTPClientExchange: StreamConnectionDelegate {
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         self.stream = nil
         if !self.isConnected {
+            if let error, error.isTLSFailure {
+                self.finish(.failure(.tlsFailed(error.reason)))
+                return
+            }
             self.lastError = error
             self.connectNext()
             return

@@ -39,6 +39,10 @@ package struct Configuration: Sendable {
     package var replayBodyLimit: Int = 1 << 20
     package var replayMemoryLimit: Int = 256 << 20
 
+    // Upstream TLS.
+    package var caFile: String?
+    package var tlsInsecureSkipVerify = false
+
     package init() {}
 
     /// The hosts that get the token: `inject_hosts`, or the upstream's host and port.

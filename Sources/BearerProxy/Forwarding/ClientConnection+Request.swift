@@ -200,10 +200,6 @@ extension ClientConnection {
     /// Finds an upstream connection for the exchange: an idle pooled one, or a new one.
     func connectUpstream(_ exchange: Exchange, allowReuse: Bool) {
         exchange.attempts += 1
-        if exchange.target.origin.isHTTPS {
-            self.respond(with: .upstreamTLSUnavailable(origin: exchange.target.origin.description))
-            return
-        }
         if allowReuse, let upstream = self.context.pool.lease(exchange.target.origin) {
             upstream.owner = self
             exchange.upstream = upstream
@@ -216,7 +212,7 @@ extension ClientConnection {
         exchange.upstream = upstream
         exchange.upstreamWasReused = false
         self.setDeadline(.upstreamConnect, after: self.configuration.upstreamConnectTimeout)
-        upstream.connect(resolver: self.runtime.resolver)
+        upstream.connect(resolver: self.runtime.resolver, tls: self.runtime.tls)
     }
 
     /// Writes the request head upstream, then the body bytes already read (on a replay or retry),

@@ -15,7 +15,7 @@ package enum ProxyError: Error, Equatable, Sendable {
     case upstreamMalformed(origin: String, HTTPParseError)
     case upstreamConnectTimeout(origin: String)
     case upstreamTimeout(origin: String)
-    case upstreamTLSUnavailable(origin: String)
+    case upstreamTLSFailed(origin: String, reason: String)
     case requestHeadTimeout
     case overCapacity
     /// A request that needed a token cannot have one (refresh failed, logged out, …).
@@ -27,7 +27,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .otherHostDenied: 403
         case .connectNotSupported: 405
         case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
-            .upstreamTLSUnavailable:
+            .upstreamTLSFailed:
             502
         case .upstreamConnectTimeout, .upstreamTimeout: 504
         case .requestHeadTimeout: 408
@@ -64,8 +64,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: connecting to upstream \(origin) timed out (upstream_connect_timeout)"
         case .upstreamTimeout(let origin):
             "bearer-proxy: upstream \(origin) did not answer in time (upstream_timeout)"
-        case .upstreamTLSUnavailable(let origin):
-            "bearer-proxy: cannot reach https upstream \(origin): TLS is not available in this build"
+        case .upstreamTLSFailed(let origin, let reason):
+            "bearer-proxy: TLS to upstream \(origin) failed: \(reason)"
         case .requestHeadTimeout:
             "bearer-proxy: request head not received in time (client_header_timeout)"
         case .overCapacity:
@@ -88,7 +88,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamMalformed: "upstream_malformed"
         case .upstreamConnectTimeout: "upstream_connect_timeout"
         case .upstreamTimeout: "upstream_timeout"
-        case .upstreamTLSUnavailable: "upstream_tls_unavailable"
+        case .upstreamTLSFailed: "upstream_tls_failed"
         case .requestHeadTimeout: "request_head_timeout"
         case .overCapacity: "over_capacity"
         case .session(let failure): "token_\(failure.shortName)"

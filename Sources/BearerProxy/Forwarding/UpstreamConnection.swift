@@ -28,6 +28,7 @@ final class UpstreamConnection: StreamConnectionDelegate {
     private var state: State = .resolving
     private var remainingAddresses: [SocketAddress] = []
     private var lastConnectError: IOError?
+    private var tlsContext: TLSContext?
 
     private enum State {
         case resolving
@@ -48,7 +49,8 @@ final class UpstreamConnection: StreamConnectionDelegate {
 
     /// Resolves the origin and connects, trying each address in turn; the owner hears
     /// `upstreamConnected` or `upstreamConnectFailed`.
-    func connect(resolver: Resolver) {
+    func connect(resolver: Resolver, tls: TLSContext?) {
+        self.tlsContext = tls
         let loop = self.loop
         let this = UnsafeTransfer(self)
         resolver.resolve(host: self.origin.host, port: self.origin.port, on: loop) { answer in
@@ -79,8 +81,20 @@ final class UpstreamConnection: StreamConnectionDelegate {
             let (fd, isConnected) = try Socket.connect(to: address)
             let stream = StreamConnection(fd: fd, loop: self.loop, isConnecting: !isConnected)
             self.stream = stream
+            if self.origin.isHTTPS {
+                guard let context = self.tlsContext,
+                    let tls = context.makeConnection(fd: fd, serverName: self.origin.host, sessionKey: self.origin.description)
+                else {
+                    stream.close()
+                    self.stream = nil
+                    self.state = .closed
+                    self.owner?.upstreamConnectFailed(self, .upstreamTLSFailed(origin: self.origin.description, reason: "cannot start TLS"))
+                    return
+                }
+                stream.useTLS(tls)
+            }
             stream.start(delegate: self)
-            if isConnected {
+            if isConnected && !self.origin.isHTTPS {
                 self.state = .open
                 self.owner?.upstreamConnected(self)
             }
@@ -129,6 +143,12 @@ final class UpstreamConnection: StreamConnectionDelegate {
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         self.stream = nil
         if self.state == .connecting {
+            if let error, error.isTLSFailure {
+                // Another address would present the same certificate: report the TLS problem.
+                self.state = .closed
+                self.owner?.upstreamConnectFailed(self, .upstreamTLSFailed(origin: self.origin.description, reason: error.reason))
+                return
+            }
             self.lastConnectError = error
             self.connectNextAddress()
             return

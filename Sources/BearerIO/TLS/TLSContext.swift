@@ -1,0 +1,132 @@
+import COpenSSL
+import Glibc
+import Synchronization
+
+/// How a TLS context is configured wrongly: an unreadable CA bundle, a bad certificate.
+package struct TLSConfigurationError: Error, CustomStringConvertible, Sendable {
+    package var description: String
+}
+
+/// An OpenSSL `SSL_CTX`: trust settings shared by every TLS connection of a proxy (thread-safe in
+/// OpenSSL for creating connections), and the client session cache used to resume TLS sessions
+/// when a new connection to the same origin opens.
+///
+/// Client defaults are the secure ones: the system trust store (plus `ca_file`), host name
+/// verification, TLS 1.2 or newer, ALPN `http/1.1`.
+package final class TLSContext: @unchecked Sendable {
+    let context: OpaquePointer
+    package let verifiesPeer: Bool
+    package let isServer: Bool
+    /// The newest resumable session per origin (`host:port`), each holding one reference.
+    private let sessions = Mutex<[String: SessionHandle]>([:])
+
+    /// An `SSL_SESSION*` holding one reference; OpenSSL sessions are immutable once stored.
+    private struct SessionHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private init(context: OpaquePointer, verifiesPeer: Bool, isServer: Bool) {
+        self.context = context
+        self.verifiesPeer = verifiesPeer
+        self.isServer = isServer
+    }
+
+    deinit {
+        self.sessions.withLock { sessions in
+            for session in sessions.values { SSL_SESSION_free(session.pointer) }
+        }
+        SSL_CTX_free(self.context)
+    }
+
+    /// A client context: verify against the system store (and `caFile`, when given), unless
+    /// `verify` is false.
+    package static func client(caFile: String?, verify: Bool) throws(TLSConfigurationError) -> TLSContext {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSConfigurationError(description: "cannot create a TLS context: \(lastErrorString())") }
+        _ = cos_ctx_set_min_tls12(context)
+        _ = cos_ctx_set_modes(context)
+        _ = cos_ctx_set_options(context)
+        _ = cos_ctx_set_client_session_cache(context)
+        let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
+        _ = alpn.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(context, $0.baseAddress, UInt32($0.count)) }
+        if verify {
+            SSL_CTX_set_default_verify_paths(context)
+            if let caFile {
+                ERR_clear_error()
+                guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+                    SSL_CTX_free(context)
+                    throw TLSConfigurationError(description: "\(caFile): cannot load the CA bundle: \(lastErrorString())")
+                }
+            }
+            SSL_CTX_set_verify(context, COS_SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(context, COS_SSL_VERIFY_NONE, nil)
+        }
+        return TLSContext(context: context, verifiesPeer: verify, isServer: false)
+    }
+
+    /// A server context with a PEM certificate chain and key (the test and bench mock servers).
+    package static func server(certificateChainFile: String, privateKeyFile: String) throws(TLSConfigurationError) -> TLSContext {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSConfigurationError(description: "cannot create a TLS context") }
+        _ = cos_ctx_set_min_tls12(context)
+        _ = cos_ctx_set_modes(context)
+        _ = cos_ctx_set_options(context)
+        ERR_clear_error()
+        guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1,
+            SSL_CTX_use_PrivateKey_file(context, privateKeyFile, COS_SSL_FILETYPE_PEM) == 1
+        else {
+            let reason = lastErrorString()
+            SSL_CTX_free(context)
+            throw TLSConfigurationError(description: "\(certificateChainFile): cannot load the certificate or key: \(reason)")
+        }
+        return TLSContext(context: context, verifiesPeer: false, isServer: true)
+    }
+
+    /// A connection on `fd`. For clients, `serverName` is sent as SNI (unless it is an IP address) and
+    /// the certificate must match it; a cached session for `sessionKey` is offered for resumption.
+    package func makeConnection(fd: Int32, serverName: String?, sessionKey: String?) -> TLSConnection? {
+        guard let ssl = SSL_new(self.context) else { return nil }
+        SSL_set_fd(ssl, fd)
+        if self.isServer {
+            SSL_set_accept_state(ssl)
+        } else {
+            SSL_set_connect_state(ssl)
+            if let serverName {
+                let isIPAddress = SocketAddress(ipAddress: serverName, port: 0) != nil
+                if isIPAddress {
+                    if self.verifiesPeer { X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) }
+                } else {
+                    _ = cos_set_sni(ssl, serverName)
+                    if self.verifiesPeer { SSL_set1_host(ssl, serverName) }
+                }
+            }
+            if let sessionKey {
+                // SSL_set_session takes its own reference, under the lock so the session cannot be freed meanwhile.
+                self.sessions.withLock { sessions in
+                    if let session = sessions[sessionKey] { SSL_set_session(ssl, session.pointer) }
+                }
+            }
+        }
+        return TLSConnection(ssl: ssl, context: self, sessionKey: self.isServer ? nil : sessionKey)
+    }
+
+    /// Keeps the connection's session for the next connection to the same origin.
+    func storeSession(of ssl: OpaquePointer, key: String) {
+        guard let session = SSL_get1_session(ssl) else { return }
+        guard SSL_SESSION_is_resumable(session) == 1 else {
+            SSL_SESSION_free(session)
+            return
+        }
+        let handle = SessionHandle(pointer: session)
+        self.sessions.withLock { sessions in
+            if let previous = sessions[key] { SSL_SESSION_free(previous.pointer) }
+            sessions[key] = handle
+        }
+    }
+}
+
+/// The newest error on OpenSSL's queue for this thread, in OpenSSL's words.
+func lastErrorString() -> String {
+    let code = ERR_peek_last_error()
+    guard code != 0, let text = ERR_reason_error_string(code) else { return "unknown error" }
+    return String(cString: text)
+}

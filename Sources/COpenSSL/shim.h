@@ -1,0 +1,48 @@
+// OpenSSL for Swift: the headers, plus functions for the macros that do not import.
+#ifndef C_OPENSSL_SHIM_H
+#define C_OPENSSL_SHIM_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+static inline long cos_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+static inline long cos_ctx_set_modes(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+}
+static inline uint64_t cos_ctx_set_options(SSL_CTX *ctx) {
+    return SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+}
+static inline long cos_ctx_set_client_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+}
+static inline long cos_set_sni(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+static inline unsigned long cos_error_reason(unsigned long error) { return ERR_GET_REASON(error); }
+
+static const int COS_SSL_ERROR_NONE = SSL_ERROR_NONE;
+static const int COS_SSL_ERROR_SSL = SSL_ERROR_SSL;
+static const int COS_SSL_ERROR_WANT_READ = SSL_ERROR_WANT_READ;
+static const int COS_SSL_ERROR_WANT_WRITE = SSL_ERROR_WANT_WRITE;
+static const int COS_SSL_ERROR_SYSCALL = SSL_ERROR_SYSCALL;
+static const int COS_SSL_ERROR_ZERO_RETURN = SSL_ERROR_ZERO_RETURN;
+static const int COS_SSL_VERIFY_NONE = SSL_VERIFY_NONE;
+static const int COS_SSL_VERIFY_PEER = SSL_VERIFY_PEER;
+static const int COS_SSL_FILETYPE_PEM = SSL_FILETYPE_PEM;
+
+static const long COS_X509_V_OK = X509_V_OK;
+static const long COS_X509_V_ERR_HOSTNAME_MISMATCH = X509_V_ERR_HOSTNAME_MISMATCH;
+static const long COS_X509_V_ERR_IP_ADDRESS_MISMATCH = X509_V_ERR_IP_ADDRESS_MISMATCH;
+static const long COS_X509_V_ERR_CERT_HAS_EXPIRED = X509_V_ERR_CERT_HAS_EXPIRED;
+static const long COS_X509_V_ERR_CERT_NOT_YET_VALID = X509_V_ERR_CERT_NOT_YET_VALID;
+static const long COS_X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT = X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT;
+static const long COS_X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN = X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN;
+static const long COS_X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY = X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY;
+static const long COS_X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE = X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE;
+
+static const int COS_SSL_R_UNSUPPORTED_PROTOCOL = SSL_R_UNSUPPORTED_PROTOCOL;
+static const int COS_SSL_R_TLSV1_ALERT_PROTOCOL_VERSION = SSL_R_TLSV1_ALERT_PROTOCOL_VERSION;
+static const int COS_SSL_R_WRONG_VERSION_NUMBER = SSL_R_WRONG_VERSION_NUMBER;
+static const int COS_SSL_R_CERTIFICATE_VERIFY_FAILED = SSL_R_CERTIFICATE_VERIFY_FAILED;
+static const int COS_SSL_R_NO_PROTOCOLS_AVAILABLE = SSL_R_NO_PROTOCOLS_AVAILABLE;
+
+#endif
