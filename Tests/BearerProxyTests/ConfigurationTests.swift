@@ -214,3 +214,99 @@ import Testing
                 """)
     }
 }
+
+@Suite struct SessionConfigurationTests {
+    @Test func readsEveryTokenSetting() throws {
+        let text = """
+            upstream = https://api.example.com
+            token_url = https://auth.example.com/oauth/token
+            grant_type = password
+            client_id = cli
+            client_secret = ${SECRET}
+            scope = read write
+            audience = https://api.example.com
+            username = alice
+            password = pw-secret
+            client_auth = post
+            refresh_on = 401, 403
+            refresh_skew = 0s
+            max_refreshes = 3
+            refresh_window = 1m
+            refresh_timeout = 10s
+            replay_body_limit = 64KiB
+            replay_memory_limit = 8MiB
+            ca_file = /etc/ssl/private-ca.pem
+            tls_insecure_skip_verify = false
+            """
+        let entries = try ConfigFileParser.parse(text, fileName: "p.conf", environment: ["SECRET": "s3cr3t"])
+        let config = try Configuration.build(from: entries)
+        try config.validateCombinations(place: "p.conf")
+        #expect(config.tokenURL?.description == "https://auth.example.com/oauth/token")
+        #expect(config.effectiveGrantType == .password)
+        #expect(config.clientSecret?.reveal() == "s3cr3t")
+        #expect(config.password?.reveal() == "pw-secret")
+        #expect(config.clientAuthentication == .post)
+        #expect(config.refreshOn == [401, 403])
+        #expect(config.refreshSkew == .zero)
+        #expect(config.maxRefreshes == 3)
+        #expect(config.refreshWindow == .seconds(60))
+        #expect(config.replayBodyLimit == 65536)
+        #expect(config.replayMemoryLimit == 8 << 20)
+        #expect(config.caFile == "/etc/ssl/private-ca.pem")
+        let report = ConfigurationLoader.report(config)
+        for secret in ["s3cr3t", "pw-secret"] { #expect(!report.contains(secret)) }
+        #expect(report.contains("client_secret = <redacted>\n"))
+        #expect(report.contains("password = <redacted>\n"))
+    }
+
+    @Test func readsTokenCommandWithQuotes() throws {
+        let config = try Configuration.build(from: try ConfigFileParser.parse(
+            #"token_command = sh -c 'vault read -field=token "secret/api key"'"#, fileName: "p", environment: [:]))
+        #expect(config.tokenCommand == ["sh", "-c", #"vault read -field=token "secret/api key""#])
+        #expect(splitCommandLine("a 'b") == nil)
+        #expect(splitCommandLine(" one  two\t\"three four\" ") == ["one", "two", "three four"])
+    }
+
+    @Test(arguments: [
+        ("token_url = https://a/t\ntoken_command = x", "token_command: set either token_url or token_command, not both"),
+        ("token_url = https://a/t\ngrant_type = refresh_token", "grant_type: refresh_token needs refresh_token or refresh_token_file"),
+        ("token_url = https://a/t", "grant_type: client_credentials needs client_id (and usually client_secret)"),
+        ("token_url = https://a/t\ngrant_type = password\nusername = u", "grant_type: password needs username and password"),
+    ])
+    func rejectsIncompleteTokenSettings(text: String, message: String) throws {
+        let config = try Configuration.build(from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:]))
+        #expect(throws: ConfigurationError(place: "p.conf", key: String(message.prefix { $0 != ":" }), message: String(message.drop { $0 != ":" }.dropFirst(2)))) {
+            try config.validateCombinations(place: "p.conf")
+        }
+    }
+
+    @Test(arguments: [
+        ("refresh_on = 200", "refresh_on: expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '200'"),
+        ("grant_type = implicit", "grant_type: expected refresh_token, client_credentials or password, got 'implicit'"),
+        ("client_auth = jwt", "client_auth: expected basic or post, got 'jwt'"),
+        ("tls_insecure_skip_verify = maybe", "tls_insecure_skip_verify: expected true or false, got 'maybe'"),
+    ])
+    func rejectsBadTokenValues(text: String, message: String) {
+        do {
+            _ = try Configuration.build(from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:]))
+            Issue.record("expected an error")
+        } catch {
+            #expect("\(error)" == "p.conf:1: \(message)")
+        }
+    }
+
+    @Test func theExampleFileDocumentsEveryKeyAndParses() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("proxy.conf.example").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in Configuration.keys {
+            #expect(text.contains("\n\(key.name) =") || text.contains("\n# \(key.name) ="), "proxy.conf.example does not document \(key.name)")
+        }
+        let entries = try ConfigFileParser.parse(
+            text, fileName: "proxy.conf.example", environment: ["API_TOKEN": "t", "CLIENT_SECRET": "s", "REFRESH_TOKEN": "r", "API_PASSWORD": "p"])
+        let config = try Configuration.build(from: entries)
+        try config.validateCombinations(place: "proxy.conf.example")
+    }
+}
+
+import Foundation

@@ -106,3 +106,41 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(!proxy.standardError.contains("demo-secret"))
     }
 }
+
+@Suite struct BinarySessionTests {
+    @Test func refreshesThroughTheConfiguredTokenEndpointAndKeepsSecretsOutOfStderr() throws {
+        let authority = MockTokenAuthority()
+        var settings = MockTokenServer.Settings()
+        settings.clientID = "e2e-client"
+        settings.clientSecret = "e2e-client-secret-xyz"
+        let tokenServer = MockTokenServer(group: e2eMockGroup, authority: authority, settings: settings)
+        try tokenServer.start()
+        defer { tokenServer.stop() }
+        let upstream = MockUpstream(group: e2eMockGroup, authority: authority)
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            upstream = \(upstream.baseURL)
+            token_url = \(tokenServer.url)
+            client_id = e2e-client
+            client_secret = ${E2E_CLIENT_SECRET}
+            access_token = stale-e2e-token
+            log_level = debug
+            """)
+        let proxy = try ProxyProcess(["--config", config], environment: ["E2E_CLIENT_SECRET": "e2e-client-secret-xyz"])
+        let listening = try #require(proxy.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let response = try httpRequest(SocketAddress(ipAddress: "127.0.0.1", port: port)!, "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(tokenServer.callCount == 1)
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        let stderr = proxy.standardError
+        #expect(stderr.contains("token refreshed"))
+        for secret in ["e2e-client-secret-xyz", "stale-e2e-token", "mock-access-1"] {
+            #expect(!stderr.contains(secret), "\(secret) reached stderr")
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import BearerCore
+import Glibc
 import BearerIO
 
 /// Every key the config file accepts: how its value is parsed, what it sets, how `--check` shows it.
@@ -92,7 +93,93 @@ extension Configuration {
             config.logLevel = level
             return nil
         },
+        secretKey("refresh_token", \.refreshToken),
+        ConfigurationKey("refresh_token_file", show: { $0.refreshTokenFile }) { value, config in
+            guard !value.isEmpty else { return "expected a file path" }
+            config.refreshTokenFile = expandHome(value)
+            return nil
+        },
+        ConfigurationKey("token_url", show: { $0.tokenURL.map(\.description) }) { value, config in
+            switch UpstreamURL.parse(value) {
+            case .success(let url):
+                config.tokenURL = url
+                return nil
+            case .failure(let error):
+                return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/token)"
+            }
+        },
+        ConfigurationKey("grant_type", show: { $0.effectiveGrantType.rawValue }) { value, config in
+            guard let grant = GrantType(rawValue: value) else {
+                return "expected refresh_token, client_credentials or password, got '\(value)'"
+            }
+            config.grantType = grant
+            return nil
+        },
+        textKey("client_id", \.clientID),
+        secretKey("client_secret", \.clientSecret),
+        textKey("scope", \.scope),
+        textKey("audience", \.audience),
+        textKey("username", \.username),
+        secretKey("password", \.password),
+        ConfigurationKey("client_auth", show: { $0.clientAuthentication.rawValue }) { value, config in
+            guard let method = ClientAuthentication(rawValue: value) else { return "expected basic or post, got '\(value)'" }
+            config.clientAuthentication = method
+            return nil
+        },
+        ConfigurationKey("token_command", show: { $0.tokenCommand.map { $0.joined(separator: " ") } }) { value, config in
+            guard let argv = splitCommandLine(value), !argv.isEmpty else {
+                return "expected a command and its arguments (quotes must be closed)"
+            }
+            config.tokenCommand = argv
+            return nil
+        },
+        ConfigurationKey("refresh_on", show: { $0.refreshOn.map(String.init).joined(separator: ",") }) { value, config in
+            let statuses = ValueParsers.list(value).map { Int($0) }
+            guard !statuses.isEmpty, statuses.allSatisfy({ $0 != nil && (400...599).contains($0!) }) else {
+                return "expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '\(value)'"
+            }
+            config.refreshOn = statuses.map { $0! }
+            return nil
+        },
+        durationKey("refresh_skew", allowZero: true, \.refreshSkew),
+        ConfigurationKey("max_refreshes", show: { "\($0.maxRefreshes)" }) { value, config in
+            guard let count = Int(value), count >= 1 else { return "expected a positive number, got '\(value)'" }
+            config.maxRefreshes = count
+            return nil
+        },
+        durationKey("refresh_window", \.refreshWindow),
+        durationKey("refresh_timeout", \.refreshTimeout),
+        sizeKey("replay_body_limit", \.replayBodyLimit),
+        sizeKey("replay_memory_limit", \.replayMemoryLimit),
+        ConfigurationKey("ca_file", show: { $0.caFile ?? "(system trust store)" }) { value, config in
+            guard !value.isEmpty else { return "expected a path to a PEM CA bundle" }
+            config.caFile = expandHome(value)
+            return nil
+        },
+        ConfigurationKey("tls_insecure_skip_verify", show: { "\($0.tlsInsecureSkipVerify)" }) { value, config in
+            guard let flag = ValueParsers.bool(value) else { return "expected true or false, got '\(value)'" }
+            config.tlsInsecureSkipVerify = flag
+            return nil
+        },
     ]
+
+    static func textKey(_ name: String, _ path: WritableKeyPath<Configuration, String?> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name, show: { $0[keyPath: path] }) { value, config in
+            guard !value.isEmpty else { return "expected a value" }
+            config[keyPath: path] = value
+            return nil
+        }
+    }
+
+    static func secretKey(_ name: String, _ path: WritableKeyPath<Configuration, Secret<String>?> & Sendable) -> ConfigurationKey {
+        ConfigurationKey(name, secret: true, show: { $0[keyPath: path].map { "\($0)" } }) { value, config in
+            guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
+                return "expected a single-line value (the value is not shown)"
+            }
+            config[keyPath: path] = Secret(value)
+            return nil
+        }
+    }
 
     static func durationKey(
         _ name: String,
@@ -197,4 +284,10 @@ func formatSize(_ size: Int) -> String {
     if size > 0 && size % (1 << 20) == 0 { return "\(size >> 20)MiB" }
     if size > 0 && size % (1 << 10) == 0 { return "\(size >> 10)KiB" }
     return "\(size)B"
+}
+
+/// `~/x` → `$HOME/x`, so paths in the config file can name the user's home as a shell would.
+func expandHome(_ path: String) -> String {
+    guard path.hasPrefix("~/"), let home = getenv("HOME") else { return path }
+    return String(cString: home) + path.dropFirst()
 }
