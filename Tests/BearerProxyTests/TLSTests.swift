@@ -180,7 +180,7 @@ enum TLSFixtures {
             config.accessToken = Secret("stale")
             config.tokenURL = try? UpstreamURL.parse(tokenServer.url).get()
             config.clientID = "c"
-            config.refreshTimeout = .milliseconds(500)
+            config.refreshTimeout = .seconds(3)
         }
         let response = try fixture.get("/x")
         #expect(response.status == 502)
