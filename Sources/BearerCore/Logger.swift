@@ -46,6 +46,12 @@ package struct Logger: Sendable {
         self.sink.write(Self.format(level: level, message: message(), metadata: metadata()))
     }
 
+    /// An info line printed whatever the level: the ready line (`listening on ADDR`) that scripts
+    /// and tests wait for must appear even with `log_level = error`.
+    package func announce(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+        self.sink.write(Self.format(level: .info, message: message, metadata: metadata))
+    }
+
     package func debug(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
         self.log(.debug, message(), metadata())
     }

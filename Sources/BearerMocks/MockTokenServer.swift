@@ -11,6 +11,7 @@ package final class MockTokenServer: Sendable {
     private let settings: Mutex<Settings>
     private let recorded = Mutex<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
+    private let callTimes = Mutex<[Instant]>([])
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -73,8 +74,12 @@ package final class MockTokenServer: Sendable {
         self.settings.withLock { change(&$0) }
     }
 
+    /// When each call arrived (monotonic clock).
+    package var callInstants: [Instant] { self.callTimes.withLock { $0 } }
+
     func handle(_ request: MockRequest) -> MockResponse {
         self.calls.add(1, ordering: .relaxed)
+        self.callTimes.withLock { $0.append(Instant.now()) }
         let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
         self.recorded.withLock { $0.append(TokenCall(form: form, authorization: request.header("authorization"))) }
         let settings = self.settings.withLock { $0 }

@@ -15,7 +15,7 @@ package final class MockUpstream: Sendable {
     /// Accepts the tokens this authority issued and has not revoked.
     package let authority: MockTokenAuthority?
     /// How many times each `X-Request-Id` was seen (the bench checks no request arrives more than twice).
-    private let requestIDCounts = Mutex<[String: Int]>([:])
+    private let requestIDCounts = Mutex<[Int: Int]>([:])
     package let countsRequestIDs: Bool
     package let rejected = Atomic<Int>(0)
     package let accepted = Atomic<Int>(0)
@@ -101,7 +101,7 @@ package final class MockUpstream: Sendable {
             let record = RecordedRequest(method: request.method, target: request.target, headers: request.headers, body: request.body)
             self.recorded.withLock { $0.append(record) }
         }
-        if self.countsRequestIDs, let id = request.header("x-request-id") {
+        if self.countsRequestIDs, let id = request.header("x-request-id").flatMap({ Int($0) }) {
             self.requestIDCounts.withLock { $0[id, default: 0] += 1 }
         }
         let authorization = request.header("authorization") ?? ""
@@ -111,6 +111,7 @@ package final class MockUpstream: Sendable {
             return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
         }
         self.accepted.add(1, ordering: .relaxed)
+        if request.path == "/bench" { return Self.benchResponse }
         let parts = request.path.split(separator: "/").map(String.init)
         switch (parts.first, parts.count) {
         case ("whoami", 1):
@@ -127,6 +128,9 @@ package final class MockUpstream: Sendable {
         default: return .json(200, Self.describe(request))
         }
     }
+
+    /// The anchors' 58-byte JSON body, prebuilt: the bench's upstream must not be the bottleneck.
+    static let benchResponse = MockResponse.json(200, #"{"ok":true,"upstream":"anchor","auth":"bearer","n":12345}"# + "\n")
 
     /// Whether an `Authorization` value carries a token this API accepts (any, when it checks none).
     func isAuthorized(_ authorization: String?) -> Bool {

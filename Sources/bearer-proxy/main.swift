@@ -69,7 +69,7 @@ func main() -> Int32 {
         return 1
     }
     for address in server.boundAddresses {
-        logger.info(
+        logger.announce(
             "listening on \(address)",
             ["upstream": configuration.upstream?.description ?? "-", "workers": "\(configuration.workers)"])
     }

@@ -1,0 +1,248 @@
+import BearerCore
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+
+/// Runs the scenarios: mocks in this process, the real proxy as a child, load from this process.
+final class Bench {
+    let options: BenchOptions
+    let proxyBinary: String
+    let mockGroup: EventLoopGroup
+    let loadGroup: EventLoopGroup
+    let authority = MockTokenAuthority()
+    let tokenServer: MockTokenServer
+    let upstream: MockUpstream
+    var log: (String) -> Void
+
+    static let clientID = "bench-client"
+    static let clientSecret = "bench-secret"
+
+    init(options: BenchOptions, proxyBinary: String, log: @escaping (String) -> Void) throws {
+        self.options = options
+        self.proxyBinary = proxyBinary
+        self.log = log
+        self.mockGroup = EventLoopGroup(count: 1, name: "bench-mocks")
+        self.loadGroup = EventLoopGroup(count: options.loadThreads, name: "bench-load")
+        var settings = MockTokenServer.Settings()
+        settings.clientID = Self.clientID
+        settings.clientSecret = Self.clientSecret
+        self.tokenServer = MockTokenServer(group: self.mockGroup, authority: self.authority, settings: settings)
+        self.upstream = MockUpstream(
+            group: self.mockGroup, acceptedTokens: [options.staticToken], authority: self.authority,
+            recordsRequests: false, countsRequestIDs: true)
+        try self.tokenServer.start()
+        try self.upstream.server.start(on: SocketAddress(ipAddress: "127.0.0.1", port: options.upstreamPort)!)
+    }
+
+    func shutdown() {
+        self.upstream.stop()
+        self.tokenServer.stop()
+        self.mockGroup.shutdown()
+        self.loadGroup.shutdown()
+    }
+
+    /// The proxy's config for a scenario.
+    func proxyConfig(extra: String = "") -> String {
+        var lines = [
+            "listen = 127.0.0.1:0",
+            "upstream = \(self.upstream.baseURL)",
+            "token_url = \(self.tokenServer.url)",
+            "grant_type = client_credentials",
+            "client_id = \(Self.clientID)",
+            "client_secret = \(Self.clientSecret)",
+            "log_level = warn",
+            "max_connections = 100000",
+        ]
+        if let workers = self.options.proxyWorkers { lines.append("workers = \(workers)") }
+        return (lines + [extra]).joined(separator: "\n") + "\n"
+    }
+
+    func run(_ scenario: BenchOptions.Scenario) throws -> ScenarioResult {
+        switch scenario {
+        case .direct:
+            let address = SocketAddress(ipAddress: "127.0.0.1", port: self.upstream.port)!
+            let target = LoadGenerator.Target(
+                address: address, hostHeader: "127.0.0.1:\(self.upstream.port)", requestTarget: "/bench",
+                extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n")
+            return self.measure(name: "direct", target: target, proxy: nil)
+        case .steady:
+            self.tokenServer.update { $0.expiresIn = nil }
+            return try self.withProxy { proxy, target in self.measure(name: "steady", target: target, proxy: proxy) }
+        case .expiry:
+            self.tokenServer.update { $0.expiresIn = nil }
+            return try self.withProxy { proxy, target in
+                self.measure(name: "expiry", target: target, proxy: proxy, expireEvery: self.options.expireEvery)
+            }
+        case .proactive:
+            self.tokenServer.update { $0.expiresIn = Int(self.options.tokenLifetime.seconds.rounded(.up)) }
+            defer { self.tokenServer.update { $0.expiresIn = nil } }
+            return try self.withProxy { proxy, target in self.measure(name: "proactive", target: target, proxy: proxy) }
+        }
+    }
+
+    /// Steady load at another proxy (`--target`), which forwards to this bench's upstream.
+    func runTarget(_ url: String, name: String = "target") throws -> ScenarioResult {
+        guard let parsed = URL(string: url), let host = parsed.host, let port = parsed.port ?? (parsed.scheme == "http" ? 80 : nil),
+            let address = SocketAddress(ipAddress: host == "localhost" ? "127.0.0.1" : host, port: port)
+        else { throw BenchError("--target must be http://IP:PORT[/path], got '\(url)'") }
+        let path = parsed.path.isEmpty ? "/bench" : parsed.path
+        let target = LoadGenerator.Target(address: address, hostHeader: "\(host):\(port)", requestTarget: path, extraHeaders: "")
+        return self.measure(name: name, target: target, proxy: nil)
+    }
+
+    private func withProxy(_ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult) throws -> ScenarioResult {
+        let proxy = try ChildProxy(binary: self.proxyBinary, config: self.proxyConfig())
+        defer { proxy.stop() }
+        guard let port = proxy.waitForPort() else {
+            throw BenchError("bearer-proxy did not start: \(proxy.standardError.split(separator: "\n").last ?? "no output")")
+        }
+        // Let the start-up token fetch finish before measuring.
+        let deadline = Instant.now() + .seconds(5)
+        while self.tokenServer.callCount == 0 && Instant.now() < deadline { usleep(5000) }
+        let target = LoadGenerator.Target(
+            address: SocketAddress(ipAddress: "127.0.0.1", port: port)!, hostHeader: "127.0.0.1:\(port)",
+            requestTarget: "/bench", extraHeaders: "")
+        return body(proxy, target)
+    }
+
+    private func measure(
+        name: String,
+        target: LoadGenerator.Target,
+        proxy: ChildProxy?,
+        expireEvery: Duration? = nil
+    ) -> ScenarioResult {
+        self.log("\(name): \(self.options.connections) connections, \(Int(self.options.warmup.seconds))s warm-up, \(formatSeconds(self.options.duration)) measured")
+        let generator = LoadGenerator(
+            target: target, connections: self.options.connections, pipeline: self.options.pipeline, group: self.loadGroup)
+        var tokenCallsBefore = 0
+        var rejectedBefore = 0
+        var cpuBefore = 0.0
+        var start = Instant.now()
+        var revoker: ExpiryTimer?
+        var expiryInstants: [Instant] = []
+        var cpuAfter = 0.0
+        let result = generator.run(
+            warmup: self.options.warmup,
+            duration: self.options.duration,
+            onMeasurementStart: {
+                start = Instant.now()
+                self.upstream.resetRequestIDs()
+                tokenCallsBefore = self.tokenServer.callCount
+                rejectedBefore = self.upstream.rejected.load(ordering: .relaxed)
+                cpuBefore = proxy?.cpuSeconds ?? 0
+                if let expireEvery { revoker = ExpiryTimer(every: expireEvery, authority: self.authority) }
+            },
+            onMeasurementEnd: {
+                expiryInstants = revoker?.stop() ?? []
+                cpuAfter = proxy?.cpuSeconds ?? 0
+            })
+        // A revocation just before the end is refreshed a moment later: let that call land.
+        usleep(300_000)
+        let tokenCalls = self.tokenServer.callCount - tokenCallsBefore
+        let rejected = self.upstream.rejected.load(ordering: .relaxed) - rejectedBefore
+        let refreshInstants = self.tokenServer.callInstants.filter { $0 >= start }
+        let statuses = result.statuses
+        let client401s = statuses[401] ?? 0
+        let okCount = statuses.filter { (200..<300).contains($0.key) }.values.reduce(0, +)
+        let requests = statuses.values.reduce(0, +)
+        var nonSuccess = statuses.filter { !(200..<300).contains($0.key) }
+        nonSuccess[401] = nil
+        var errors = result.errors
+        for (status, count) in nonSuccess { errors["status \(status)", default: 0] += count }
+        _ = okCount
+        return ScenarioResult(
+            name: name,
+            connections: self.options.connections,
+            durationSeconds: result.measuredSeconds,
+            requests: requests,
+            requestsPerSecond: Double(requests) / max(result.measuredSeconds, 0.001),
+            latency: LatencyStatistics(microseconds: result.samples.map(\.latencyMicroseconds)),
+            errors: errors,
+            statuses: statuses.filter { !(200..<300).contains($0.key) },
+            client401s: client401s,
+            tokenCalls: proxy == nil ? 0 : tokenCalls,
+            expiryEvents: expiryInstants.count,
+            replays: max(0, rejected - client401s),
+            maxTimesSeenUpstream: self.upstream.requestIDStatistics.maximum,
+            proxyPeakRSSMiB: proxy?.memory.peakMiB,
+            proxyCPUSeconds: proxy.map { _ in cpuAfter - cpuBefore },
+            series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),
+            expiryTimes: expiryInstants.map { ($0 - start).seconds },
+            refreshTimes: refreshInstants.map { ($0 - start).seconds })
+    }
+
+    /// Holds `count` idle keep-alive connections open through the proxy and reads its memory.
+    func measureIdleConnections(_ count: Int) throws -> IdleResult {
+        self.log("idle: opening \(count) keep-alive connections")
+        let proxy = try ChildProxy(binary: self.proxyBinary, config: self.proxyConfig())
+        defer { proxy.stop() }
+        guard let port = proxy.waitForPort() else { throw BenchError("bearer-proxy did not start") }
+        usleep(200_000)
+        let before = proxy.memory.currentMiB
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        var sockets: [BlockingHTTPClient] = []
+        sockets.reserveCapacity(count)
+        for index in 0..<count {
+            guard let client = try? BlockingHTTPClient(connectingTo: address, timeout: .seconds(10)) else { break }
+            client.send("GET /bench HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: \(1 << 40 | index)\r\n\r\n")
+            guard (try? client.readResponse())?.status == 200 else { break }
+            sockets.append(client)
+        }
+        usleep(500_000)
+        let memory = proxy.memory
+        let result = IdleResult(connections: count, established: sockets.count, proxyRSSMiB: memory.currentMiB, proxyRSSBeforeMiB: before)
+        sockets.removeAll()
+        return result
+    }
+}
+
+/// Revokes every token at a fixed interval on its own thread: the expiry storm.
+final class ExpiryTimer: @unchecked Sendable {
+    private let thread: pthread_t
+    private let state = NSLock()
+    private var stopped = false
+    private var instants: [Instant] = []
+
+    init(every interval: Duration, authority: MockTokenAuthority) {
+        final class Box: @unchecked Sendable { weak var timer: ExpiryTimer? }
+        let box = Box()
+        self.thread = spawnThread(name: "bench-expiry") {
+            var next = Instant.now() + interval
+            while true {
+                let wait = next - Instant.now()
+                if wait > .zero { usleep(UInt32(wait.nanoseconds / 1000)) }
+                guard let timer = box.timer else { return }
+                timer.state.lock()
+                let stopped = timer.stopped
+                if !stopped {
+                    authority.revokeAll()
+                    timer.instants.append(Instant.now())
+                }
+                timer.state.unlock()
+                if stopped { return }
+                next = next + interval
+            }
+        }
+        box.timer = self
+    }
+
+    /// Stops revoking; returns when each revocation happened.
+    func stop() -> [Instant] {
+        self.state.lock()
+        self.stopped = true
+        let instants = self.instants
+        self.state.unlock()
+        return instants
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func formatSeconds(_ duration: Duration) -> String {
+    let seconds = duration.seconds
+    return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%.1fs", seconds)
+}

@@ -1,0 +1,130 @@
+import BearerCore
+
+/// bearer-bench's command line.
+struct BenchOptions: Equatable {
+    enum Scenario: String, CaseIterable {
+        case direct, steady, expiry, proactive
+    }
+
+    var scenarios: [Scenario] = Scenario.allCases
+    var connections = 64
+    var duration: Duration = .seconds(10)
+    var warmup: Duration = .seconds(2)
+    var pipeline = 1
+    var expireEvery: Duration = .seconds(1)
+    var tokenLifetime: Duration = .seconds(4)
+    var proxyBinary: String?
+    var proxyWorkers: Int?
+    var target: String?
+    var withNginx = false
+    var upstreamPort = 0
+    var staticToken = "bench-static-token"
+    var idleConnections = 0
+    var loadThreads = 1
+    var jsonPath: String?
+    var svgPath: String?
+    var isHelp = false
+
+    struct ParseError: Error, Equatable, CustomStringConvertible {
+        var description: String
+    }
+
+    static func parse(_ arguments: [String]) throws(ParseError) -> BenchOptions {
+        var options = BenchOptions()
+        var index = 0
+        func value(_ name: String) throws(ParseError) -> String {
+            guard index < arguments.count else { throw ParseError(description: "Missing value for '\(name)'") }
+            defer { index += 1 }
+            return arguments[index]
+        }
+        func integer(_ name: String, minimum: Int = 1) throws(ParseError) -> Int {
+            let text = try value(name)
+            guard let number = Int(text), number >= minimum else {
+                throw ParseError(description: "\(name): expected a number ≥ \(minimum), got '\(text)'")
+            }
+            return number
+        }
+        func duration(_ name: String) throws(ParseError) -> Duration {
+            let text = try value(name)
+            if let seconds = Double(text), seconds >= 0 { return .milliseconds(Int64(seconds * 1000)) }
+            guard let parsed = parseDuration(text) else { throw ParseError(description: "\(name): expected e.g. 10s or 500ms, got '\(text)'") }
+            return parsed
+        }
+        while index < arguments.count {
+            let name = arguments[index]
+            index += 1
+            switch name {
+            case "--scenario":
+                let text = try value(name)
+                if text == "all" {
+                    options.scenarios = Scenario.allCases
+                } else {
+                    var chosen: [Scenario] = []
+                    for item in text.split(separator: ",") {
+                        guard let scenario = Scenario(rawValue: String(item)) else {
+                            throw ParseError(description: "--scenario: expected all, direct, steady, expiry or proactive, got '\(item)'")
+                        }
+                        chosen.append(scenario)
+                    }
+                    options.scenarios = chosen
+                }
+            case "--connections": options.connections = try integer(name)
+            case "--duration": options.duration = try duration(name)
+            case "--warmup": options.warmup = try duration(name)
+            case "--pipeline": options.pipeline = try integer(name)
+            case "--expire-every": options.expireEvery = try duration(name)
+            case "--token-lifetime": options.tokenLifetime = try duration(name)
+            case "--proxy-bin": options.proxyBinary = try value(name)
+            case "--proxy-workers": options.proxyWorkers = try integer(name)
+            case "--target": options.target = try value(name)
+            case "--with-nginx": options.withNginx = true
+            case "--upstream-port": options.upstreamPort = try integer(name, minimum: 0)
+            case "--static-token": options.staticToken = try value(name)
+            case "--idle-connections": options.idleConnections = try integer(name, minimum: 0)
+            case "--threads": options.loadThreads = try integer(name)
+            case "--json": options.jsonPath = try value(name)
+            case "--svg": options.svgPath = try value(name)
+            case "-h", "--help": options.isHelp = true
+            default: throw ParseError(description: "Unknown option '\(name)'")
+            }
+        }
+        return options
+    }
+
+    static let helpText = """
+        OVERVIEW: Measures bearer-proxy: throughput and latency, and how refresh coalescing holds up
+        when every token expires at once under load.
+
+        USAGE: bearer-bench [<options>]
+
+        OPTIONS:
+          --scenario <list>       all, or a comma list of direct, steady, expiry, proactive (default: all)
+          --connections <n>       Keep-alive client connections (default: 64)
+          --duration <time>       Measured time per scenario (default: 10s)
+          --warmup <time>         Unmeasured time before it (default: 2s)
+          --pipeline <n>          Requests in flight per connection (default: 1)
+          --expire-every <time>   expiry: the upstream revokes every token this often (default: 1s)
+          --token-lifetime <time> proactive: expires_in of issued tokens (default: 4s)
+          --proxy-bin <path>      The bearer-proxy binary (default: next to bearer-bench)
+          --proxy-workers <n>     The proxy's event loops (default: its own default, the core count)
+          --target <url>          Also measure steady load at another proxy (e.g. nginx injecting
+                                  'Authorization: Bearer <static token>' towards --upstream-port)
+          --with-nginx            Start nginx as that other proxy (needs nginx installed)
+          --upstream-port <port>  Port of the mock upstream (default: any free port)
+          --static-token <token>  A token the mock upstream always accepts (default: bench-static-token)
+          --idle-connections <n>  Also hold n idle keep-alive connections and report the proxy's RSS
+          --threads <n>           Load generator threads (default: 1)
+          --json <file>           Write every figure as JSON
+          --svg <file>            Chart throughput and p99 per 100 ms, expiry events and refreshes marked
+          -h, --help              Show help information.
+
+        """
+}
+
+/// `10s`, `500ms`, `2m`.
+func parseDuration(_ text: String) -> Duration? {
+    if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)) { return .milliseconds(value) }
+    if text.hasSuffix("s"), let value = Double(text.dropLast()) { return .milliseconds(Int64(value * 1000)) }
+    if text.hasSuffix("m"), let value = Int64(text.dropLast()) { return .seconds(value * 60) }
+    return nil
+}

@@ -1,0 +1,91 @@
+import BearerCore
+import Foundation
+import Glibc
+import Synchronization
+
+/// The real `bearer-proxy` binary, run as a child with a generated config; its /proc figures.
+final class ChildProxy: @unchecked Sendable {
+    let process = Process()
+    private let stderrPipe = Pipe()
+    private let output = Mutex<String>("")
+    let configPath: String
+
+    /// `bearer-proxy` next to this executable, unless given.
+    static func locateBinary(_ given: String?) -> String? {
+        if let given { return FileManager.default.isExecutableFile(atPath: given) ? given : nil }
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let candidate = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("bearer-proxy").path
+        return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
+    }
+
+    init(binary: String, config: String) throws {
+        let directory = NSTemporaryDirectory() + "bearer-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.configPath = directory + "/proxy.conf"
+        try config.write(toFile: self.configPath, atomically: true, encoding: .utf8)
+        self.process.executableURL = URL(fileURLWithPath: binary)
+        self.process.arguments = ["--config", self.configPath]
+        self.process.standardError = self.stderrPipe
+        self.process.standardOutput = FileHandle.nullDevice
+        self.stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            self?.output.withLock { $0 += text }
+        }
+        try self.process.run()
+    }
+
+    var pid: Int32 { self.process.processIdentifier }
+    var standardError: String { self.output.withLock { $0 } }
+
+    /// The port from the `listening on` line, waiting at most `timeout`.
+    func waitForPort(timeout: Duration = .seconds(20)) -> Int? {
+        let deadline = Instant.now() + timeout
+        while Instant.now() < deadline && self.process.isRunning {
+            let text = self.standardError
+            if let range = text.range(of: "listening on 127.0.0.1:") {
+                return Int(text[range.upperBound...].prefix { $0.isNumber })
+            }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    func stop() {
+        guard self.process.isRunning else { return }
+        kill(self.pid, SIGTERM)
+        let deadline = Instant.now() + .seconds(15)
+        while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
+        if self.process.isRunning { kill(self.pid, SIGKILL) }
+        self.process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path)
+    }
+
+    /// CPU seconds used so far (user + system), from /proc/PID/stat.
+    var cpuSeconds: Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(self.pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3, utime 14, stime 15 (1-based in proc(5)).
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Peak resident memory (VmHWM) and current (VmRSS), in MiB.
+    var memory: (peakMiB: Double, currentMiB: Double) {
+        guard let text = try? String(contentsOfFile: "/proc/\(self.pid)/status", encoding: .utf8) else { return (0, 0) }
+        func value(_ key: String) -> Double {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
+            return (Double(line.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "0") ?? 0) / 1024
+        }
+        return (value("VmHWM:"), value("VmRSS:"))
+    }
+}
+
+/// Lets this process (and its children) hold many connections.
+func raiseFileDescriptorLimit() {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}

@@ -1,0 +1,273 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Glibc
+import Synchronization
+
+/// A closed-loop HTTP/1.1 load generator on the library's event loops.
+///
+/// Each connection keeps `pipeline` requests in flight (1: send, wait for the response, send the next)
+/// over keep-alive, and stamps every request with a unique `X-Request-Id` so the mock upstream can
+/// count how often it saw each one. A connection that fails is counted and opened again.
+final class LoadGenerator: Sendable {
+    struct Target: Sendable {
+        var address: SocketAddress
+        var hostHeader: String
+        /// Path, or an absolute URL for a forward proxy.
+        var requestTarget: String
+        var extraHeaders: String
+    }
+
+    struct Result: Sendable {
+        var samples: [Sample] = []
+        var statuses: [Int: Int] = [:]
+        var errors: [String: Int] = [:]
+        var measuredSeconds: Double = 0
+    }
+
+    let target: Target
+    let connections: Int
+    let pipeline: Int
+    let group: EventLoopGroup
+    let connectionIDBase: Int
+
+    init(target: Target, connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0) {
+        self.target = target
+        self.connections = connections
+        self.pipeline = max(1, pipeline)
+        self.group = group
+        self.connectionIDBase = connectionIDBase
+    }
+
+    /// Runs `warmup` unmeasured, then `duration` measured; returns what the measured part saw.
+    /// `onMeasurementStart` runs (on this thread) when measuring begins.
+    func run(
+        warmup: Duration,
+        duration: Duration,
+        onMeasurementStart: () -> Void = {},
+        onMeasurementEnd: () -> Void = {}
+    ) -> Result {
+        let shared = SharedState()
+        let perLoop = Mutex<[Result]>([])
+        let started = Atomic<Int>(0)
+        for loop in self.group.loops {
+            loop.execute {
+                let state = LoopState(loop: loop, shared: shared)
+                shared.register(loop.index, state)
+                started.add(1, ordering: .relaxed)
+            }
+        }
+        while started.load(ordering: .relaxed) < self.group.loops.count { usleep(1000) }
+        for index in 0..<self.connections {
+            let loop = self.group.loops[index % self.group.loops.count]
+            let target = self.target
+            let pipeline = self.pipeline
+            let id = self.connectionIDBase + index
+            loop.execute {
+                guard let state = shared.state(for: loop.index) else { return }
+                let connection = LoadConnection(id: id, target: target, pipeline: pipeline, state: state)
+                state.connections.append(connection)
+                connection.open()
+            }
+        }
+        usleep(UInt32(warmup.nanoseconds / 1000))
+        let measurementStart = Instant.now()
+        shared.measurementStart.withLock { $0 = measurementStart }
+        onMeasurementStart()
+        usleep(UInt32(duration.nanoseconds / 1000))
+        let measurementEnd = Instant.now()
+        shared.measurementEnd.withLock { $0 = measurementEnd }
+        onMeasurementEnd()
+        let done = Atomic<Int>(0)
+        for loop in self.group.loops {
+            loop.execute {
+                if let state = shared.state(for: loop.index) {
+                    for connection in state.connections { connection.stop() }
+                    let result = state.result
+                    perLoop.withLock { $0.append(result) }
+                }
+                done.add(1, ordering: .relaxed)
+            }
+        }
+        while done.load(ordering: .relaxed) < self.group.loops.count { usleep(1000) }
+        var merged = Result()
+        for result in perLoop.withLock({ $0 }) {
+            merged.samples += result.samples
+            merged.statuses.merge(result.statuses, uniquingKeysWith: +)
+            merged.errors.merge(result.errors, uniquingKeysWith: +)
+        }
+        merged.measuredSeconds = (measurementEnd - measurementStart).seconds
+        return merged
+    }
+
+    /// State reachable from every loop: when measuring started and stopped, each loop's own state.
+    final class SharedState: Sendable {
+        let measurementStart = Mutex<Instant?>(nil)
+        let measurementEnd = Mutex<Instant?>(nil)
+        private let states = Mutex<[Int: UnsafeSendableBox<LoopState>]>([:])
+
+        func register(_ index: Int, _ state: LoopState) {
+            self.states.withLock { $0[index] = UnsafeSendableBox(state) }
+        }
+
+        func state(for index: Int) -> LoopState? {
+            self.states.withLock { $0[index]?.value }
+        }
+    }
+
+    /// What one loop's connections record. Confined to that loop.
+    final class LoopState {
+        unowned let loop: EventLoop
+        let shared: SharedState
+        var connections: [LoadConnection] = []
+        var result = Result()
+        /// Cached from `shared` once measuring starts, to avoid a lock per request.
+        private var start: Instant?
+        private var end: Instant?
+
+        init(loop: EventLoop, shared: SharedState) {
+            self.loop = loop
+            self.shared = shared
+        }
+
+        func record(status: Int, sentAt: Instant, completedAt: Instant) {
+            if self.start == nil { self.start = self.shared.measurementStart.withLock { $0 } }
+            guard let start = self.start, sentAt >= start else { return }
+            if self.end == nil { self.end = self.shared.measurementEnd.withLock { $0 } }
+            if let end = self.end, completedAt > end { return }
+            self.result.statuses[status, default: 0] += 1
+            let latency = completedAt - sentAt
+            self.result.samples.append(
+                Sample(
+                    completedAtMicroseconds: UInt32(clamping: (completedAt - start).nanoseconds / 1000),
+                    latencyMicroseconds: UInt32(clamping: latency.nanoseconds / 1000)))
+        }
+
+        func recordError(_ kind: String) {
+            guard self.start != nil || self.shared.measurementStart.withLock({ $0 }) != nil, self.end == nil else { return }
+            self.result.errors[kind, default: 0] += 1
+        }
+    }
+}
+
+struct UnsafeSendableBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// One keep-alive connection of the load generator. Confined to its loop.
+final class LoadConnection: StreamConnectionDelegate {
+    let id: Int
+    let target: LoadGenerator.Target
+    let pipeline: Int
+    unowned let state: LoadGenerator.LoopState
+    private var stream: StreamConnection?
+    private var parser = HTTPResponseParser(maximumHeadBytes: 64 * 1024)
+    private var sequence = 0
+    private var inFlight: [Instant] = []
+    private var currentStatus = 0
+    private var isStopped = false
+
+    init(id: Int, target: LoadGenerator.Target, pipeline: Int, state: LoadGenerator.LoopState) {
+        self.id = id
+        self.target = target
+        self.pipeline = pipeline
+        self.state = state
+    }
+
+    func open() {
+        guard !self.isStopped else { return }
+        do throws(IOError) {
+            let (fd, connected) = try Socket.connect(to: self.target.address)
+            let stream = StreamConnection(fd: fd, loop: self.state.loop, isConnecting: !connected)
+            self.stream = stream
+            self.parser = HTTPResponseParser(maximumHeadBytes: 64 * 1024)
+            self.inFlight.removeAll()
+            stream.start(delegate: self)
+            if connected { self.streamConnected(stream) }
+        } catch {
+            self.state.recordError("connect: \(error.reason)")
+            self.state.loop.schedule(after: .milliseconds(100)) { [weak self] in self?.open() }
+        }
+    }
+
+    func stop() {
+        self.isStopped = true
+        self.stream?.close()
+        self.stream = nil
+    }
+
+    private func sendRequests() {
+        guard let stream = self.stream else { return }
+        let now = Instant.now()
+        while self.inFlight.count < self.pipeline {
+            self.sequence += 1
+            let requestID = self.id << 32 | self.sequence
+            stream.withOutbound { buffer in
+                buffer.writeStaticString("GET ")
+                buffer.writeString(self.target.requestTarget)
+                buffer.writeStaticString(" HTTP/1.1\r\nHost: ")
+                buffer.writeString(self.target.hostHeader)
+                buffer.writeStaticString("\r\nX-Request-Id: ")
+                buffer.writeDecimal(requestID)
+                buffer.writeStaticString("\r\n")
+                buffer.writeString(self.target.extraHeaders)
+                buffer.writeStaticString("\r\n")
+            }
+            self.inFlight.append(now)
+        }
+        stream.flush()
+    }
+
+    func streamConnected(_ connection: StreamConnection) {
+        self.parser.expectResponse(to: .get)
+        self.sendRequests()
+    }
+
+    func streamReceived(_ connection: StreamConnection) {
+        while !self.isStopped {
+            let event: HTTPResponseParser.Event
+            do throws(HTTPParseError) {
+                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            } catch {
+                self.fail("malformed response")
+                return
+            }
+            switch event {
+            case .needMore(let consumed):
+                connection.inbound.moveReaderIndex(forwardBy: consumed)
+                return
+            case .head(let head, let consumed):
+                connection.inbound.moveReaderIndex(forwardBy: consumed)
+                if !head.isInformational { self.currentStatus = head.status }
+            case .body(let range):
+                connection.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            case .end(let consumed):
+                connection.inbound.moveReaderIndex(forwardBy: consumed)
+                let sentAt = self.inFlight.isEmpty ? Instant.now() : self.inFlight.removeFirst()
+                self.state.record(status: self.currentStatus, sentAt: sentAt, completedAt: Instant.now())
+                self.parser.expectResponse(to: .get)
+                if self.inFlight.isEmpty { self.sendRequests() }
+            }
+        }
+    }
+
+    func streamReadEnded(_ connection: StreamConnection) {
+        self.fail(self.inFlight.isEmpty ? "closed by server" : "closed mid-request")
+    }
+
+    func streamWritable(_ connection: StreamConnection) {}
+
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        self.stream = nil
+        self.fail(error.map { "socket: \($0.reason)" } ?? "closed")
+    }
+
+    private func fail(_ kind: String) {
+        guard !self.isStopped else { return }
+        self.state.recordError(kind)
+        self.stream?.close()
+        self.stream = nil
+        self.state.loop.schedule(after: .milliseconds(10)) { [weak self] in self?.open() }
+    }
+}
