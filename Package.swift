@@ -26,6 +26,7 @@ let package = Package(
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO"]),
         .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
+        .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),
     ],
     swiftLanguageModes: [.v6]
 )

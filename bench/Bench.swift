@@ -131,7 +131,11 @@ final class Bench {
                 tokenCallsBefore = self.tokenServer.callCount
                 rejectedBefore = self.upstream.rejected.load(ordering: .relaxed)
                 cpuBefore = proxy?.cpuSeconds ?? 0
-                if let expireEvery { revoker = ExpiryTimer(every: expireEvery, authority: self.authority) }
+                if let expireEvery {
+                    // No revocation in the last moments: a storm nobody sends a request into is not a storm.
+                    let quiet = min(expireEvery / 2, .milliseconds(200))
+                    revoker = ExpiryTimer(every: expireEvery, until: start + self.options.duration - quiet, authority: self.authority)
+                }
             },
             onMeasurementEnd: {
                 expiryInstants = revoker?.stop() ?? []
@@ -204,7 +208,7 @@ final class ExpiryTimer: @unchecked Sendable {
     private var stopped = false
     private var instants: [Instant] = []
 
-    init(every interval: Duration, authority: MockTokenAuthority) {
+    init(every interval: Duration, until end: Instant, authority: MockTokenAuthority) {
         final class Box: @unchecked Sendable { weak var timer: ExpiryTimer? }
         let box = Box()
         self.thread = spawnThread(name: "bench-expiry") {
@@ -214,7 +218,7 @@ final class ExpiryTimer: @unchecked Sendable {
                 if wait > .zero { usleep(UInt32(wait.nanoseconds / 1000)) }
                 guard let timer = box.timer else { return }
                 timer.state.lock()
-                let stopped = timer.stopped
+                let stopped = timer.stopped || Instant.now() > end
                 if !stopped {
                     authority.revokeAll()
                     timer.instants.append(Instant.now())

@@ -49,7 +49,8 @@ struct TimeSeriesPoint: Equatable {
 
 func timeSeries(_ samples: [Sample], window: Double, duration: Double) -> [TimeSeriesPoint] {
     let windowMicros = UInt32(window * 1_000_000)
-    let count = Int((duration / window).rounded(.up))
+    // Whole windows only: a partial last window would show a false drop in throughput.
+    let count = Int((duration / window + 1e-6).rounded(.down))
     guard count > 0, windowMicros > 0 else { return [] }
     var buckets = [[UInt32]](repeating: [], count: count)
     for sample in samples {
