@@ -6,6 +6,7 @@ import Synchronization
 package final class ProxyRuntime: Sendable {
     package let configuration: Configuration
     package let router: Router
+    package let requestGuard: RequestGuard
     package let session: TokenSession
     package let resolver: Resolver
     package let logger: Logger
@@ -20,6 +21,7 @@ package final class ProxyRuntime: Sendable {
     package init(
         configuration: Configuration,
         router: Router,
+        requestGuard: RequestGuard,
         session: TokenSession,
         resolver: Resolver,
         tls: TLSContext?,
@@ -28,6 +30,7 @@ package final class ProxyRuntime: Sendable {
         self.tls = tls
         self.configuration = configuration
         self.router = router
+        self.requestGuard = requestGuard
         self.session = session
         self.resolver = resolver
         self.logger = logger

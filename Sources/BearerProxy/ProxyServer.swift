@@ -69,7 +69,9 @@ package final class ProxyServer: Sendable {
         let source = Self.makeTokenSource(configuration, store: store, loop: loops.loops[0], resolver: resolver, tls: tls, logger: logger)
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
         let runtime = ProxyRuntime(
-            configuration: configuration, router: router, session: session, resolver: resolver, tls: tls, logger: logger)
+            configuration: configuration, router: router,
+            requestGuard: RequestGuard(configuration: configuration, boundAddresses: addresses),
+            session: session, resolver: resolver, tls: tls, logger: logger)
         let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
         server.startAccepting()
         session.start(timerLoop: loops.loops[0])
@@ -144,7 +146,7 @@ package final class ProxyServer: Sendable {
         if !isUnix { Socket.setNoDelay(fd) }
         let stream = StreamConnection(fd: fd, loop: context.loop, isConnecting: false)
         let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
-        let client = ClientConnection(stream: stream, context: context)
+        let client = ClientConnection(stream: stream, context: context, isFromUnixSocket: isUnix)
         client.start()
         if open > self.runtime.configuration.maxConnections {
             client.closesAfterExchange = true

@@ -117,7 +117,7 @@ import Testing
     @Test func answers408ForASlowRequestHead() throws {
         let fixture = try ProxyFixture { $0.clientHeaderTimeout = .milliseconds(300) }
         let client = try fixture.client()
-        client.send("GET / HTTP/1.1\r\nHost: a\r\n")
+        client.send("GET / HTTP/1.1\r\nHost: localhost\r\n")
         let response = try client.readResponse()
         #expect(response.status == 408)
         fixture.expectStillServing()
@@ -126,7 +126,7 @@ import Testing
     @Test func closesIdleKeepAliveConnections() throws {
         let fixture = try ProxyFixture { $0.clientIdleTimeout = .milliseconds(300) }
         let client = try fixture.client()
-        client.send("GET /a HTTP/1.1\r\nHost: a\r\n\r\n")
+        client.send("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(try client.readResponse().status == 200)
         #expect(client.waitForClose())
     }
@@ -141,7 +141,7 @@ import Testing
         let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(closing.baseURL).get() }
         let client = try fixture.client()
         for _ in 0..<5 {
-            client.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+            client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
             #expect(try client.readResponse().text == "ok")
             usleep(20_000)
         }
@@ -153,11 +153,11 @@ import Testing
         let second = try fixture.client()
         usleep(50_000)
         let third = try fixture.client()
-        third.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        third.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let response = try third.readResponse()
         #expect(response.status == 503)
         #expect(response.text.contains("max_connections"))
-        first.send("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
+        first.send("GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(try first.readResponse().status == 200)
         _ = second
     }

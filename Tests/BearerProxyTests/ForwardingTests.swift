@@ -170,7 +170,7 @@ import Testing
         let fixture = try ProxyFixture()
         let response = try fixture.get("/chunked/70000")
         #expect(response.header("transfer-encoding") == "chunked")
-        #expect(response.body == (0..<70000).map(mockPatternByte))
+        #expect(response.body.count == 70000 && countMockPatternMismatches(response.body) == 0)
     }
 
     @Test func decodesChunkedResponsesForHTTP10ClientsAndCloses() throws {
@@ -183,7 +183,7 @@ import Testing
         #expect(!text.lowercased().contains("transfer-encoding"))
         #expect(text.contains("Connection: close\r\n"))
         let headEnd = try #require(raw.firstRange(of: Array("\r\n\r\n".utf8)))
-        #expect(Array(raw[headEnd.upperBound...]) == (0..<5000).map(mockPatternByte))
+        #expect(countMockPatternMismatches(Array(raw[headEnd.upperBound...])) == 0)
     }
 
     @Test func keepsHTTP10ClientsAliveWhenAsked() throws {
@@ -201,7 +201,7 @@ import Testing
         let fixture = try ProxyFixture()
         let response = try fixture.get("/close/3000")
         #expect(response.header("transfer-encoding") == "chunked")
-        #expect(response.body == (0..<3000).map(mockPatternByte))
+        #expect(response.body.count == 3000 && countMockPatternMismatches(response.body) == 0)
         fixture.expectStillServing()
     }
 

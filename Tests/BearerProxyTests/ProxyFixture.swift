@@ -31,6 +31,8 @@ final class ProxyFixture {
         configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:\(self.upstream.port)\(upstreamPathPrefix)").get()
         configuration.accessToken = Secret(Self.token)
         configuration.workers = 2
+        // Tests name the proxy "localhost" without its port; production defaults need the port.
+        configuration.acceptHosts = [.host("localhost")]
         configure(&configuration)
         self.proxy = try ProxyServer.start(configuration: configuration, logger: Logger(level: .debug, sink: self.logs))
     }

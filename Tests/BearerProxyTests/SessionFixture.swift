@@ -41,6 +41,8 @@ final class SessionFixture {
         configuration.clientID = "proxy-client"
         configuration.clientSecret = Secret(Self.clientSecret)
         configuration.workers = 2
+        // Tests name the proxy "localhost" without its port; production defaults need the port.
+        configuration.acceptHosts = [.host("localhost")]
         configuration.refreshTimeout = .seconds(5)
         configure(&configuration, self.tokenServer)
         self.proxy = try ProxyServer.start(configuration: configuration, logger: Logger(level: .debug, sink: self.logs))

@@ -39,6 +39,11 @@ package struct Configuration: Sendable {
     package var replayBodyLimit: Int = 1 << 20
     package var replayMemoryLimit: Int = 256 << 20
 
+    // Who may use the proxy (a local proxy holding a token is a confused deputy).
+    package var acceptHosts: [HostPattern] = []
+    /// Lower-cased `scheme://host[:port]`.
+    package var acceptOrigins: [String] = []
+
     // Upstream TLS.
     package var caFile: String?
     package var tlsInsecureSkipVerify = false

@@ -151,6 +151,29 @@ extension Configuration {
         durationKey("refresh_timeout", \.refreshTimeout),
         sizeKey("replay_body_limit", \.replayBodyLimit),
         sizeKey("replay_memory_limit", \.replayMemoryLimit),
+        ConfigurationKey("accept_hosts", show: { config in
+            (["localhost", "127.0.0.1", "[::1]"].map { "\($0):<listen port>" } + config.acceptHosts.map(\.description)).joined(separator: ", ")
+        }) { value, config in
+            var patterns: [HostPattern] = []
+            for item in ValueParsers.list(value) {
+                guard let pattern = HostPattern.parse(item) else { return "invalid entry '\(item)' (expected host, host:port or *.domain)" }
+                patterns.append(pattern)
+            }
+            config.acceptHosts = patterns
+            return nil
+        },
+        ConfigurationKey("accept_origins", show: { $0.acceptOrigins.isEmpty ? "(none)" : $0.acceptOrigins.joined(separator: ", ") }) { value, config in
+            var origins: [String] = []
+            for item in ValueParsers.list(value) {
+                let lower = item.lowercased()
+                guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !lower.dropFirst(8).contains("/") else {
+                    return "invalid origin '\(item)' (expected scheme://host[:port], e.g. http://localhost:3000)"
+                }
+                origins.append(lower)
+            }
+            config.acceptOrigins = origins
+            return nil
+        },
         ConfigurationKey("ca_file", show: { $0.caFile ?? "(system trust store)" }) { value, config in
             guard !value.isEmpty else { return "expected a path to a PEM CA bundle" }
             config.caFile = expandHome(value)

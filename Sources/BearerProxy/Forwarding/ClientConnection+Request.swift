@@ -115,6 +115,11 @@ extension ClientConnection {
     func startExchange(_ head: RequestHead) {
         self.clearDeadline()
         if !head.wantsKeepAlive { self.closesAfterExchange = true }
+        if let refusal = self.runtime.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket) {
+            if head.framing != .none && head.framing != .contentLength(0) { self.closesAfterExchange = true }
+            self.respond(with: refusal)
+            return
+        }
         let route = self.runtime.router.route(head)
         switch route {
         case .reject(let error):

@@ -32,9 +32,13 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
     var configuration: Configuration { self.context.runtime.configuration }
     var loop: EventLoop { self.context.loop }
 
-    init(stream: StreamConnection, context: LoopContext) {
+    /// Accepted on a unix socket: no browser can reach it, so any Host is fine.
+    let isFromUnixSocket: Bool
+
+    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool) {
         self.stream = stream
         self.context = context
+        self.isFromUnixSocket = isFromUnixSocket
         self.parser = HTTPRequestParser(maximumHeadBytes: context.runtime.configuration.maxHeaderBytes)
     }
 

@@ -7,6 +7,10 @@ import BearerHTTP
 package enum ProxyError: Error, Equatable, Sendable {
     case malformedRequest(HTTPParseError)
     case otherHostDenied(String)
+    /// An origin-form request whose Host the proxy does not answer to (DNS rebinding defence).
+    case hostRefused(String)
+    /// A browser request from another site.
+    case originRefused(String)
     case connectNotSupported
     case upstreamConnectFailed(origin: String, reason: String)
     case upstreamResolveFailed(origin: String, reason: String)
@@ -24,7 +28,7 @@ package enum ProxyError: Error, Equatable, Sendable {
     package var status: Int {
         switch self {
         case .malformedRequest(let error): error.status
-        case .otherHostDenied: 403
+        case .otherHostDenied, .hostRefused, .originRefused: 403
         case .connectNotSupported: 405
         case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
             .upstreamTLSFailed:
@@ -48,6 +52,10 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: bad request: \(error.message)"
         case .otherHostDenied(let origin):
             "bearer-proxy: requests to \(origin) are refused (other_hosts = deny and it is not in inject_hosts)"
+        case .hostRefused(let host):
+            "bearer-proxy: Host '\(oneLine(host, limit: 100))' is not one this proxy answers to; add it to accept_hosts if you trust it"
+        case .originRefused(let origin):
+            "bearer-proxy: browser requests from \(origin) are refused; add the origin to accept_origins to allow it"
         case .connectNotSupported:
             "bearer-proxy: CONNECT is not supported here; send plain HTTP requests to the proxy"
         case .upstreamConnectFailed(let origin, let reason):
@@ -80,6 +88,8 @@ package enum ProxyError: Error, Equatable, Sendable {
         switch self {
         case .malformedRequest: "malformed_request"
         case .otherHostDenied: "other_host_denied"
+        case .hostRefused: "host_refused"
+        case .originRefused: "origin_refused"
         case .connectNotSupported: "connect_refused"
         case .upstreamConnectFailed: "upstream_connect_failed"
         case .upstreamResolveFailed: "upstream_resolve_failed"
