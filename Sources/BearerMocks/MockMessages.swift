@@ -47,6 +47,8 @@ package struct MockResponse: Sendable {
         case reset
         /// Send the head and the first `after` bytes of a `length`-byte body, then reset.
         case resetMidBody(length: Int, after: Int)
+        /// Wait, then send these bytes with Content-Length (a slow upstream).
+        case delayed(Duration, [UInt8])
     }
 
     package init(status: Int, headers: [(String, String)] = [], body: Body = .fixed([])) {

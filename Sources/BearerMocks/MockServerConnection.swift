@@ -150,6 +150,15 @@ final class MockServerConnection: StreamConnectionDelegate {
             self.isWaitingForResponse = true
         case .reset:
             self.reset()
+        case .delayed(let delay, let bytes):
+            self.isWaitingForResponse = true
+            self.stream.loop.schedule(after: delay) { [weak self] in
+                guard let self, !self.isClosed else { return }
+                self.isWaitingForResponse = false
+                writeHead("Content-Length: \(bytes.count)\r\n")
+                if !isHead { self.stream.write(bytes) }
+                self.finishResponse()
+            }
         case .resetMidBody(let length, let after):
             writeHead("Content-Length: \(length)\r\n")
             self.stream.write((0..<after).map(mockPatternByte))

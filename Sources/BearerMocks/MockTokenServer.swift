@@ -12,6 +12,7 @@ package final class MockTokenServer: Sendable {
     private let recorded = Mutex<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
     private let callTimes = Mutex<[Instant]>([])
+    private let revoked = Mutex<[String]>([])
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -77,7 +78,19 @@ package final class MockTokenServer: Sendable {
     /// When each call arrived (monotonic clock).
     package var callInstants: [Instant] { self.callTimes.withLock { $0 } }
 
+    /// Refresh tokens revoked through `/oauth/revoke` (RFC 7009).
+    package var revokedTokens: [String] { self.revoked.withLock { $0 } }
+    package var revocationURL: String { "\(self.server.baseURL)/oauth/revoke" }
+
     func handle(_ request: MockRequest) -> MockResponse {
+        if request.path == "/oauth/revoke" {
+            let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
+            if let token = form["token"] {
+                self.revoked.withLock { $0.append(token) }
+                self.settings.withLock { _ = $0.refreshTokens.remove(token) }
+            }
+            return MockResponse(status: 200)
+        }
         self.calls.add(1, ordering: .relaxed)
         self.callTimes.withLock { $0.append(Instant.now()) }
         let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))

@@ -124,6 +124,7 @@ package final class MockUpstream: Sendable {
         case ("status", 2): return .text(Int(parts[1]) ?? 500, "status \(parts[1])\n")
         case ("echo", 1): return MockResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .fixed(request.body))
         case ("hang", 1): return MockResponse(status: 200, body: .none)
+        case ("slow", 2): return MockResponse(status: 200, body: .delayed(.milliseconds(Int64(parts[1]) ?? 1000), Array("slow\n".utf8)))
         case ("reset", 1): return MockResponse(status: 200, body: .reset)
         default: return .json(200, Self.describe(request))
         }

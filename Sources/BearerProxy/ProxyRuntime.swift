@@ -12,6 +12,8 @@ package final class ProxyRuntime: Sendable {
     package let logger: Logger
     /// Client TLS for https upstreams and token endpoints.
     package let tls: TLSContext?
+    /// One logfmt line per request, when access_log is on.
+    package let accessLog: LogSink?
     package let openConnections = Atomic<Int>(0)
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
     package let replayMemoryInUse = Atomic<Int>(0)
@@ -25,9 +27,11 @@ package final class ProxyRuntime: Sendable {
         session: TokenSession,
         resolver: Resolver,
         tls: TLSContext?,
+        accessLog: LogSink? = nil,
         logger: Logger
     ) {
         self.tls = tls
+        self.accessLog = accessLog
         self.configuration = configuration
         self.router = router
         self.requestGuard = requestGuard
@@ -58,6 +62,7 @@ final class LoopContext {
     unowned let loop: EventLoop
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
+    var metrics = LoopMetrics()
     /// Client connections open on this loop, for shutdown.
     var clients: [ObjectIdentifier: ClientConnection] = [:]
 

@@ -15,6 +15,10 @@ package final class ProxyServer: Sendable {
     private let contexts: Mutex<[UnsafeTransfer<LoopContext>]>
     private let listeners: Mutex<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
+    private let admin = Mutex<AdminServer?>(nil)
+
+    /// Where the admin endpoints listen, when they do.
+    package var adminAddress: SocketAddress? { self.admin.withLock { $0?.address } }
 
     /// Why the proxy could not start; one line, printed before exiting with status 1.
     package struct StartError: Error, CustomStringConvertible {
@@ -60,6 +64,35 @@ package final class ProxyServer: Sendable {
             for fd in fds { Socket.close(fd) }
             throw StartError(description: error.description)
         }
+        var accessLog: LogSink?
+        switch configuration.accessLog {
+        case .off: accessLog = nil
+        case .standardError: accessLog = LogSink.standardError
+        case .file(let path):
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                for fd in fds { Socket.close(fd) }
+                throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
+            }
+            accessLog = LogSink(fileDescriptor: fd)
+        }
+        var adminFD: Int32?
+        var adminAddress: SocketAddress?
+        if let spec = configuration.adminListen {
+            do throws(StartError) {
+                let address = try Self.resolveListenAddress(spec)
+                do throws(IOError) {
+                    let fd = try Socket.listen(on: address)
+                    adminFD = fd
+                    adminAddress = Socket.localAddress(fd) ?? address
+                } catch {
+                    throw StartError(description: "cannot listen on admin_listen \(spec): \(error.reason)")
+                }
+            } catch {
+                for fd in fds { Socket.close(fd) }
+                throw error
+            }
+        }
         if configuration.tlsInsecureSkipVerify {
             logger.warn("tls_insecure_skip_verify is on: upstream and token endpoint certificates are NOT verified")
         }
@@ -71,9 +104,20 @@ package final class ProxyServer: Sendable {
         let runtime = ProxyRuntime(
             configuration: configuration, router: router,
             requestGuard: RequestGuard(configuration: configuration, boundAddresses: addresses),
-            session: session, resolver: resolver, tls: tls, logger: logger)
+            session: session, resolver: resolver, tls: tls, accessLog: accessLog, logger: logger)
         let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
         server.startAccepting()
+        if let adminFD, let adminAddress {
+            let revocation = configuration.revocationURL.map {
+                TokenRevocation(configuration: configuration, url: $0, loop: loops.loops[0], resolver: resolver, tls: tls)
+            }
+            let admin = AdminServer(
+                fd: adminFD, address: adminAddress, runtime: runtime, revocation: revocation, loops: loops.loops,
+                contexts: { server.contexts.withLock { $0 } })
+            admin.start()
+            server.admin.withLock { $0 = admin }
+        }
+        server.logStart(source: source)
         session.start(timerLoop: loops.loops[0])
         return server
     }
@@ -119,6 +163,31 @@ package final class ProxyServer: Sendable {
         }
     }
 
+    /// One line with the effective settings (nothing secret), for whoever reads the log later.
+    private func logStart(source: TokenSource?) {
+        let configuration = self.runtime.configuration
+        let tokens: String
+        if let source {
+            tokens = configuration.tokenURL != nil ? "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)" : "token_command \(source.logDescription)"
+        } else {
+            tokens = configuration.accessToken == nil ? "none" : "static access_token"
+        }
+        self.runtime.logger.info(
+            "starting",
+            [
+                "version": CommandLineOptions.version,
+                "upstream": configuration.upstream?.description ?? "-",
+                "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
+                "other_hosts": configuration.otherHosts.rawValue,
+                "tokens": tokens,
+                "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
+                "workers": "\(configuration.workers)",
+                "admin": self.adminAddress?.description ?? "off",
+                "access_log": configuration.accessLog.description,
+                "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",
+            ])
+    }
+
     private func startAccepting() {
         let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
@@ -156,8 +225,44 @@ package final class ProxyServer: Sendable {
 
     /// Stops accepting, closes every connection, stops the loops (if the server made them), and
     /// removes unix socket files.
+    /// Graceful stop: stops accepting, closes idle connections, lets in-flight exchanges finish (their
+    /// connections close after the response), and returns once none is left or `timeout` passed.
+    /// Returns how many connections were still open at the end. Call `shutdown()` afterwards.
+    @discardableResult
+    package func drain(timeout: Duration) -> Int {
+        let done = DispatchSemaphore(value: 0)
+        for loop in self.group.loops {
+            loop.execute {
+                for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
+                    listener.value.stop()
+                }
+                for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
+                    for client in Array(context.value.clients.values) { client.drain() }
+                }
+                done.signal()
+            }
+        }
+        for _ in self.group.loops { done.wait() }
+        let deadline = Instant.now() + timeout
+        while self.runtime.openConnections.load(ordering: .relaxed) > 0 && Instant.now() < deadline {
+            usleep(10_000)
+        }
+        return self.runtime.openConnections.load(ordering: .relaxed)
+    }
+
+    /// Removes unix socket files (for an exit that skips `shutdown`).
+    package func removeSocketFiles() {
+        for address in self.boundAddresses {
+            if case .unix(let path) = address { unlink(path) }
+        }
+        if case .unix(let path) = self.adminAddress { unlink(path) }
+    }
+
+    /// Stops at once: every connection is closed, in-flight requests are cut.
     package func shutdown() {
         guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let admin = self.admin.withLock { $0 }
+        admin?.stop()
         let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {
@@ -180,5 +285,6 @@ package final class ProxyServer: Sendable {
             if case .unix(let path) = self.boundAddresses[index] { unlink(path) }
         }
         if self.ownsGroup { self.group.shutdown() }
+        admin?.closeSocket()
     }
 }

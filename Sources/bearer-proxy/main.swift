@@ -92,19 +92,58 @@ func main() -> Int32 {
     let stop = DispatchSemaphore(value: 0)
     let signalQueue = DispatchQueue(label: "signals")
     var sources: [DispatchSourceSignal] = []
+    let stopping = ManagedAtomicFlag()
     for signalNumber in [SIGINT, SIGTERM] {
         signal(signalNumber, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-        source.setEventHandler { stop.signal() }
+        source.setEventHandler {
+            if stopping.setIfUnset() {
+                stop.signal()
+            } else {
+                // A second signal: the operator does not want to wait.
+                logger.warn("second signal: exiting now without waiting for in-flight requests")
+                server.removeSocketFiles()
+                exit(1)
+            }
+        }
         source.resume()
         sources.append(source)
     }
+    signal(SIGHUP, SIG_IGN)
+    let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
+    hangUp.setEventHandler {
+        logger.info("SIGHUP: re-reading credentials")
+        server.runtime.session.reloadCredentials()
+    }
+    hangUp.resume()
+    sources.append(hangUp)
+
     stop.wait()
-    logger.info("shutting down")
+    logger.info("shutting down: no new connections; waiting for in-flight requests", ["shutdown_timeout": "\(Int(configuration.shutdownTimeout.seconds))s"])
+    let remaining = server.drain(timeout: configuration.shutdownTimeout)
+    if remaining > 0 {
+        logger.warn("shutdown_timeout passed; closing the remaining connections", ["connections": "\(remaining)"])
+    }
     server.shutdown()
     demo?.stop()
     demoGroup?.shutdown()
+    logger.info("stopped")
     return 0
+}
+
+/// Set once, from the signal queue.
+final class ManagedAtomicFlag: @unchecked Sendable {
+    private var isSet = false
+    private let lock = NSLock()
+
+    /// Sets the flag; true if it was not set before.
+    func setIfUnset() -> Bool {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        if self.isSet { return false }
+        self.isSet = true
+        return true
+    }
 }
 
 func writeStandardError(_ text: String) {

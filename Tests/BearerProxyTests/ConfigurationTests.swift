@@ -203,6 +203,8 @@ import Testing
                   --listen <addr>         Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path
                                           (default: 127.0.0.1:8080)
                   --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
+                  --admin-listen <addr>   Serve /metrics, /healthz, /status, POST /refresh, POST /logout
+                                          there (default: off)
                   --log-level <level>     error, warn, info or debug (default: info)
                   --check                 Validate the configuration, print it with secrets masked, and exit.
                   --demo                  Run against built-in mock upstream and token servers; no config needed.

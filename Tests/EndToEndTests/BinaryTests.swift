@@ -144,3 +144,83 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         }
     }
 }
+
+@Suite struct BinaryOperationsTests {
+    func start(_ extra: String = "", environment: [String: String] = [:]) throws -> (ProxyProcess, SocketAddress, MockUpstream) {
+        let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["ops-token"])
+        try upstream.start()
+        let config = temporaryFile("listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\naccess_token = ops-token\n\(extra)\n")
+        let proxy = try ProxyProcess(["--config", config], environment: environment)
+        let listening = try #require(proxy.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { throw BlockingHTTPClient.ClientError.closedBeforeResponse }
+        return (proxy, SocketAddress(ipAddress: "127.0.0.1", port: port)!, upstream)
+    }
+
+    @Test func sigtermLetsInFlightRequestsFinishThenExitsZero() throws {
+        let (proxy, address, upstream) = try self.start("shutdown_timeout = 10s")
+        defer { upstream.stop() }
+        let client = try BlockingHTTPClient(connectingTo: address)
+        client.send("GET /slow/800 HTTP/1.1\r\nHost: \(address)\r\n\r\n")
+        usleep(200_000)
+        proxy.signal(SIGTERM)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "slow\n")
+        #expect(response.header("connection") == "close")
+        #expect(proxy.waitForExit() == 0)
+        #expect(proxy.standardError.contains("shutting down"))
+        #expect(throws: BlockingHTTPClient.ClientError.self) { try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(address)\r\n\r\n") }
+    }
+
+    @Test func aSecondSignalExitsAtOnce() throws {
+        let (proxy, address, upstream) = try self.start("shutdown_timeout = 60s")
+        defer { upstream.stop() }
+        let client = try BlockingHTTPClient(connectingTo: address)
+        client.send("GET /hang HTTP/1.1\r\nHost: \(address)\r\n\r\n")
+        usleep(200_000)
+        proxy.signal(SIGINT)
+        usleep(200_000)
+        #expect(proxy.process.isRunning, "the first signal waits for the in-flight request")
+        proxy.signal(SIGINT)
+        #expect(proxy.waitForExit(timeout: .seconds(5)) != nil)
+        #expect(proxy.standardError.contains("second signal"))
+    }
+
+    @Test func sighupRereadsTheRefreshTokenFile() throws {
+        let authority = MockTokenAuthority()
+        var settings = MockTokenServer.Settings()
+        settings.refreshTokens = ["rt-second"]
+        let tokenServer = MockTokenServer(group: e2eMockGroup, authority: authority, settings: settings)
+        try tokenServer.start()
+        defer { tokenServer.stop() }
+        let upstream = MockUpstream(group: e2eMockGroup, authority: authority)
+        try upstream.start()
+        defer { upstream.stop() }
+        let tokenFile = temporaryFile("rt-first\n", name: "refresh_token")
+        let config = temporaryFile(
+            "listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\ntoken_url = \(tokenServer.url)\nrefresh_token_file = \(tokenFile)\n")
+        let proxy = try ProxyProcess(["--config", config])
+        let listening = try #require(proxy.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        #expect(waitFor { proxy.standardError.contains("token refresh failed") })
+        #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 401)
+        // The user logs in elsewhere and drops a fresh refresh token in, then tells the proxy.
+        try "rt-second\n".write(toFile: tokenFile, atomically: false, encoding: .utf8)
+        proxy.signal(SIGHUP)
+        #expect(waitFor { proxy.standardError.contains("trigger=SIGHUP") })
+        #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 200)
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        #expect(!proxy.standardError.contains("rt-second") && !proxy.standardError.contains("rt-first"))
+    }
+}
+
+func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = Instant.now() + timeout
+    while Instant.now() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}

@@ -114,6 +114,15 @@ package final class RefreshTokenStore: Sendable {
         return true
     }
 
+    /// Drops the token from memory (logout); returns it. The file, if any, is left alone.
+    package func forget() -> Secret<String>? {
+        self.state.withLock { state in
+            let token = state.token
+            state.token = nil
+            return token
+        }
+    }
+
     // MARK: File access
 
     static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {

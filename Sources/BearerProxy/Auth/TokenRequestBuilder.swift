@@ -54,7 +54,25 @@ struct TokenRequestBuilder: Sendable {
 
     /// The whole HTTP request.
     func request(refreshToken: Secret<String>?) -> [UInt8] {
-        let body = formEncode(self.formFields(refreshToken: refreshToken))
+        self.post(formEncode(self.formFields(refreshToken: refreshToken)))
+    }
+
+    /// An RFC 7009 revocation request for a refresh token.
+    func revocationRequest(_ token: Secret<String>) -> [UInt8] {
+        var fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")]
+        if let clientID {
+            switch self.clientAuthentication {
+            case .post:
+                fields.append(("client_id", clientID))
+                if let clientSecret { fields.append(("client_secret", clientSecret.reveal())) }
+            case .basic:
+                if self.clientSecret == nil { fields.append(("client_id", clientID)) }
+            }
+        }
+        return self.post(formEncode(fields))
+    }
+
+    private func post(_ body: String) -> [UInt8] {
         let host = Origin(isHTTPS: self.url.isHTTPS, host: self.url.host, port: self.url.port).authority
         var head = "POST \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
         head += "Host: \(host)\r\n"

@@ -52,6 +52,14 @@ package final class TokenSession: Sendable {
         var refreshTrigger = ""
         var waiterTimerAt: Instant?
         var lastOutcome: (outcome: String, wallTime: Double)?
+        var observers: [@Sendable (RefreshOutcome) -> Void] = []
+        var metrics = SessionMetrics()
+    }
+
+    /// How a refresh ended, for whoever forced it.
+    package enum RefreshOutcome: Sendable {
+        case succeeded(generation: Int)
+        case failed(SessionFailure)
     }
 
     private let state: Mutex<State>
@@ -246,6 +254,8 @@ package final class TokenSession: Sendable {
         var grant: Grant?
         var duration: Duration = .zero
         var trigger = ""
+        var observers: [@Sendable (RefreshOutcome) -> Void] = []
+        var outcomeForObservers: RefreshOutcome?
         let action = self.state.withLock { state -> TokenSessionStateMachine.RefreshEndAction in
             let action = state.machine.refreshEnded(result, now: now)
             duration = state.refreshStartedAt.map { now - $0 } ?? .zero
@@ -255,19 +265,30 @@ package final class TokenSession: Sendable {
                 grant = .token(line: Self.line(&state, token, generation), generation: generation)
                 resumed = waiters.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
                 state.lastOutcome = ("ok", wallClockSeconds())
+                outcomeForObservers = .succeeded(generation: generation)
             case .fail(let waiters, let failure):
                 grant = .failed(failure)
                 resumed = waiters.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
                 state.lastOutcome = (failure.shortName, wallClockSeconds())
+                outcomeForObservers = .failed(failure)
             case .keepCurrentToken(let failure):
                 state.lastOutcome = (failure.shortName, wallClockSeconds())
+                outcomeForObservers = .failed(failure)
             case .retry, .ignore:
                 break
             }
+            if outcomeForObservers != nil {
+                observers = state.observers
+                state.observers.removeAll()
+            }
+            Self.recordOutcome(action, duration: state.refreshStartedAt.map { now - $0 }, into: &state.metrics)
             return action
         }
         if let grant {
             for (handle, id) in resumed { handle.resume(id, grant) }
+        }
+        if let outcomeForObservers {
+            for observer in observers { observer(outcomeForObservers) }
         }
         let milliseconds = String(Int(duration.milliseconds))
         switch action {
@@ -295,6 +316,18 @@ package final class TokenSession: Sendable {
         case .ignore:
             break
         }
+    }
+
+    private static func recordOutcome(_ action: TokenSessionStateMachine.RefreshEndAction, duration: Duration?, into metrics: inout SessionMetrics) {
+        let result: String
+        switch action {
+        case .resume: result = "ok"
+        case .fail(_, let failure): result = failure.shortName
+        case .keepCurrentToken: result = "kept"
+        case .retry, .ignore: return
+        }
+        metrics.refreshes[result, default: 0] += 1
+        if let duration { metrics.refreshDuration.record(duration.seconds) }
     }
 
     private static func describe(_ outcome: TokenFetchOutcome) -> String {
@@ -377,9 +410,88 @@ package final class TokenSession: Sendable {
         return bytes
     }
 
+    // MARK: Operator actions
+
+    /// SIGHUP: re-read the refresh token file and refresh now (ends a permanent failure or a logout).
+    package func reloadCredentials() {
+        if let store = self.store, store.path != nil {
+            do throws(RefreshTokenStore.StoreError) {
+                try store.reload()
+                self.logger.info("refresh token file re-read", ["file": store.path ?? ""])
+            } catch {
+                self.logger.error("cannot re-read the refresh token file", ["error": error.description])
+            }
+        }
+        self.forceRefresh(trigger: "SIGHUP")
+    }
+
+    /// Starts a refresh now unless one runs; `observer` hears how it (or the running one) ended.
+    /// Returns false when there is nothing to refresh with.
+    @discardableResult
+    package func forceRefresh(trigger: String, observer: (@Sendable (RefreshOutcome) -> Void)? = nil) -> Bool {
+        let now = self.clock.now()
+        let (canRefresh, starts) = self.state.withLock { state -> (Bool, Bool) in
+            guard state.machine.settings.canRefresh else { return (false, false) }
+            if state.machine.failure != nil { state.machine.credentialsChanged() }
+            let starts = state.machine.refreshRequested(now: now)
+            if starts { self.noteRefreshStart(&state, trigger: trigger, now: now) }
+            if let observer { state.observers.append(observer) }
+            return (true, starts)
+        }
+        if starts { self.runRefresh() }
+        return canRefresh
+    }
+
+    /// Admin POST /logout: drop the tokens; waiting and later requests get 401 until a refresh is forced.
+    /// Returns the refresh token that was in use (for revocation).
+    package func logOut() -> Secret<String>? {
+        let waiters = self.state.withLock { state -> [(WaiterHandle, WaiterID)] in
+            let ids = state.machine.loggedOut()
+            state.cachedLine = nil
+            state.lastOutcome = ("logged_out", wallClockSeconds())
+            return ids.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
+        }
+        for (handle, id) in waiters { handle.resume(id, .failed(.loggedOut)) }
+        self.logger.info("session logged out", ["failed_requests": "\(waiters.count)"])
+        return self.store?.forget()
+    }
+
     // MARK: Status
 
     package var generation: Int { self.state.withLock { $0.machine.generation } }
+    var metrics: SessionMetrics { self.state.withLock { $0.metrics } }
+
+    /// What `/status` shows: never a token.
+    package struct Status: Sendable {
+        package var state: String
+        package var generation: Int
+        package var expiresInSeconds: Double?
+        package var lastRefreshOutcome: String?
+        package var lastRefreshWallTime: Double?
+        package var parked: Int
+        package var failure: String?
+    }
+
+    package var status: Status {
+        let now = self.clock.now()
+        return self.state.withLock { state in
+            let machine = state.machine
+            let name: String
+            switch machine.failure {
+            case .loggedOut: name = "logged_out"
+            case .some: name = "failed"
+            case .none: name = machine.isRefreshing ? "refreshing" : (machine.token == nil ? "no_token" : "ready")
+            }
+            return Status(
+                state: name,
+                generation: machine.generation,
+                expiresInSeconds: machine.token?.expiresAt.map { ($0 - now).seconds },
+                lastRefreshOutcome: state.lastOutcome?.outcome,
+                lastRefreshWallTime: state.lastOutcome?.wallTime,
+                parked: machine.parkedCount,
+                failure: machine.failure?.message)
+        }
+    }
     package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }
 }
 

@@ -17,6 +17,10 @@ package struct Configuration: Sendable {
     package var clientHeaderTimeout: Duration = .seconds(10)
     package var clientIdleTimeout: Duration = .seconds(60)
     package var logLevel: Logger.Level = .info
+    package var shutdownTimeout: Duration = .seconds(10)
+    package var adminListen: ListenAddressSpec?
+    package var accessLog: AccessLogDestination = .off
+    package var revocationURL: UpstreamURL?
 
     // The token session.
     package var refreshToken: Secret<String>?
@@ -67,6 +71,21 @@ extension Configuration {
 
     /// Whether the session has a way to get tokens.
     package var canRefresh: Bool { self.tokenURL != nil || self.tokenCommand != nil }
+}
+
+/// Where the per-request access log goes.
+package enum AccessLogDestination: Equatable, Sendable, CustomStringConvertible {
+    case off
+    case standardError
+    case file(String)
+
+    package var description: String {
+        switch self {
+        case .off: "off"
+        case .standardError: "stderr"
+        case .file(let path): path
+        }
+    }
 }
 
 /// The OAuth2 grants (RFC 6749 §6, §4.4, §4.3).

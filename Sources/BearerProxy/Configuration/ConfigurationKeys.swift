@@ -93,6 +93,37 @@ extension Configuration {
             config.logLevel = level
             return nil
         },
+        durationKey("shutdown_timeout", allowZero: true, \.shutdownTimeout),
+        ConfigurationKey("admin_listen", show: { $0.adminListen?.description ?? "off" }) { value, config in
+            if value == "off" {
+                config.adminListen = nil
+                return nil
+            }
+            do throws(AddressParseError) {
+                config.adminListen = try ListenAddressSpec.parse(value)
+                return nil
+            } catch {
+                return error.description
+            }
+        },
+        ConfigurationKey("access_log", show: { $0.accessLog.description }) { value, config in
+            switch value {
+            case "off": config.accessLog = .off
+            case "stderr": config.accessLog = .standardError
+            case "": return "expected off, stderr or a file path"
+            default: config.accessLog = .file(expandHome(value))
+            }
+            return nil
+        },
+        ConfigurationKey("revocation_url", show: { $0.revocationURL?.description }) { value, config in
+            switch UpstreamURL.parse(value) {
+            case .success(let url):
+                config.revocationURL = url
+                return nil
+            case .failure(let error):
+                return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/revoke)"
+            }
+        },
         secretKey("refresh_token", \.refreshToken),
         ConfigurationKey("refresh_token_file", show: { $0.refreshTokenFile }) { value, config in
             guard !value.isEmpty else { return "expected a file path" }

@@ -114,6 +114,10 @@ extension ClientConnection {
     /// Routes a new request and starts its exchange.
     func startExchange(_ head: RequestHead) {
         self.clearDeadline()
+        if self.runtime.accessLog != nil {
+            self.lastHead = head
+        }
+        self.lastHeadAt = self.loop.now
         if !head.wantsKeepAlive { self.closesAfterExchange = true }
         if let refusal = self.runtime.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket) {
             if head.framing != .none && head.framing != .contentLength(0) { self.closesAfterExchange = true }

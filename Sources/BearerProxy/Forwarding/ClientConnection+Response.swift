@@ -12,6 +12,7 @@ extension ClientConnection: UpstreamConnectionOwner {
         guard let exchange = self.exchange, exchange.upstream === upstream else { return }
         exchange.upstream = nil
         upstream.close()
+        self.context.metrics.upstreamConnectErrors += 1
         self.runtime.logger.info("upstream connect failed", ["upstream": upstream.origin.description, "error": error.shortName])
         self.respond(with: error)
     }
@@ -139,6 +140,7 @@ extension ClientConnection: UpstreamConnectionOwner {
             self.dropReplayBody(exchange)
             return false
         }
+        self.context.metrics.upstreamRejections += 1
         let result = session.upstreamRejected(
             generation: generation,
             isReplay: exchange.isReplay,
@@ -154,6 +156,7 @@ extension ClientConnection: UpstreamConnectionOwner {
             exchange.wasRejected = true
             exchange.authorization = line
             exchange.generation = newGeneration
+            self.context.metrics.replays += 1
             self.prepareReplay(exchange)
             self.connectUpstream(exchange, allowReuse: true)
             return true
@@ -223,6 +226,9 @@ extension ClientConnection: UpstreamConnectionOwner {
         if exchange.clientFraming == .chunked {
             self.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") }
         }
+        self.recordCompletion(
+            status: exchange.responseHead?.status ?? 0, head: exchange.head, bytes: exchange.responseBodyBytes,
+            startedAt: exchange.startedAt, replayed: exchange.isReplay)
         if let upstream = exchange.upstream {
             exchange.upstream = nil
             if upstreamReusable {

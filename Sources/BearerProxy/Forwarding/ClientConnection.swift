@@ -1,6 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
+import Foundation
 
 /// One client connection: parses its requests, forwards each upstream with the token, streams the
 /// response back, one exchange at a time (pipelined requests wait their turn, so responses stay in
@@ -21,6 +22,9 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
     var timerDeadline: Instant?
     /// When the first byte of the request head now arriving was read.
     var headStartedAt: Instant?
+    /// The latest request head and when it arrived (for logging a response without an exchange).
+    var lastHead: RequestHead?
+    var lastHeadAt: Instant?
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
@@ -89,6 +93,16 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
 
     // MARK: Ending
 
+    /// Shutting down: an idle connection closes now; a busy one closes once its response is out.
+    func drain() {
+        guard !self.isClosed else { return }
+        self.closesAfterExchange = true
+        if self.exchange == nil {
+            self.stream.closeAfterFlush()
+            if self.stream.isClosed { self.cleanUp() }
+        }
+    }
+
     /// Ends the connection at once: the upstream connection is closed (not pooled), the client's
     /// socket too. Used when the client vanished or a response can no longer be completed.
     func abort(reason: String) {
@@ -133,10 +147,24 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         if self.hasClientReadEnded { self.closesAfterExchange = true }
         let close = self.closesAfterExchange
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
+        self.recordCompletion(status: error.status, head: self.lastHead, bytes: error.message.utf8.count + 1, startedAt: self.lastHeadAt, replayed: false)
         self.stream.withOutbound {
             $0.writeProxyResponse(status: error.status, message: error.message, close: close, extraFields: error.extraFields)
         }
         self.exchangeEnded()
+    }
+
+    /// Counts a finished request and writes its access log line.
+    func recordCompletion(status: Int, head: RequestHead?, bytes: Int, startedAt: Instant?, replayed: Bool) {
+        let seconds = startedAt.map { (self.loop.now - $0).seconds } ?? 0
+        self.context.metrics.recordRequest(status: status, seconds: seconds)
+        guard let accessLog = self.runtime.accessLog else { return }
+        var line = formatTimestamp(wallClockSeconds())
+        line += " method=" + (head.map { logfmtValue($0.string($0.methodRange)) } ?? "-")
+        line += " host=" + logfmtValue(self.exchange?.target.origin.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-")
+        line += " path=" + (head.map { logfmtValue(oneLine($0.string($0.target), limit: 512)) } ?? "-")
+        line += " status=\(status) bytes=\(bytes) duration_ms=\(String(format: "%.2f", seconds * 1000)) replayed=\(replayed ? "yes" : "no")\n"
+        accessLog.write(line)
     }
 
     /// Lets go of what an exchange holds outside this connection: a place in the token session's
@@ -162,7 +190,10 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         case .token(let line, let generation):
             exchange.authorization = line
             exchange.generation = generation
-            if exchange.wasRejected { self.prepareReplay(exchange) }
+            if exchange.wasRejected {
+                self.context.metrics.replays += 1
+                self.prepareReplay(exchange)
+            }
             self.connectUpstream(exchange, allowReuse: true)
         case .failed(let failure):
             self.respond(with: .session(failure))

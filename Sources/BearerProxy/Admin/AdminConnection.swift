@@ -1,0 +1,180 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Foundation
+
+/// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
+/// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
+/// page cannot log the user out or read their session. Confined to its loop.
+final class AdminConnection: StreamConnectionDelegate {
+    let stream: StreamConnection
+    let server: AdminServer
+    private var parser = HTTPRequestParser(maximumHeadBytes: 16 * 1024)
+    private var head: RequestHead?
+    private var isBusy = false
+    private var closes = false
+
+    init(stream: StreamConnection, server: AdminServer) {
+        self.stream = stream
+        self.server = server
+    }
+
+    func streamReceived(_ connection: StreamConnection) { self.process() }
+    func streamReadEnded(_ connection: StreamConnection) {
+        if !self.isBusy { connection.closeAfterFlush() } else { self.closes = true }
+    }
+    func streamWritable(_ connection: StreamConnection) {}
+    func streamConnected(_ connection: StreamConnection) {}
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {}
+
+    private func process() {
+        while !self.isBusy && !self.stream.isClosed {
+            let event: HTTPRequestParser.Event
+            do throws(HTTPParseError) {
+                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            } catch {
+                self.closes = true
+                self.respond(error.status, "bearer-proxy: bad request: \(error.message)\n")
+                return
+            }
+            switch event {
+            case .needMore(let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                return
+            case .head(let head, let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                self.head = head
+                if !head.wantsKeepAlive { self.closes = true }
+            case .body(let range):
+                // Admin requests carry no meaningful body; it is read and dropped.
+                self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            case .end(let consumed):
+                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                if let head = self.head { self.handle(head) }
+            }
+        }
+    }
+
+    private func handle(_ head: RequestHead) {
+        if let refusal = self.server.requestGuard.check(head, fromUnixSocket: self.server.isUnixSocket) {
+            self.respond(refusal.status, refusal.message + "\n")
+            return
+        }
+        let path = String(head.string(head.target).split(separator: "?", maxSplits: 1).first ?? "")
+        let method = head.string(head.methodRange)
+        let runtime = self.server.runtime
+        switch (method, path) {
+        case ("GET", "/healthz"), ("HEAD", "/healthz"):
+            self.respond(200, "ok\n")
+        case ("GET", "/metrics"):
+            self.isBusy = true
+            self.server.gatherLoopMetrics(from: self.stream.loop) { loops in
+                let session = runtime.session
+                let text = renderMetrics(
+                    loops: loops, session: session.metrics, parked: session.parkedCount, generation: session.generation,
+                    openConnections: runtime.openConnections.load(ordering: .relaxed))
+                self.isBusy = false
+                self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+            }
+        case ("GET", "/status"):
+            self.respond(200, self.statusJSON(), contentType: "application/json")
+        case ("POST", "/refresh"):
+            self.refresh()
+        case ("POST", "/logout"):
+            self.logOut()
+        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
+            self.respond(405, "bearer-proxy: \(method) is not allowed on \(path)\n")
+        default:
+            self.respond(404, "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n")
+        }
+    }
+
+    private func statusJSON() -> String {
+        let status = self.server.runtime.session.status
+        var object: [String: Any] = [
+            "state": status.state,
+            "token_generation": status.generation,
+            "parked_requests": status.parked,
+            "open_connections": self.server.runtime.openConnections.load(ordering: .relaxed),
+            "upstream": self.server.runtime.configuration.upstream?.description ?? "",
+        ]
+        object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? NSNull()
+        object["token_expires_at"] = status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? NSNull()
+        object["last_refresh"] = status.lastRefreshOutcome.map { outcome -> Any in
+            ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
+        } ?? NSNull()
+        object["failure"] = status.failure ?? NSNull()
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    private func refresh() {
+        let loop = self.stream.loop
+        let this = UnsafeTransfer(self)
+        self.isBusy = true
+        let started = self.server.runtime.session.forceRefresh(trigger: "admin") { outcome in
+            loop.execute {
+                let connection = this.value
+                connection.isBusy = false
+                switch outcome {
+                case .succeeded(let generation):
+                    connection.respond(200, #"{"outcome":"ok","token_generation":\#(generation)}"# + "\n", contentType: "application/json")
+                case .failed(let failure):
+                    let body = ["outcome": "failed", "error": failure.shortName, "message": failure.message]
+                    let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
+                    connection.respond(failure.status, String(decoding: data, as: UTF8.self) + "\n", contentType: "application/json")
+                }
+            }
+        }
+        if !started {
+            self.isBusy = false
+            self.respond(409, "bearer-proxy: there is nothing to refresh with (set token_url or token_command)\n")
+        }
+    }
+
+    private func logOut() {
+        let loop = self.stream.loop
+        let this = UnsafeTransfer(self)
+        let refreshToken = self.server.runtime.session.logOut()
+        guard let revocation = self.server.revocation, let refreshToken else {
+            self.respond(200, #"{"logged_out":true,"revoked":false}"# + "\n", contentType: "application/json")
+            return
+        }
+        self.isBusy = true
+        revocation.revoke(refreshToken) { result in
+            loop.execute {
+                let connection = this.value
+                connection.isBusy = false
+                switch result {
+                case .success:
+                    connection.respond(200, #"{"logged_out":true,"revoked":true}"# + "\n", contentType: "application/json")
+                case .failure(let reason):
+                    let body: [String: Any] = ["logged_out": true, "revoked": false, "revocation_error": reason.description]
+                    let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
+                    connection.respond(502, String(decoding: data, as: UTF8.self) + "\n", contentType: "application/json")
+                }
+            }
+        }
+    }
+
+    private func respond(_ status: Int, _ body: String, contentType: String = "text/plain; charset=utf-8") {
+        guard !self.stream.isClosed else { return }
+        let close = self.closes
+        self.stream.withOutbound { buffer in
+            buffer.writeString("HTTP/1.1 \(status) \(reasonPhrase(status))\r\nContent-Type: \(contentType)\r\n")
+            buffer.writeString("Content-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\n")
+            if close { buffer.writeString("Connection: close\r\n") }
+            buffer.writeString("\r\n")
+            buffer.writeString(body)
+        }
+        if close {
+            self.stream.closeAfterFlush()
+        } else {
+            self.stream.flush()
+            if !self.stream.inbound.isEmpty { self.process() }
+        }
+    }
+}
+
+@available(*, unavailable)
+extension AdminConnection: Sendable {}

@@ -1,0 +1,85 @@
+import BearerCore
+import BearerIO
+import Synchronization
+
+/// The admin listener (`admin_listen`), on the proxy's own event loops. Off unless configured.
+final class AdminServer: Sendable {
+    let runtime: ProxyRuntime
+    let requestGuard: RequestGuard
+    let isUnixSocket: Bool
+    let revocation: TokenRevocation?
+    let address: SocketAddress
+    private let fd: Int32
+    private let loops: [EventLoop]
+    private let contexts: @Sendable () -> [UnsafeTransfer<LoopContext>]
+    private let listeners = Mutex<[UnsafeTransfer<Listener>]>([])
+
+    init(
+        fd: Int32,
+        address: SocketAddress,
+        runtime: ProxyRuntime,
+        revocation: TokenRevocation?,
+        loops: [EventLoop],
+        contexts: @escaping @Sendable () -> [UnsafeTransfer<LoopContext>]
+    ) {
+        self.fd = fd
+        self.address = address
+        self.runtime = runtime
+        self.revocation = revocation
+        self.loops = loops
+        self.contexts = contexts
+        self.isUnixSocket = address.isUnix
+        var adminConfiguration = runtime.configuration
+        adminConfiguration.acceptHosts = runtime.configuration.acceptHosts
+        self.requestGuard = RequestGuard(configuration: adminConfiguration, boundAddresses: [address])
+    }
+
+    func start() {
+        let loop = self.loops[0]
+        loop.execute {
+            let listener = Listener(
+                fd: self.fd, loop: loop,
+                onAccept: { clientFD in
+                    let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
+                    stream.start(delegate: AdminConnection(stream: stream, server: self))
+                },
+                onAcceptError: { error in self.runtime.logger.warn("admin accept failed", ["error": error.description]) })
+            listener.start()
+            self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
+        }
+    }
+
+    func stop() {
+        let loop = self.loops[0]
+        loop.execute {
+            for listener in self.listeners.withLock({ $0 }) { listener.value.stop() }
+        }
+    }
+
+    func closeSocket() {
+        Socket.close(self.fd)
+        if case .unix(let path) = self.address { unlink(path) }
+    }
+
+    /// Collects every loop's counters (each on its own loop), then calls `completion` on `home`.
+    func gatherLoopMetrics(from home: EventLoop, _ completion: @escaping (LoopMetrics) -> Void) {
+        let contexts = self.contexts()
+        let remaining = Mutex((count: contexts.count, total: LoopMetrics()))
+        let done = UnsafeTransfer(completion)
+        for context in contexts {
+            let loop = context.value.loop
+            loop.execute {
+                var snapshot = context.value.metrics
+                snapshot.poolIdle = context.value.pool.idleCount
+                let finished = remaining.withLock { state -> LoopMetrics? in
+                    state.total.add(snapshot)
+                    state.count -= 1
+                    return state.count == 0 ? state.total : nil
+                }
+                if let finished { home.execute { done.value(finished) } }
+            }
+        }
+    }
+}
+
+import Glibc

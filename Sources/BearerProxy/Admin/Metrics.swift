@@ -1,0 +1,120 @@
+/// Every metric the proxy exports, in one place, with bounded label values.
+///
+/// Counters touched per request live per event loop (`LoopMetrics`, no atomics on the data path) and
+/// are summed when `/metrics` is scraped; session figures live with the session, under its lock.
+enum MetricNames {
+    static let requests = "bearer_proxy_requests_total"
+    static let requestDuration = "bearer_proxy_request_duration_seconds"
+    static let upstreamConnectErrors = "bearer_proxy_upstream_connect_errors_total"
+    static let upstreamRejections = "bearer_proxy_upstream_401s_total"
+    static let replays = "bearer_proxy_replays_total"
+    static let refreshes = "bearer_proxy_token_refreshes_total"
+    static let refreshDuration = "bearer_proxy_token_refresh_duration_seconds"
+    static let parked = "bearer_proxy_parked_requests"
+    static let openConnections = "bearer_proxy_open_connections"
+    static let poolIdle = "bearer_proxy_upstream_pool_idle_connections"
+    static let generation = "bearer_proxy_token_generation"
+}
+
+/// Latency buckets in seconds, from a fast local upstream to a slow refresh.
+let histogramBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+struct Histogram: Sendable {
+    var counts = [Int](repeating: 0, count: histogramBuckets.count)
+    var sum: Double = 0
+    var count = 0
+
+    mutating func record(_ seconds: Double) {
+        self.count += 1
+        self.sum += seconds
+        for (index, bound) in histogramBuckets.enumerated() where seconds <= bound {
+            self.counts[index] += 1
+            return
+        }
+    }
+
+    mutating func add(_ other: Histogram) {
+        for index in self.counts.indices { self.counts[index] += other.counts[index] }
+        self.sum += other.sum
+        self.count += other.count
+    }
+
+    func render(_ name: String, help: String) -> String {
+        var text = "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+        var cumulative = 0
+        for (index, bound) in histogramBuckets.enumerated() {
+            cumulative += self.counts[index]
+            text += "\(name)_bucket{le=\"\(prometheusNumber(bound))\"} \(cumulative)\n"
+        }
+        text += "\(name)_bucket{le=\"+Inf\"} \(self.count)\n\(name)_sum \(prometheusNumber(self.sum))\n\(name)_count \(self.count)\n"
+        return text
+    }
+}
+
+/// Per-loop counters. Confined to the loop (plain integers).
+struct LoopMetrics: Sendable {
+    /// Index 0: 1xx … 4: 5xx.
+    var requestsByClass = [Int](repeating: 0, count: 5)
+    var requestDuration = Histogram()
+    var upstreamConnectErrors = 0
+    var upstreamRejections = 0
+    var replays = 0
+    var poolIdle = 0
+
+    mutating func recordRequest(status: Int, seconds: Double) {
+        let index = min(max(status / 100 - 1, 0), 4)
+        self.requestsByClass[index] += 1
+        self.requestDuration.record(seconds)
+    }
+
+    mutating func add(_ other: LoopMetrics) {
+        for index in self.requestsByClass.indices { self.requestsByClass[index] += other.requestsByClass[index] }
+        self.requestDuration.add(other.requestDuration)
+        self.upstreamConnectErrors += other.upstreamConnectErrors
+        self.upstreamRejections += other.upstreamRejections
+        self.replays += other.replays
+        self.poolIdle += other.poolIdle
+    }
+}
+
+/// Refresh figures, kept by the token session under its lock.
+struct SessionMetrics: Sendable {
+    /// By result: ok, rejected, unreachable, timeout, rate_limited, logged_out, command_failed, kept.
+    var refreshes: [String: Int] = [:]
+    var refreshDuration = Histogram()
+}
+
+/// Renders a scrape: loop counters summed, session figures, gauges.
+func renderMetrics(loops: LoopMetrics, session: SessionMetrics, parked: Int, generation: Int, openConnections: Int) -> String {
+    var text = "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
+    for (index, count) in loops.requestsByClass.enumerated() {
+        text += "\(MetricNames.requests){class=\"\(index + 1)xx\"} \(count)\n"
+    }
+    text += loops.requestDuration.render(MetricNames.requestDuration, help: "Time from a request head to the end of its response.")
+    text += counter(MetricNames.upstreamConnectErrors, "Upstream connections that could not be opened (refused, DNS, TLS, timeout).", loops.upstreamConnectErrors)
+    text += counter(MetricNames.upstreamRejections, "Answers in refresh_on (401) from upstreams to requests carrying the token.", loops.upstreamRejections)
+    text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
+    text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
+    for result in ["ok", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "kept"] {
+        text += "\(MetricNames.refreshes){result=\"\(result)\"} \(session.refreshes[result] ?? 0)\n"
+    }
+    text += session.refreshDuration.render(MetricNames.refreshDuration, help: "Time from the start of a refresh to its end, retries included.")
+    text += gauge(MetricNames.parked, "Requests waiting for a token now.", parked)
+    text += gauge(MetricNames.openConnections, "Client connections open now.", openConnections)
+    text += gauge(MetricNames.poolIdle, "Idle pooled upstream connections now.", loops.poolIdle)
+    text += gauge(MetricNames.generation, "Generation of the current token (increases with every new token).", generation)
+    return text
+}
+
+private func counter(_ name: String, _ help: String, _ value: Int) -> String {
+    "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
+}
+
+private func gauge(_ name: String, _ help: String, _ value: Int) -> String {
+    "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
+}
+
+func prometheusNumber(_ value: Double) -> String {
+    if value == value.rounded() && abs(value) < 1e15 { return String(Int(value)) }
+    return String(value)
+}

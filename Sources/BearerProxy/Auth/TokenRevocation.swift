@@ -1,0 +1,45 @@
+import BearerCore
+import BearerIO
+
+/// Revokes a refresh token at `revocation_url` (RFC 7009), with the same client authentication as
+/// the token endpoint.
+final class TokenRevocation: Sendable {
+    let url: UpstreamURL
+    let builder: TokenRequestBuilder
+    let loop: EventLoop
+    let resolver: Resolver
+    let tls: TLSContext?
+    let timeout: Duration
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(configuration: Configuration, url: UpstreamURL, loop: EventLoop, resolver: Resolver, tls: TLSContext?) {
+        self.url = url
+        self.builder = TokenRequestBuilder(configuration: configuration, url: url)
+        self.loop = loop
+        self.resolver = resolver
+        self.tls = tls
+        self.timeout = configuration.refreshTimeout
+    }
+
+    func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
+        let origin = Origin(isHTTPS: self.url.isHTTPS, host: self.url.host, port: self.url.port)
+        HTTPClientExchange.run(
+            origin: origin,
+            request: self.builder.revocationRequest(token),
+            on: self.loop, resolver: self.resolver, tls: self.tls,
+            connectTimeout: min(self.timeout, .seconds(5)), totalTimeout: self.timeout
+        ) { result in
+            switch result {
+            case .success(let response) where (200..<300).contains(response.status):
+                completion(.success(()))
+            case .success(let response):
+                completion(.failure(Failure(description: "the revocation endpoint answered \(response.status)")))
+            case .failure(let error):
+                completion(.failure(Failure(description: "revocation endpoint \(origin): \(error.reason)")))
+            }
+        }
+    }
+}
