@@ -23,11 +23,13 @@ package struct ResponseHead: Sendable {
     package var isInformational: Bool { self.status >= 100 && self.status < 200 }
 
     /// How this response's body is delimited, given the method of the request it answers
-    /// (RFC 9112 §6.3: HEAD responses and 1xx, 204 and 304 never have a body).
+    /// (RFC 9112 §6.3: HEAD responses, 1xx, 204 and 304 responses, and 2xx answers to CONNECT never
+    /// have a body).
     package func framing(requestMethod: HTTPMethod) -> ResponseFraming {
         if requestMethod == .head || self.isInformational || self.status == 204 || self.status == 304 {
             return .none
         }
+        if requestMethod == .connect && (200..<300).contains(self.status) { return .none }
         if self.isChunked { return .chunked }
         if let length = self.contentLength { return .contentLength(length) }
         return .untilClose

@@ -40,6 +40,8 @@ package final class StreamConnection: Selectable {
     private var tlsWantsRead = false
     private var tlsWantsWrite = false
     private var isReadScheduled = false
+    private var shutsDownWriteWhenFlushed = false
+    private var hasShutDownWrite = false
 
     private enum State {
         case connecting
@@ -175,6 +177,10 @@ package final class StreamConnection: Selectable {
             self.isWaitingForWritable = false
             self.updateInterest()
         }
+        if self.shutsDownWriteWhenFlushed && !self.hasShutDownWrite {
+            self.hasShutDownWrite = true
+            _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
+        }
         if self.state == .closingAfterFlush { self.beginLingering() }
     }
 
@@ -235,6 +241,14 @@ package final class StreamConnection: Selectable {
     }
 
     // MARK: Closing
+
+    /// Half-closes once everything buffered is sent (a tunnel whose other side finished sending);
+    /// reading goes on.
+    package func shutdownWriteAfterFlush() {
+        guard self.state == .open else { return }
+        self.shutsDownWriteWhenFlushed = true
+        self.flush()
+    }
 
     /// Closes now; buffered writes are dropped. The delegate is not called.
     package func close() {

@@ -63,6 +63,13 @@ import Testing
         #expect(parser.canEndAtEndOfInput)
     }
 
+    @Test func aSuccessfulConnectResponseHasNoBody() throws {
+        let messages = try parseResponses(bytes("HTTP/1.1 200 Connection established\r\n\r\n"), method: .connect)
+        #expect(messages.count == 1 && messages[0].isComplete)
+        let refused = try parseResponses(bytes("HTTP/1.1 405 No\r\nContent-Length: 2\r\n\r\nno"), method: .connect)
+        #expect(refused[0].body == bytes("no"))
+    }
+
     @Test func acceptsStatusLineWithoutReason() throws {
         let messages = try parseResponses(bytes("HTTP/1.1 204\r\n\r\n"))
         #expect(messages[0].head.status == 204)

@@ -11,7 +11,19 @@ extension ClientConnection {
                 guard self.forwardRequestBody(exchange) else { break }
                 continue
             }
-            guard !self.closesAfterExchange, !self.stream.inbound.isEmpty else { break }
+            guard !self.closesAfterExchange, !self.stream.inbound.isEmpty, self.tunnel == nil else { break }
+            if self.isAwaitingTunnelFirstByte {
+                self.isAwaitingTunnelFirstByte = false
+                let first = self.stream.inbound.withUnsafeReadableBytes { $0.first }
+                if first == 0x16 {
+                    self.runtime.logger.warn(
+                        "client started TLS inside a CONNECT tunnel to an inject host; closing: the proxy cannot add a token inside TLS, send plain http:// requests instead",
+                        ["to": self.tunnelTarget?.origin.description ?? "-"])
+                    self.stream.close()
+                    self.cleanUp()
+                    return
+                }
+            }
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
                 event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
@@ -114,28 +126,39 @@ extension ClientConnection {
     /// Routes a new request and starts its exchange.
     func startExchange(_ head: RequestHead) {
         self.clearDeadline()
+        let hasBody = head.framing != .none && head.framing != .contentLength(0)
+        // A bodiless request ends with its head; the parser moves on whatever happens to the request.
+        if !hasBody { self.consumeEmptyBody() }
         if self.runtime.accessLog != nil {
             self.lastHead = head
         }
         self.lastHeadAt = self.loop.now
         if !head.wantsKeepAlive { self.closesAfterExchange = true }
-        if let refusal = self.runtime.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket) {
-            if head.framing != .none && head.framing != .contentLength(0) { self.closesAfterExchange = true }
+        // Inside a served CONNECT tunnel, requests name their target through the tunnel, not Host.
+        let insideTunnel = self.tunnelTarget != nil
+        if let refusal = self.runtime.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket || insideTunnel) {
+            if hasBody { self.closesAfterExchange = true }
             self.respond(with: refusal)
             return
         }
-        let route = self.runtime.router.route(head)
+        let route: Route
+        if let tunnelTarget = self.tunnelTarget, head.targetForm == .origin {
+            route = .forward(tunnelTarget, path: .absolute(head.target))
+        } else {
+            route = self.runtime.router.route(head)
+        }
         switch route {
+        case .tunnel(let origin):
+            self.openTunnel(to: origin)
+        case .serveTunnel(let target):
+            self.serveTunnel(to: target)
         case .reject(let error):
-            if head.framing != .none && head.framing != .contentLength(0) { self.closesAfterExchange = true }
+            if hasBody { self.closesAfterExchange = true }
             self.respond(with: error)
         case .forward(let target, let path):
             let exchange = Exchange(head: head, target: target, path: path, startedAt: self.loop.now)
             self.exchange = exchange
-            if !exchange.hasBody {
-                self.consumeEmptyBody()
-                exchange.isRequestComplete = true
-            }
+            exchange.isRequestComplete = !hasBody
             self.decideReplayability(exchange)
             guard target.injectsToken else {
                 self.connectUpstream(exchange, allowReuse: true)

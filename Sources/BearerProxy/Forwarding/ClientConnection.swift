@@ -38,6 +38,12 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
 
     /// Accepted on a unix socket: no browser can reach it, so any Host is fine.
     let isFromUnixSocket: Bool
+    /// A CONNECT tunnel this connection turned into (bytes pass through untouched).
+    var tunnel: Tunnel?
+    /// After CONNECT to an inject host: the requests inside go to this target, with the token.
+    var tunnelTarget: Target?
+    /// The first byte inside a served tunnel is still to be checked (TLS cannot be served).
+    var isAwaitingTunnelFirstByte = false
 
     init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool) {
         self.stream = stream
@@ -55,11 +61,13 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
     // MARK: StreamConnectionDelegate
 
     func streamReceived(_ connection: StreamConnection) {
+        if let tunnel = self.tunnel { return tunnel.clientReceived() }
         self.processClientInput()
     }
 
     func streamReadEnded(_ connection: StreamConnection) {
         self.hasClientReadEnded = true
+        if let tunnel = self.tunnel { return tunnel.clientReadEnded() }
         guard let exchange = self.exchange else {
             // Between requests (or inside an unfinished head): nothing more will come; close.
             self.stream.closeAfterFlush()
@@ -74,6 +82,7 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
     }
 
     func streamWritable(_ connection: StreamConnection) {
+        if let tunnel = self.tunnel { return tunnel.clientWritable() }
         guard let exchange = self.exchange, exchange.isUpstreamPaused, let upstream = exchange.upstream else { return }
         exchange.isUpstreamPaused = false
         self.processUpstreamInput(upstream)
@@ -117,6 +126,10 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         self.isClosed = true
         if let timer = self.timer { self.loop.cancel(timer) }
         self.timer = nil
+        if let tunnel = self.tunnel {
+            self.tunnel = nil
+            tunnel.close()
+        }
         if let exchange = self.exchange {
             self.endExchange(exchange)
             exchange.upstream?.close()
@@ -151,6 +164,41 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         self.stream.withOutbound {
             $0.writeProxyResponse(status: error.status, message: error.message, close: close, extraFields: error.extraFields)
         }
+        self.exchangeEnded()
+    }
+
+    // MARK: CONNECT
+
+    /// Opens a byte tunnel to a host that gets no token.
+    func openTunnel(to origin: Origin) {
+        self.clearDeadline()
+        self.stream.setReading(false)
+        let tunnel = Tunnel(client: self, origin: origin)
+        self.tunnel = tunnel
+        self.runtime.logger.debug("tunnel", ["to": origin.description])
+        tunnel.connect(resolver: self.runtime.resolver)
+    }
+
+    func tunnelFailed(_ error: ProxyError) {
+        self.tunnel = nil
+        self.closesAfterExchange = true
+        self.respond(with: error)
+    }
+
+    func tunnelEnded() {
+        guard self.tunnel != nil || !self.isClosed else { return }
+        self.tunnel = nil
+        self.stream.close()
+        self.cleanUp()
+    }
+
+    /// Answers a CONNECT to an inject host itself: the requests inside are read here and sent to
+    /// `target` with the token.
+    func serveTunnel(to target: Target) {
+        self.tunnelTarget = target
+        self.isAwaitingTunnelFirstByte = true
+        self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
+        self.recordCompletion(status: 200, head: self.lastHead, bytes: 0, startedAt: self.lastHeadAt, replayed: false)
         self.exchangeEnded()
     }
 

@@ -11,7 +11,10 @@ package enum ProxyError: Error, Equatable, Sendable {
     case hostRefused(String)
     /// A browser request from another site.
     case originRefused(String)
-    case connectNotSupported
+    /// CONNECT to an inject host on 443: the token cannot be added inside TLS.
+    case connectToInjectHostOverTLS(String)
+    /// CONNECT to a host not in inject_hosts with other_hosts = deny.
+    case connectDenied(String)
     case upstreamConnectFailed(origin: String, reason: String)
     case upstreamResolveFailed(origin: String, reason: String)
     case upstreamClosed(origin: String)
@@ -29,7 +32,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         switch self {
         case .malformedRequest(let error): error.status
         case .otherHostDenied, .hostRefused, .originRefused: 403
-        case .connectNotSupported: 405
+        case .connectToInjectHostOverTLS, .connectDenied: 405
         case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
             .upstreamTLSFailed:
             502
@@ -56,8 +59,10 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: Host '\(oneLine(host, limit: 100))' is not one this proxy answers to; add it to accept_hosts if you trust it"
         case .originRefused(let origin):
             "bearer-proxy: browser requests from \(origin) are refused; add the origin to accept_origins to allow it"
-        case .connectNotSupported:
-            "bearer-proxy: CONNECT is not supported here; send plain HTTP requests to the proxy"
+        case .connectToInjectHostOverTLS(let origin):
+            "bearer-proxy: CONNECT \(origin) refused: inside a TLS tunnel the proxy cannot add the token; send plain http:// requests to the proxy (it speaks HTTPS to the upstream itself)"
+        case .connectDenied(let origin):
+            "bearer-proxy: CONNECT \(origin) refused: other_hosts = deny and it is not in inject_hosts"
         case .upstreamConnectFailed(let origin, let reason):
             "bearer-proxy: cannot connect to upstream \(origin): \(reason)"
         case .upstreamResolveFailed(let origin, let reason):
@@ -90,7 +95,8 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .otherHostDenied: "other_host_denied"
         case .hostRefused: "host_refused"
         case .originRefused: "origin_refused"
-        case .connectNotSupported: "connect_refused"
+        case .connectToInjectHostOverTLS: "connect_tls_to_inject_host"
+        case .connectDenied: "connect_denied"
         case .upstreamConnectFailed: "upstream_connect_failed"
         case .upstreamResolveFailed: "upstream_resolve_failed"
         case .upstreamClosed: "upstream_closed"

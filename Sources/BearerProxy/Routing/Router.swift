@@ -47,34 +47,53 @@ package struct Router: Sendable {
             return .forward(self.upstream, path: .prefixed(head.target))
         case .asterisk:
             return .forward(self.upstream, path: .asterisk)
-        case .authority:
-            return .reject(.connectNotSupported)
+        case .authority(let authority):
+            let host = Self.host(head.string(authority.host))
+            let port = authority.port ?? 443
+            let origin = Origin(isHTTPS: false, host: host, port: port)
+            if self.injectHosts.contains(where: { $0.matches(host: host, port: port) }) {
+                // Clients such as undici tunnel even plain http:// through CONNECT. On 443 the client
+                // will speak TLS inside, where no header can be added.
+                if port == 443 { return .reject(.connectToInjectHostOverTLS(origin.description)) }
+                return .serveTunnel(self.target(host: host, port: port, namedPort: authority.port, isHTTPS: false))
+            }
+            if self.otherHosts == .deny { return .reject(.connectDenied(origin.description)) }
+            return .tunnel(origin)
         case .absolute(let absolute):
             let authority = absolute.parsedAuthority
-            var host = head.string(authority.host).lowercased()
-            if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+            let host = Self.host(head.string(authority.host))
             let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
             if self.selfAuthorities.contains(Self.authorityKey(host: host, port: port)) {
                 return .forward(self.upstream, path: .prefixed(absolute.pathAndQuery))
             }
-            let origin: Origin
-            if host == self.upstreamURL.host && (authority.port == nil || authority.port == self.upstreamURL.port) {
-                origin = self.upstream.origin
-            } else {
-                origin = Origin(isHTTPS: absolute.isHTTPS, host: host, port: port)
+            let target = self.target(host: host, port: port, namedPort: authority.port, isHTTPS: absolute.isHTTPS)
+            if !target.injectsToken && self.otherHosts == .deny {
+                return .reject(.otherHostDenied(target.origin.description))
             }
-            let injects = self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) }
-            if !injects && self.otherHosts == .deny {
-                return .reject(.otherHostDenied(origin.description))
-            }
-            let target = Target(
-                origin: origin,
-                authority: origin == self.upstream.origin ? self.upstream.authority : Array(origin.authority.utf8),
-                pathPrefix: [],
-                injectsToken: injects
-            )
             return .forward(target, path: .absolute(absolute.pathAndQuery))
         }
+    }
+
+    /// Where requests to `host:port` go: the upstream's scheme and port when it is the upstream's
+    /// host named without a port or with the upstream's port, else the scheme the client named.
+    func target(host: String, port: Int, namedPort: Int?, isHTTPS: Bool) -> Target {
+        let origin: Origin
+        if host == self.upstreamURL.host && (namedPort == nil || namedPort == self.upstreamURL.port) {
+            origin = self.upstream.origin
+        } else {
+            origin = Origin(isHTTPS: isHTTPS, host: host, port: port)
+        }
+        return Target(
+            origin: origin,
+            authority: origin == self.upstream.origin ? self.upstream.authority : Array(origin.authority.utf8),
+            pathPrefix: [],
+            injectsToken: self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) })
+    }
+
+    /// Lower-cased, brackets of an IPv6 literal removed.
+    static func host(_ text: String) -> String {
+        let lower = text.lowercased()
+        return lower.hasPrefix("[") ? String(lower.dropFirst().dropLast()) : lower
     }
 }
 
@@ -91,6 +110,11 @@ package struct Target: Sendable {
 package enum Route: Sendable {
     case forward(Target, path: ForwardedPath)
     case reject(ProxyError)
+    /// CONNECT to a host that gets no token: a byte tunnel.
+    case tunnel(Origin)
+    /// CONNECT to an inject host on a plain-HTTP port: the proxy answers 200 and reads the requests
+    /// inside itself, adding the token, all sent to this target.
+    case serveTunnel(Target)
 }
 
 /// How the request-target sent upstream is made from the client's.

@@ -1,0 +1,82 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+@Suite struct ConnectTests {
+    @Test func tunnelCarriesBytesBothWaysWithoutAToken() throws {
+        let far = MockUpstream(group: mockGroup)
+        try far.start()
+        defer { far.stop() }
+        let fixture = try ProxyFixture()
+        let client = try fixture.client()
+        client.send("CONNECT 127.0.0.1:\(far.port) HTTP/1.1\r\nHost: 127.0.0.1:\(far.port)\r\n\r\n")
+        #expect(try client.readResponse(method: .connect).status == 200)
+        client.send("GET /inside HTTP/1.1\r\nHost: far\r\n\r\n")
+        let inside = try client.readResponse()
+        #expect(inside.status == 200)
+        #expect(far.requests.last?.target == "/inside")
+        #expect(far.requests.last?.header("authorization") == nil, "a token went into a tunnel to another host")
+        #expect(far.requests.last?.header("via") == nil, "tunnel bytes are not rewritten")
+    }
+
+    @Test func refusesTunnelsWhenOtherHostsAreDenied() throws {
+        let fixture = try ProxyFixture { $0.otherHosts = .deny }
+        let response = try fixture.send("CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n", method: .connect)
+        #expect(response.status == 405)
+        #expect(response.text.contains("other_hosts = deny"))
+    }
+
+    @Test func refusesATLSTunnelToAnInjectHost() throws {
+        let fixture = try ProxyFixture { $0.injectHosts = [.host("api.example.com")] }
+        let response = try fixture.send("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n", method: .connect)
+        #expect(response.status == 405)
+        #expect(response.text.contains("send plain http://"))
+    }
+
+    @Test func servesATunnelToAnInjectHostItselfAddingTheToken() throws {
+        let fixture = try ProxyFixture()
+        let authority = "127.0.0.1:\(fixture.upstream.port)"
+        let client = try fixture.client()
+        client.send("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        #expect(try client.readResponse(method: .connect).status == 200)
+        for index in 0..<3 {
+            client.send("GET /undici/\(index) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            #expect(fixture.upstream.requests.last?.target == "/undici/\(index)")
+            #expect(fixture.upstream.requests.last?.header("authorization") == "Bearer \(ProxyFixture.token)")
+        }
+    }
+
+    @Test func closesAServedTunnelWhenTheClientStartsTLS() throws {
+        let fixture = try ProxyFixture()
+        let authority = "127.0.0.1:\(fixture.upstream.port)"
+        let client = try fixture.client()
+        client.send("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        #expect(try client.readResponse(method: .connect).status == 200)
+        client.send([0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5])
+        #expect(client.waitForClose())
+        #expect(fixture.logs.capturedLines.contains { $0.contains("started TLS inside a CONNECT tunnel") })
+        fixture.expectStillServing()
+    }
+
+    @Test func aTunnelToADeadPortIs502() throws {
+        let port = try ErrorPathTests.deadPort()
+        let fixture = try ProxyFixture()
+        let response = try fixture.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: x\r\n\r\n", method: .connect)
+        #expect(response.status == 502)
+    }
+
+    @Test func keepsServingAfterARefusedRequestOnTheSameConnection() throws {
+        let fixture = try ProxyFixture { $0.otherHosts = .deny }
+        let client = try fixture.client()
+        client.send("GET http://elsewhere.example/ HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n")
+        #expect(try client.readResponse().status == 403)
+        client.send("GET /fine HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+}
