@@ -15,6 +15,7 @@ package final class ProxyServer: Sendable {
     private let contexts: Mutex<[UnsafeTransfer<LoopContext>]>
     private let listeners: Mutex<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
+    private let lastAcceptErrorLog = Atomic<Int64>(0)
     private let admin = Mutex<AdminServer?>(nil)
 
     /// Where the admin endpoints listen, when they do.
@@ -199,9 +200,7 @@ package final class ProxyServer: Sendable {
                     let listener = Listener(
                         fd: fd, loop: loop,
                         onAccept: { clientFD in self.accept(clientFD, isUnix: isUnix, context: context) },
-                        onAcceptError: { error in
-                            self.runtime.logger.warn("accept failed", ["error": error.description])
-                        })
+                        onAcceptError: { error in self.logAcceptError(error) })
                     listener.start()
                     self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
                 }
@@ -209,6 +208,17 @@ package final class ProxyServer: Sendable {
             }
         }
         for _ in self.group.loops { ready.wait() }
+    }
+
+    /// Out of descriptors, accept fails every time it is retried: say so once every few seconds.
+    private func logAcceptError(_ error: IOError) {
+        let now = Instant.now().nanoseconds
+        let last = self.lastAcceptErrorLog.load(ordering: .relaxed)
+        guard now - last > 5_000_000_000,
+            self.lastAcceptErrorLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        self.runtime.logger.warn(
+            "accept failed; pausing accepts briefly", ["error": error.description, "open_connections": "\(self.runtime.openConnections.load(ordering: .relaxed))"])
     }
 
     private func accept(_ fd: Int32, isUnix: Bool, context: LoopContext) {

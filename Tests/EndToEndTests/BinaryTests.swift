@@ -224,3 +224,39 @@ func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool 
     }
     return condition()
 }
+
+@Suite struct DescriptorExhaustionTests {
+    /// Out of file descriptors, accept fails with EMFILE again and again; the proxy must back off
+    /// instead of spinning an event loop at 100% CPU, and serve again once descriptors free up.
+    @Test func outOfDescriptorsTheProxyDoesNotSpinAndRecovers() throws {
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = temporaryFile("listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\nworkers = 1\n")
+        let shell = try ProxyProcess(["--config", config], environment: [:], launcher: ["/bin/sh", "-c", "ulimit -n 48 && exec \"$0\" \"$@\""])
+        let listening = try #require(shell.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        var held: [BlockingHTTPClient] = []
+        for _ in 0..<80 {
+            if let client = try? BlockingHTTPClient(connectingTo: address, timeout: .seconds(2)) { held.append(client) }
+        }
+        usleep(300_000)
+        let cpuBefore = processCPUSeconds(shell.process.processIdentifier)
+        usleep(1_500_000)
+        let cpuUsed = processCPUSeconds(shell.process.processIdentifier) - cpuBefore
+        #expect(cpuUsed < 0.5, "the proxy burned \(cpuUsed)s of CPU in 1.5s while out of descriptors")
+        #expect(shell.standardError.contains("accept failed"))
+        held.removeAll()
+        #expect(waitFor { (try? httpRequest(address, "GET /again HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status) == 200 })
+        shell.signal(SIGTERM)
+        #expect(shell.waitForExit() == 0)
+    }
+}
+
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}

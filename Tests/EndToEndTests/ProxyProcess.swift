@@ -18,9 +18,15 @@ final class ProxyProcess: @unchecked Sendable {
         return testBinary.deletingLastPathComponent().appendingPathComponent("bearer-proxy")
     }
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        self.process.executableURL = Self.binaryURL
-        self.process.arguments = arguments
+    /// `launcher` runs the binary through another program (`sh -c 'ulimit …; exec "$0" "$@"'`).
+    init(_ arguments: [String], environment: [String: String] = [:], launcher: [String]? = nil) throws {
+        if let launcher {
+            self.process.executableURL = URL(fileURLWithPath: launcher[0])
+            self.process.arguments = Array(launcher.dropFirst()) + [Self.binaryURL.path] + arguments
+        } else {
+            self.process.executableURL = Self.binaryURL
+            self.process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         self.process.environment = env

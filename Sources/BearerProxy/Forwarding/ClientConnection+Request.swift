@@ -91,6 +91,7 @@ extension ClientConnection {
                 self.writeRequestBody(bytes, exchange: exchange, to: upstreamStream)
             }
             self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            self.extendDeadline(.requestBody, after: self.configuration.clientIdleTimeout)
             upstreamStream.flush()
             return !self.isClosed && self.exchange === exchange
         case .needMore(let consumed):
@@ -102,6 +103,7 @@ extension ClientConnection {
                 upstreamStream.withOutbound { $0.writeStaticString("0\r\n\r\n") }
             }
             exchange.isRequestComplete = true
+            if !exchange.hasResponseStarted { self.extendDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout) }
             upstreamStream.flush()
             return false
         case .head:
@@ -274,7 +276,12 @@ extension ClientConnection {
             }
         }
         exchange.isRequestHeadSent = true
-        self.setDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout)
+        if exchange.isRequestComplete {
+            self.setDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout)
+        } else {
+            // A body that stops arriving is bounded too.
+            self.setDeadline(.requestBody, after: self.configuration.clientIdleTimeout)
+        }
         stream.flush()
         guard !self.isClosed, self.exchange === exchange else { return }
         self.processClientInput()

@@ -13,6 +13,8 @@ enum DeadlineKind {
     case upstreamResponse
     /// Parked for a token: a safety net behind the session's own refresh_timeout.
     case token
+    /// Between two reads of a request body (client_idle_timeout): 408, or a cut response.
+    case requestBody
 }
 
 extension ClientConnection {
@@ -71,6 +73,9 @@ extension ClientConnection {
             guard let exchange = self.exchange else { return }
             let origin = exchange.target.origin.description
             self.respond(with: .upstreamTimeout(origin: origin))
+        case .requestBody:
+            self.closesAfterExchange = true
+            self.respond(with: .requestBodyTimeout)
         case .token:
             guard let exchange = self.exchange, let id = exchange.waiterID else { return }
             self.runtime.session.cancel(id)

@@ -24,6 +24,7 @@ package enum ProxyError: Error, Equatable, Sendable {
     case upstreamTimeout(origin: String)
     case upstreamTLSFailed(origin: String, reason: String)
     case requestHeadTimeout
+    case requestBodyTimeout
     case overCapacity
     /// A request that needed a token cannot have one (refresh failed, logged out, …).
     case session(SessionFailure)
@@ -37,7 +38,7 @@ package enum ProxyError: Error, Equatable, Sendable {
             .upstreamTLSFailed:
             502
         case .upstreamConnectTimeout, .upstreamTimeout: 504
-        case .requestHeadTimeout: 408
+        case .requestHeadTimeout, .requestBodyTimeout: 408
         case .overCapacity: 503
         case .session(let failure): failure.status
         }
@@ -81,6 +82,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: TLS to upstream \(origin) failed: \(reason)"
         case .requestHeadTimeout:
             "bearer-proxy: request head not received in time (client_header_timeout)"
+        case .requestBodyTimeout:
+            "bearer-proxy: the request body stopped arriving (client_idle_timeout)"
         case .overCapacity:
             "bearer-proxy: too many connections (max_connections); try again later"
         case .session(let failure):
@@ -106,6 +109,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamTimeout: "upstream_timeout"
         case .upstreamTLSFailed: "upstream_tls_failed"
         case .requestHeadTimeout: "request_head_timeout"
+        case .requestBodyTimeout: "request_body_timeout"
         case .overCapacity: "over_capacity"
         case .session(let failure): "token_\(failure.shortName)"
         }
