@@ -11,5 +11,6 @@ mkdir -p "$out/corpus"
 cp -n Tests/Fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
 swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name BearerHTTPFuzz -package-name BearerProxy \
     Sources/BearerHTTP/*.swift Tests/Fuzz/ParserFuzzer.swift -o "$out/parser-fuzzer"
-"$out/parser-fuzzer" "$out/corpus" -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" \
-    -max_len=8192 -timeout=10 -artifact_prefix="$out/" -print_final_stats=1
+cd "$out"    # libFuzzer writes its job logs (fuzz-N.log) into the working directory
+./parser-fuzzer corpus -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" \
+    -max_len=8192 -timeout=10 -artifact_prefix=./ -print_final_stats=1

@@ -1,0 +1,60 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+/// Runs refresh storms with every kind of secret in play, then greps every log line, the access log,
+/// `/status`, `/metrics` and the `--check` report for every secret used.
+@Suite struct SecretsAuditTests {
+    @Test func noSecretReachesAnyLogOrOperatorOutput() throws {
+        let directory = NSTemporaryDirectory() + "bearer-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let tokenFile = directory + "/refresh_token"
+        let accessLog = directory + "/access.log"
+        try "rt-audit-initial\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let fixture = try SessionFixture(tokenSettings: {
+            $0.refreshTokens = ["rt-audit-initial"]
+            $0.rotatesRefreshTokens = true
+        }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = tokenFile
+            config.accessToken = Secret("at-audit-configured")
+            config.accessLog = .file(accessLog)
+            config.adminListen = .hostPort(host: "127.0.0.1", port: 0)
+        }
+        let clients = try (0..<40).map { _ in try fixture.client() }
+        for round in 0..<3 {
+            fixture.authority.revokeAll()
+            for (index, client) in clients.enumerated() {
+                client.send("GET /audit/\(round)/\(index) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-own-secret\r\n\r\n")
+            }
+            for client in clients { #expect(try client.readResponse().status == 200) }
+        }
+        let admin = try #require(fixture.proxy.adminAddress)
+        let status = try httpRequest(admin, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(admin.port!)\r\n\r\n").text
+        let metrics = try httpRequest(admin, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:\(admin.port!)\r\n\r\n").text
+        let report = ConfigurationLoader.report(fixture.proxy.runtime.configuration)
+
+        let rotated = fixture.tokenServer.recordedCalls.compactMap { $0.form["refresh_token"] }
+        #expect(rotated.count >= 3)
+        let secrets = ["rt-audit-initial", "at-audit-configured", "client-own-secret", SessionFixture.clientSecret]
+            + rotated + (1...fixture.authority.issuedCount).map { "mock-access-\($0)" }
+        let outputs = [
+            ("log", fixture.logs.capturedLines.joined()),
+            ("access log", (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? ""),
+            ("/status", status), ("/metrics", metrics), ("--check", report),
+        ]
+        #expect(outputs[0].1.contains("token refreshed"), "the storm was logged")
+        for (name, text) in outputs {
+            let words = Set(text.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "-" }).map(String.init))
+            for secret in secrets {
+                #expect(!words.contains(secret), "\(secret) appears in the \(name)")
+            }
+        }
+    }
+}
