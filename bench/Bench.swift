@@ -208,14 +208,23 @@ final class ExpiryTimer: @unchecked Sendable {
     private var stopped = false
     private var instants: [Instant] = []
 
+    var isStopped: Bool {
+        self.state.lock()
+        defer { self.state.unlock() }
+        return self.stopped
+    }
+
     init(every interval: Duration, until end: Instant, authority: MockTokenAuthority) {
         final class Box: @unchecked Sendable { weak var timer: ExpiryTimer? }
         let box = Box()
         self.thread = spawnThread(name: "bench-expiry") {
             var next = Instant.now() + interval
             while true {
-                let wait = next - Instant.now()
-                if wait > .zero { usleep(UInt32(wait.nanoseconds / 1000)) }
+                // Sleep in short steps so that stop() never waits long for this thread.
+                while Instant.now() < next {
+                    if let timer = box.timer, timer.isStopped { return }
+                    usleep(UInt32(min(max((next - Instant.now()).nanoseconds / 1000, 0), 20_000)))
+                }
                 guard let timer = box.timer else { return }
                 timer.state.lock()
                 let stopped = timer.stopped || Instant.now() > end
@@ -231,12 +240,13 @@ final class ExpiryTimer: @unchecked Sendable {
         box.timer = self
     }
 
-    /// Stops revoking; returns when each revocation happened.
+    /// Stops revoking (waiting for the thread to end); returns when each revocation happened.
     func stop() -> [Instant] {
         self.state.lock()
         self.stopped = true
         let instants = self.instants
         self.state.unlock()
+        joinThread(self.thread)
         return instants
     }
 }

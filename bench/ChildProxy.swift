@@ -7,7 +7,7 @@ import Synchronization
 final class ChildProxy: @unchecked Sendable {
     let process = Process()
     private let stderrPipe = Pipe()
-    private let output = Mutex<String>("")
+    private let output = Locked<String>("")
     let configPath: String
 
     /// `bearer-proxy` next to this executable, unless given.

@@ -48,7 +48,7 @@ final class LoadGenerator: Sendable {
         onMeasurementEnd: () -> Void = {}
     ) -> Result {
         let shared = SharedState()
-        let perLoop = Mutex<[Result]>([])
+        let perLoop = Locked<[Result]>([])
         let started = Atomic<Int>(0)
         for loop in self.group.loops {
             loop.execute {
@@ -102,9 +102,9 @@ final class LoadGenerator: Sendable {
 
     /// State reachable from every loop: when measuring started and stopped, each loop's own state.
     final class SharedState: Sendable {
-        let measurementStart = Mutex<Instant?>(nil)
-        let measurementEnd = Mutex<Instant?>(nil)
-        private let states = Mutex<[Int: UnsafeSendableBox<LoopState>]>([:])
+        let measurementStart = Locked<Instant?>(nil)
+        let measurementEnd = Locked<Instant?>(nil)
+        private let states = Locked<[Int: UnsafeSendableBox<LoopState>]>([:])
 
         func register(_ index: Int, _ state: LoopState) {
             self.states.withLock { $0[index] = UnsafeSendableBox(state) }

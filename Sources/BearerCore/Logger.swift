@@ -135,7 +135,7 @@ package final class LogSink: Sendable {
     }
 
     private let destination: Destination
-    private let state = Mutex<[String]>([])
+    private let state = Locked<[String]>([])
 
     package init(fileDescriptor: Int32) {
         self.destination = .fileDescriptor(fileDescriptor)

@@ -2,10 +2,10 @@ import Synchronization
 
 /// A clock that moves only when told to, so time-dependent logic is tested without sleeping.
 package final class ManualTimeSource: TimeSource {
-    private let current: Mutex<Instant>
+    private let current: Locked<Instant>
 
     package init(start: Instant = Instant(nanoseconds: 1_000_000_000_000)) {
-        self.current = Mutex(start)
+        self.current = Locked(start)
     }
 
     package func now() -> Instant {

@@ -15,7 +15,7 @@ package final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private var slots: [Slot] = []
     private var timers = TimerHeap()
-    private let queuedTasks = Mutex<[@Sendable () -> Void]>([])
+    private let queuedTasks = Locked<[@Sendable () -> Void]>([])
     private let wakePending = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
     private var thread: pthread_t?

@@ -14,7 +14,7 @@ package final class Resolver: Sendable {
         var expiry: Instant
     }
 
-    private let cache = Mutex<[String: Entry]>([:])
+    private let cache = Locked<[String: Entry]>([:])
     private let ttl: Duration
 
     package init(ttl: Duration = .seconds(30)) {

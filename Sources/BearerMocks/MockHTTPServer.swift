@@ -19,24 +19,24 @@ package final class MockHTTPServer: Sendable {
     /// Serve HTTPS with this context.
     let tls: TLSContext?
     let group: EventLoopGroup
-    private let listenFD: Mutex<Int32?>
-    private let listeners: Mutex<[UnsafeSendable<Listener>]>
-    private let connections: Mutex<[ObjectIdentifier: UnsafeSendable<MockServerConnection>]>
+    private let listenFD: Locked<Int32?>
+    private let listeners: Locked<[UnsafeSendable<Listener>]>
+    private let connections: Locked<[ObjectIdentifier: UnsafeSendable<MockServerConnection>]>
     package let acceptedConnections = Atomic<Int>(0)
     /// TLS connections whose client resumed an earlier session.
     package let resumedTLSSessions = Atomic<Int>(0)
     package let handledRequests = Atomic<Int>(0)
-    package let address: Mutex<SocketAddress?>
+    package let address: Locked<SocketAddress?>
 
     package init(group: EventLoopGroup, tls: TLSContext? = nil, expectHandler: ExpectHandler? = nil, handler: @escaping Handler) {
         self.group = group
         self.tls = tls
         self.handler = handler
         self.expectHandler = expectHandler
-        self.listenFD = Mutex(nil)
-        self.listeners = Mutex([])
-        self.connections = Mutex([:])
-        self.address = Mutex(nil)
+        self.listenFD = Locked(nil)
+        self.listeners = Locked([])
+        self.connections = Locked([:])
+        self.address = Locked(nil)
     }
 
     /// Starts listening (port 0 picks a free port) and returns the bound address.

@@ -13,7 +13,7 @@ package final class MockTokenAuthority: Sendable {
         var revokedBefore = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     package let prefix: String
 
     package init(prefix: String = "mock-access-") {

@@ -8,11 +8,11 @@ import Synchronization
 package final class MockTokenServer: Sendable {
     package let server: MockHTTPServer
     package let authority: MockTokenAuthority
-    private let settings: Mutex<Settings>
-    private let recorded = Mutex<[TokenCall]>([])
+    private let settings: Locked<Settings>
+    private let recorded = Locked<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
-    private let callTimes = Mutex<[Instant]>([])
-    private let revoked = Mutex<[String]>([])
+    private let callTimes = Locked<[Instant]>([])
+    private let revoked = Locked<[String]>([])
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -54,7 +54,7 @@ package final class MockTokenServer: Sendable {
         tls: TLSContext? = nil
     ) {
         self.authority = authority
-        self.settings = Mutex(settings)
+        self.settings = Locked(settings)
         let box = Box()
         self.server = MockHTTPServer(group: group, tls: tls) { request in box.server!.handle(request) }
         box.server = self

@@ -11,15 +11,15 @@ import Synchronization
 package final class MockUpstream: Sendable {
     package let server: MockHTTPServer
     /// Tokens the API accepts; when nil (and there is no authority), any request is accepted.
-    private let acceptedTokens: Mutex<Set<String>?>
+    private let acceptedTokens: Locked<Set<String>?>
     /// Accepts the tokens this authority issued and has not revoked.
     package let authority: MockTokenAuthority?
     /// How many times each `X-Request-Id` was seen (the bench checks no request arrives more than twice).
-    private let requestIDCounts = Mutex<[Int: Int]>([:])
+    private let requestIDCounts = Locked<[Int: Int]>([:])
     package let countsRequestIDs: Bool
     package let rejected = Atomic<Int>(0)
     package let accepted = Atomic<Int>(0)
-    private let recorded = Mutex<[RecordedRequest]>([])
+    private let recorded = Locked<[RecordedRequest]>([])
     package let recordsRequests: Bool
 
     package struct RecordedRequest: Sendable {
@@ -45,7 +45,7 @@ package final class MockUpstream: Sendable {
         countsRequestIDs: Bool = false,
         tls: TLSContext? = nil
     ) {
-        self.acceptedTokens = Mutex(acceptedTokens)
+        self.acceptedTokens = Locked(acceptedTokens)
         self.authority = authority
         self.recordsRequests = recordsRequests
         self.countsRequestIDs = countsRequestIDs

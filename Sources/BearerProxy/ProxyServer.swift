@@ -12,11 +12,11 @@ package final class ProxyServer: Sendable {
     private let group: EventLoopGroup
     private let ownsGroup: Bool
     private let listenFDs: [Int32]
-    private let contexts: Mutex<[UnsafeTransfer<LoopContext>]>
-    private let listeners: Mutex<[UnsafeTransfer<Listener>]>
+    private let contexts: Locked<[UnsafeTransfer<LoopContext>]>
+    private let listeners: Locked<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
     private let lastAcceptErrorLog = Atomic<Int64>(0)
-    private let admin = Mutex<AdminServer?>(nil)
+    private let admin = Locked<AdminServer?>(nil)
 
     /// Where the admin endpoints listen, when they do.
     package var adminAddress: SocketAddress? { self.admin.withLock { $0?.address } }
@@ -147,8 +147,8 @@ package final class ProxyServer: Sendable {
         self.group = group
         self.ownsGroup = ownsGroup
         self.listenFDs = fds
-        self.contexts = Mutex([])
-        self.listeners = Mutex([])
+        self.contexts = Locked([])
+        self.listeners = Locked([])
     }
 
     private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {

@@ -19,7 +19,7 @@ func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool
     @Test func runsTasksFromOtherThreadsInOrder() {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let loop = group.loops[0]
         for value in 0..<1000 {
             loop.execute {
@@ -36,7 +36,7 @@ func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
         let loop = group.loops[0]
-        let fired = Mutex<[String]>([])
+        let fired = Locked<[String]>([])
         loop.execute {
             let start = Instant.now()
             loop.schedule(at: start + .milliseconds(30)) { fired.withLock { $0.append("late") } }
@@ -189,7 +189,7 @@ struct BlockingSocket {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
         final class Recorder: StreamConnectionDelegate, @unchecked Sendable {
-            let outcome = Mutex<String?>(nil)
+            let outcome = Locked<String?>(nil)
             func streamReceived(_ connection: StreamConnection) {}
             func streamReadEnded(_ connection: StreamConnection) {}
             func streamWritable(_ connection: StreamConnection) {}

@@ -10,7 +10,7 @@ final class ProxyProcess: @unchecked Sendable {
     let process = Process()
     private let stderrPipe = Pipe()
     private let stdoutPipe = Pipe()
-    private let output = Mutex<(stderr: String, stdout: String)>(("", ""))
+    private let output = Locked<(stderr: String, stdout: String)>(("", ""))
 
     /// `.build/debug/bearer-proxy`, next to the test bundle.
     static var binaryURL: URL {

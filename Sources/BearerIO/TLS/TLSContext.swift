@@ -1,3 +1,4 @@
+import BearerCore
 import COpenSSL
 import Glibc
 import Synchronization
@@ -18,7 +19,7 @@ package final class TLSContext: @unchecked Sendable {
     package let verifiesPeer: Bool
     package let isServer: Bool
     /// The newest resumable session per origin (`host:port`), each holding one reference.
-    private let sessions = Mutex<[String: SessionHandle]>([:])
+    private let sessions = Locked<[String: SessionHandle]>([:])
 
     /// An `SSL_SESSION*` holding one reference; OpenSSL sessions are immutable once stored.
     private struct SessionHandle: @unchecked Sendable {

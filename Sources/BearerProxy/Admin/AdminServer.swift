@@ -12,7 +12,7 @@ final class AdminServer: Sendable {
     private let fd: Int32
     private let loops: [EventLoop]
     private let contexts: @Sendable () -> [UnsafeTransfer<LoopContext>]
-    private let listeners = Mutex<[UnsafeTransfer<Listener>]>([])
+    private let listeners = Locked<[UnsafeTransfer<Listener>]>([])
 
     init(
         fd: Int32,
@@ -64,7 +64,7 @@ final class AdminServer: Sendable {
     /// Collects every loop's counters (each on its own loop), then calls `completion` on `home`.
     func gatherLoopMetrics(from home: EventLoop, _ completion: @escaping (LoopMetrics) -> Void) {
         let contexts = self.contexts()
-        let remaining = Mutex((count: contexts.count, total: LoopMetrics()))
+        let remaining = Locked((count: contexts.count, total: LoopMetrics()))
         let done = UnsafeTransfer(completion)
         for context in contexts {
             let loop = context.value.loop

@@ -18,7 +18,7 @@ package final class RefreshTokenStore: Sendable {
         var lastChangeCheck: Instant?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// What identifies one version of the file: inode, size and modification time.
     struct FileStamp: Equatable {
@@ -34,7 +34,7 @@ package final class RefreshTokenStore: Sendable {
 
     package init(token: Secret<String>?, path: String?) throws(StoreError) {
         self.path = path
-        self.state = Mutex(State(token: token))
+        self.state = Locked(State(token: token))
         if let path {
             let (token, stamp) = try Self.read(path)
             self.state.withLock {

@@ -62,13 +62,13 @@ package final class TokenSession: Sendable {
         case failed(SessionFailure)
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let source: TokenSource?
     package let store: RefreshTokenStore?
     private let logger: Logger
     private let clock: TimeSource
     private let refreshSkew: Duration
-    private let timerLoop = Mutex<EventLoop?>(nil)
+    private let timerLoop = Locked<EventLoop?>(nil)
 
     package init(
         configuration: Configuration,
@@ -90,7 +90,7 @@ package final class TokenSession: Sendable {
             refreshTimeout: configuration.refreshTimeout)
         let now = clock.now()
         let initial = configuration.accessToken.map { Self.makeToken($0, lifetime: nil, now: now, skew: configuration.refreshSkew) }
-        self.state = Mutex(State(machine: TokenSessionStateMachine(settings: settings, token: initial)))
+        self.state = Locked(State(machine: TokenSessionStateMachine(settings: settings, token: initial)))
     }
 
     /// A session with a fixed token (or none) and nothing to refresh with.
