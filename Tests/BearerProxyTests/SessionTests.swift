@@ -31,7 +31,11 @@ import Testing
     }
 
     @Test func oneRefreshForTwoHundredConcurrentClientsWhenEveryTokenIsRevoked() throws {
-        let fixture = try SessionFixture { _, _ in }
+        // Generous timeouts: under a sanitizer the warm-up alone can outlast the default idle timeout.
+        let fixture = try SessionFixture { config, _ in
+            config.clientIdleTimeout = .seconds(600)
+            config.refreshTimeout = .seconds(60)
+        }
         #expect(fixture.waitForTokenCalls(1))
         let clients = try (0..<200).map { _ in try fixture.client() }
         for client in clients { client.send("GET /warm HTTP/1.1\r\nHost: localhost\r\n\r\n") }
