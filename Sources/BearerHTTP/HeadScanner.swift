@@ -28,6 +28,9 @@ package struct HeadScanner: Sendable {
                 break
             }
             let lineFeed = base.distance(to: UnsafeRawPointer(found))
+            // The limit first: a line ending past it is "too large" however it ends, so the verdict
+            // does not depend on how the bytes were split into reads.
+            if lineFeed + 1 - self.headStart > self.limit { throw .headTooLarge }
             guard lineFeed > 0, bytes[lineFeed - 1] == ASCII.cr else { throw .bareLineFeed }
             let lineLength = lineFeed - 1 - self.lineStart
             self.scanned = lineFeed + 1

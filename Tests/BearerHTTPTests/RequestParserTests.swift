@@ -213,6 +213,16 @@ import Testing
         #expect(error == .headTooLarge)
     }
 
+    @Test func judgesAnOversizedHeadTheSameHoweverItIsSplit() {
+        // Found by the fuzzer: a bare LF past the limit was "bare LF" when the head came in one read
+        // and "too large" when it came in pieces.
+        let input = bytes("GET / HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 2000) + "\nHost: h\r\n\r\n")
+        for feeding in Feeding.allCases {
+            let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(input, feeding, limit: 1024) }
+            #expect(error == .headTooLarge, "\(feeding)")
+        }
+    }
+
     @Test func rejectsHeadOverTheLimitBeforeItEnds() {
         // A head that never ends must be refused once it passes the limit, not buffered forever.
         let input = "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 2000)
