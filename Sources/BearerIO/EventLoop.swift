@@ -225,6 +225,13 @@ package final class EventLoop: @unchecked Sendable {
         }
         // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
         self.runQueuedTasks()
+        // Whatever is still registered is closed now, so no descriptor or reference cycle outlives the loop.
+        for slot in self.slots {
+            slot.handler?.loopWillStop()
+        }
+        self.slots.removeAll()
+        self.timers = TimerHeap()
+        self.deferredWork.removeAll()
     }
 
     private func runDeferredWork() {

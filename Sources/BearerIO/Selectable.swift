@@ -3,6 +3,13 @@
 /// Called only on the loop that registered it.
 package protocol Selectable: AnyObject {
     func ready(_ events: ReadinessEvents)
+    /// The loop is stopping with this still registered: release what it holds (file descriptors,
+    /// references that form cycles), without calling back into anything.
+    func loopWillStop()
+}
+
+extension Selectable {
+    package func loopWillStop() {}
 }
 
 /// What epoll reported for a descriptor.

@@ -309,6 +309,10 @@ package final class StreamConnection: Selectable {
         delegate?.streamClosed(self, error: error)
     }
 
+    package func loopWillStop() {
+        self.close()
+    }
+
     // MARK: Readiness
 
     package func ready(_ events: ReadinessEvents) {

@@ -6,7 +6,9 @@ import BearerIO
 /// returns the connection to the pool: reconnecting on every expired token would turn a refresh storm
 /// into a connection storm. Gives up (closes) on anything unusual. Confined to its loop.
 final class UpstreamDrainer: UpstreamConnectionOwner {
-    private let upstream: UpstreamConnection
+    /// Weak: the connection owns its drainer (as its owner), not the other way round.
+    private weak var upstreamConnection: UpstreamConnection?
+    private var upstream: UpstreamConnection { self.upstreamConnection! }
     private weak var pool: UpstreamPool?
     private var timer: TimerID?
     private var discarded = 0
@@ -27,12 +29,12 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
     }
 
     private init(upstream: UpstreamConnection, pool: UpstreamPool) {
-        self.upstream = upstream
+        self.upstreamConnection = upstream
         self.pool = pool
     }
 
     private func process() {
-        guard let stream = self.upstream.stream else { return self.giveUp() }
+        guard let upstream = self.upstreamConnection, let stream = upstream.stream else { return self.giveUp() }
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
@@ -66,11 +68,11 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
 
     private func giveUp() {
         self.cancelTimer()
-        self.upstream.close()
+        self.upstreamConnection?.close()
     }
 
     private func cancelTimer() {
-        if let timer = self.timer { self.upstream.loop.cancel(timer) }
+        if let timer = self.timer, let upstream = self.upstreamConnection { upstream.loop.cancel(timer) }
         self.timer = nil
     }
 
