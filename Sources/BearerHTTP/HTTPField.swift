@@ -72,3 +72,33 @@ func fieldIsNominatedByConnection(_ bytes: UnsafeRawBufferPointer, _ fields: [HT
     }
     return found
 }
+
+/// What request and response heads share: their bytes and field ranges, and reading them as text.
+package protocol ParsedHead {
+    var bytes: [UInt8] { get }
+    var fields: [HTTPField] { get }
+    var nominatesOtherFields: Bool { get }
+}
+
+extension ParsedHead {
+    package func string(_ range: Range<Int>) -> String {
+        String(decoding: self.bytes[range], as: UTF8.self)
+    }
+
+    /// The value of the first field with this name (edges and tests, not the hot path).
+    package func value(of name: String) -> String? {
+        let lowercased = Array(name.lowercased().utf8)
+        return self.bytes.withUnsafeBytes { raw in
+            for field in self.fields where equalsCaseInsensitive(raw, field.name, lowercased) {
+                return String(decoding: self.bytes[field.value], as: UTF8.self)
+            }
+            return nil
+        }
+    }
+
+    /// Whether field `index` is named by the Connection field (and so hop-by-hop).
+    package func isNominatedByConnection(_ index: Int) -> Bool {
+        guard self.nominatesOtherFields else { return false }
+        return self.bytes.withUnsafeBytes { fieldIsNominatedByConnection($0, self.fields, index) }
+    }
+}

@@ -2,7 +2,7 @@
 ///
 /// The proxy forwards most of the head byte for byte, so the head keeps its bytes and describes them
 /// with ranges instead of copying each part into a `String`.
-package struct RequestHead: Sendable {
+package struct RequestHead: ParsedHead, Sendable {
     package let bytes: [UInt8]
     package let method: HTTPMethod
     package let methodRange: Range<Int>
@@ -27,27 +27,6 @@ package struct RequestHead: Sendable {
         case .http11: !self.connectionClose
         case .http10: self.keepAliveRequested && !self.connectionClose
         }
-    }
-
-    package func string(_ range: Range<Int>) -> String {
-        String(decoding: self.bytes[range], as: UTF8.self)
-    }
-
-    /// The value of the first field with this name (edges and tests, not the hot path).
-    package func value(of name: String) -> String? {
-        let lowercased = Array(name.lowercased().utf8)
-        return self.bytes.withUnsafeBytes { raw in
-            for field in self.fields where equalsCaseInsensitive(raw, field.name, lowercased) {
-                return String(decoding: self.bytes[field.value], as: UTF8.self)
-            }
-            return nil
-        }
-    }
-
-    /// Whether field `index` is named by the Connection field (and so hop-by-hop).
-    package func isNominatedByConnection(_ index: Int) -> Bool {
-        guard self.nominatesOtherFields else { return false }
-        return self.bytes.withUnsafeBytes { fieldIsNominatedByConnection($0, self.fields, index) }
     }
 }
 

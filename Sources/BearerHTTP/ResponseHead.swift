@@ -1,5 +1,5 @@
 /// A parsed response head: the received bytes and where each part lies in them.
-package struct ResponseHead: Sendable {
+package struct ResponseHead: ParsedHead, Sendable {
     package let bytes: [UInt8]
     package let version: HTTPVersion
     package let status: Int
@@ -33,26 +33,6 @@ package struct ResponseHead: Sendable {
         if self.isChunked { return .chunked }
         if let length = self.contentLength { return .contentLength(length) }
         return .untilClose
-    }
-
-    package func string(_ range: Range<Int>) -> String {
-        String(decoding: self.bytes[range], as: UTF8.self)
-    }
-
-    package func value(of name: String) -> String? {
-        let lowercased = Array(name.lowercased().utf8)
-        return self.bytes.withUnsafeBytes { raw in
-            for field in self.fields where equalsCaseInsensitive(raw, field.name, lowercased) {
-                return String(decoding: self.bytes[field.value], as: UTF8.self)
-            }
-            return nil
-        }
-    }
-
-    /// Whether field `index` is named by the Connection field (and so hop-by-hop).
-    package func isNominatedByConnection(_ index: Int) -> Bool {
-        guard self.nominatesOtherFields else { return false }
-        return self.bytes.withUnsafeBytes { fieldIsNominatedByConnection($0, self.fields, index) }
     }
 }
 

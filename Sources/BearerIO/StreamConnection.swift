@@ -434,14 +434,7 @@ package final class StreamConnection: Selectable {
             return
         }
         if count == 0 {
-            self.hasReadEnded = true
-            self.releaseInboundIfEmpty()
-            self.updateInterest()
-            if self.state == .lingering {
-                self.finishClosing(error: nil)
-            } else {
-                self.delegate?.streamReadEnded(self)
-            }
+            self.peerFinishedSending()
             return
         }
         if self.state == .lingering {
@@ -474,14 +467,7 @@ package final class StreamConnection: Selectable {
             self.tlsWantsWrite = true
             self.updateInterest()
         case .closed where total == 0:
-            self.hasReadEnded = true
-            self.releaseInboundIfEmpty()
-            self.updateInterest()
-            if self.state == .lingering {
-                self.finishClosing(error: nil)
-            } else {
-                self.delegate?.streamReadEnded(self)
-            }
+            self.peerFinishedSending()
             return
         case .closed, .wantRead, .done:
             break
@@ -508,6 +494,18 @@ package final class StreamConnection: Selectable {
             return
         }
         self.scheduleReadIfTLSHasBufferedBytes()
+    }
+
+    /// The peer sent its last byte: a lingering close is done; otherwise the delegate hears of it.
+    private func peerFinishedSending() {
+        self.hasReadEnded = true
+        self.releaseInboundIfEmpty()
+        self.updateInterest()
+        if self.state == .lingering {
+            self.finishClosing(error: nil)
+        } else {
+            self.delegate?.streamReadEnded(self)
+        }
     }
 
     private func releaseInboundIfEmpty() {

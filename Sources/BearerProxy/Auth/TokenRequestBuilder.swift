@@ -39,17 +39,19 @@ struct TokenRequestBuilder: Sendable {
         }
         if let scope { fields.append(("scope", scope)) }
         if let audience { fields.append(("audience", audience)) }
-        if let clientID {
-            switch self.clientAuthentication {
-            case .post:
-                fields.append(("client_id", clientID))
-                if let clientSecret { fields.append(("client_secret", clientSecret.reveal())) }
-            case .basic:
-                // A public client has no secret: it names itself in the form instead.
-                if self.clientSecret == nil { fields.append(("client_id", clientID)) }
-            }
+        return fields + self.clientAuthenticationFields()
+    }
+
+    /// The client's credentials as form fields: with client_secret_post, or for a public client
+    /// (no secret), which names itself in the form; client_secret_basic uses a header instead.
+    private func clientAuthenticationFields() -> [(String, String)] {
+        guard let clientID else { return [] }
+        switch self.clientAuthentication {
+        case .post:
+            return [("client_id", clientID)] + (self.clientSecret.map { [("client_secret", $0.reveal())] } ?? [])
+        case .basic:
+            return self.clientSecret == nil ? [("client_id", clientID)] : []
         }
-        return fields
     }
 
     /// The whole HTTP request.
@@ -59,16 +61,7 @@ struct TokenRequestBuilder: Sendable {
 
     /// An RFC 7009 revocation request for a refresh token.
     func revocationRequest(_ token: Secret<String>) -> [UInt8] {
-        var fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")]
-        if let clientID {
-            switch self.clientAuthentication {
-            case .post:
-                fields.append(("client_id", clientID))
-                if let clientSecret { fields.append(("client_secret", clientSecret.reveal())) }
-            case .basic:
-                if self.clientSecret == nil { fields.append(("client_id", clientID)) }
-            }
-        }
+        let fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")] + self.clientAuthenticationFields()
         return self.post(formEncode(fields))
     }
 
