@@ -240,6 +240,14 @@ import Testing
         #expect(response.text == "data")
     }
 
+    @Test func servesOnIPv6Loopback() throws {
+        let fixture = try ProxyFixture { $0.listen = [.hostPort(host: "::1", port: 0)] }
+        #expect(fixture.address.description.hasPrefix("[::1]:"))
+        let response = try httpRequest(fixture.address, "GET /v6 HTTP/1.1\r\nHost: [::1]:\(fixture.port)\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(fixture.upstream.requests.last?.header("authorization") == "Bearer \(ProxyFixture.token)")
+    }
+
     @Test func servesOnAUnixSocket() throws {
         let path = "/tmp/bearer-proxy-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         let fixture = try ProxyFixture { $0.listen = [.unix(path: path)] }
