@@ -5,22 +5,22 @@
 /// `[UInt8]`, so it is a value type with copy-on-write; the hot path keeps one per connection and
 /// mutates it in place.
 package struct ByteBuffer: Sendable {
-    @usableFromInline var storage: [UInt8]
+    /// Nil until the first byte is written: an idle connection's buffers hold no memory.
+    @usableFromInline var storage: ByteStorage?
     @usableFromInline var _readerIndex: Int
     @usableFromInline var _writerIndex: Int
 
     @inlinable
     package init(capacity: Int = 0) {
-        self.storage = [UInt8](repeating: 0, count: capacity)
+        self.storage = capacity > 0 ? ByteStorage(capacity: capacity) : nil
         self._readerIndex = 0
         self._writerIndex = 0
     }
 
     @inlinable
     package init(bytes: some Collection<UInt8>) {
-        self.storage = Array(bytes)
-        self._readerIndex = 0
-        self._writerIndex = self.storage.count
+        self.init(capacity: 0)
+        self.writeBytes(Array(bytes))
     }
 
     @inlinable
@@ -31,35 +31,44 @@ package struct ByteBuffer: Sendable {
     @inlinable package var readerIndex: Int { self._readerIndex }
     @inlinable package var writerIndex: Int { self._writerIndex }
     @inlinable package var readableBytes: Int { self._writerIndex - self._readerIndex }
-    @inlinable package var writableBytes: Int { self.storage.count - self._writerIndex }
+    @inlinable package var writableBytes: Int { self.capacity - self._writerIndex }
     @inlinable package var isEmpty: Bool { self._writerIndex == self._readerIndex }
-    @inlinable package var capacity: Int { self.storage.count }
+    @inlinable package var capacity: Int { self.storage?.capacity ?? 0 }
 
-    /// Makes room for at least `minimumWritable` more bytes, first by moving unread bytes to the front.
+    /// Makes room for at least `minimumWritable` more bytes in storage this buffer alone owns: first
+    /// by moving unread bytes to the front, else by moving them to larger storage.
     @inlinable
     package mutating func reserveWritable(_ minimumWritable: Int) {
-        if self.writableBytes >= minimumWritable { return }
-        if self._readerIndex > 0 {
+        let isUnique = isKnownUniquelyReferenced(&self.storage)
+        if isUnique && self.writableBytes >= minimumWritable { return }
+        if isUnique && self._readerIndex > 0 && self.capacity - self.readableBytes >= minimumWritable {
             self.discardReadBytes()
-            if self.writableBytes >= minimumWritable { return }
+            return
         }
-        let needed = self._writerIndex + minimumWritable
-        var newCapacity = Swift.max(self.storage.count * 2, 256)
-        while newCapacity < needed { newCapacity *= 2 }
-        self.storage.append(contentsOf: repeatElement(0, count: newCapacity - self.storage.count))
+        let readable = self.readableBytes
+        var newCapacity = Swift.max(self.capacity, 256)
+        while newCapacity < readable + minimumWritable { newCapacity *= 2 }
+        let replacement = ByteStorage(capacity: newCapacity)
+        if readable > 0, let old = self.storage {
+            replacement.pointer.copyMemory(from: old.pointer + self._readerIndex, byteCount: readable)
+        }
+        self.storage = replacement
+        self._readerIndex = 0
+        self._writerIndex = readable
     }
 
     /// Moves the unread bytes to the start of the storage.
     @inlinable
     package mutating func discardReadBytes() {
         if self._readerIndex == 0 { return }
+        guard isKnownUniquelyReferenced(&self.storage), let storage = self.storage else {
+            self.reserveWritable(0)
+            return
+        }
         let count = self.readableBytes
         if count > 0 {
-            let from = self._readerIndex
-            self.storage.withUnsafeMutableBytes { raw in
-                let base = raw.baseAddress!
-                memmoveBytes(base, base + from, count)
-            }
+            // copyMemory is memmove: the ranges may overlap.
+            storage.pointer.copyMemory(from: storage.pointer + self._readerIndex, byteCount: count)
         }
         self._readerIndex = 0
         self._writerIndex = count
@@ -75,8 +84,8 @@ package struct ByteBuffer: Sendable {
     /// Drops the storage when the buffer is empty and large, so an idle connection holds little memory.
     @inlinable
     package mutating func shrinkIfIdle(keeping limit: Int) {
-        if self.isEmpty && self.storage.count > limit {
-            self.storage = []
+        if self.isEmpty && self.capacity > limit {
+            self.storage = nil
             self._readerIndex = 0
             self._writerIndex = 0
         }
@@ -98,30 +107,23 @@ package struct ByteBuffer: Sendable {
         minimumWritable: Int,
         _ body: (UnsafeMutableRawBufferPointer) throws -> Int
     ) rethrows -> Int {
-        self.reserveWritable(minimumWritable)
+        self.reserveWritable(Swift.max(minimumWritable, 1))
+        let storage = self.storage!
         let start = self._writerIndex
-        let written = try self.storage.withUnsafeMutableBytes { raw in
-            try body(UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
-        }
-        precondition(written >= 0 && written <= self.storage.count - start)
+        let written = try body(UnsafeMutableRawBufferPointer(start: storage.pointer + start, count: storage.capacity - start))
+        precondition(written >= 0 && written <= storage.capacity - start)
         self._writerIndex += written
         return written
     }
 
+    /// Calls `body` with the readable bytes, which stay valid only during the call.
     @inlinable
     package func withUnsafeReadableBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        let start = self._readerIndex
-        let end = self._writerIndex
-        let outcome: Swift.Result<Result, Failure> = self.storage.withUnsafeBytes { raw in
-            do throws(Failure) {
-                return .success(try body(UnsafeRawBufferPointer(rebasing: raw[start..<end])))
-            } catch {
-                return .failure(error)
-            }
-        }
-        return try outcome.get()
+        guard let storage = self.storage else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        // `self` (borrowed for the call) keeps the storage alive while `body` runs.
+        return try body(UnsafeRawBufferPointer(start: storage.pointer + self._readerIndex, count: self.readableBytes))
     }
 
     @inlinable
@@ -129,10 +131,7 @@ package struct ByteBuffer: Sendable {
         let count = bytes.count
         if count == 0 { return }
         self.reserveWritable(count)
-        let start = self._writerIndex
-        self.storage.withUnsafeMutableBytes { raw in
-            memmoveBytes(raw.baseAddress! + start, bytes.baseAddress!, count)
-        }
+        (self.storage!.pointer + self._writerIndex).copyMemory(from: bytes.baseAddress!, byteCount: count)
         self._writerIndex += count
     }
 
@@ -165,7 +164,7 @@ package struct ByteBuffer: Sendable {
     @inlinable
     package mutating func writeByte(_ byte: UInt8) {
         self.reserveWritable(1)
-        self.storage[self._writerIndex] = byte
+        self.storage!.pointer.storeBytes(of: byte, toByteOffset: self._writerIndex, as: UInt8.self)
         self._writerIndex += 1
     }
 
@@ -206,21 +205,33 @@ package struct ByteBuffer: Sendable {
 
     /// The readable bytes as an array (tests and edges, never the hot path).
     package var readableBytesArray: [UInt8] {
-        Array(self.storage[self._readerIndex..<self._writerIndex])
+        self.withUnsafeReadableBytes { Array($0) }
     }
 
     /// Removes and returns up to `count` readable bytes (edges only).
     package mutating func readBytes(_ count: Int) -> [UInt8] {
         let count = Swift.min(count, self.readableBytes)
-        let bytes = Array(self.storage[self._readerIndex..<(self._readerIndex + count)])
+        let bytes = self.withUnsafeReadableBytes { Array($0.prefix(count)) }
         self.moveReaderIndex(forwardBy: count)
         return bytes
     }
 }
 
-@inlinable @inline(__always)
-func memmoveBytes(_ destination: UnsafeMutableRawPointer, _ source: UnsafeRawPointer, _ count: Int) {
-    destination.copyMemory(from: source, byteCount: count)
+/// The bytes of a `ByteBuffer`: allocated once, shared between copies until one of them writes.
+@usableFromInline
+final class ByteStorage: @unchecked Sendable {
+    @usableFromInline let pointer: UnsafeMutableRawPointer
+    @usableFromInline let capacity: Int
+
+    @inlinable
+    init(capacity: Int) {
+        self.capacity = capacity
+        self.pointer = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    deinit {
+        self.pointer.deallocate()
+    }
 }
 
 extension ByteBuffer: Equatable {

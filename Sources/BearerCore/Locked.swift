@@ -7,8 +7,8 @@ import Glibc
 /// are intercepted, which keeps `swift test --sanitize=thread` meaningful. Uncontended, both cost
 /// about the same (a few atomic instructions).
 package final class Locked<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
 
     package init(_ value: Value) {
         self.value = value
@@ -23,6 +23,7 @@ package final class Locked<Value>: @unchecked Sendable {
         self.mutex.deallocate()
     }
 
+    @inlinable
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(self.mutex)
         defer { pthread_mutex_unlock(self.mutex) }

@@ -9,7 +9,7 @@ import Glibc
 /// lives on the loop that accepted it. Confined to its loop.
 package final class Listener: Selectable {
     package let fd: Int32
-    package unowned let loop: EventLoop
+    package unowned(unsafe) let loop: EventLoop
     private let onAccept: (Int32) -> Void
     private let onAcceptError: (IOError) -> Void
     private var isPaused = false

@@ -24,7 +24,9 @@ package protocol StreamConnectionDelegate: AnyObject {
 /// borrowed from the loop while they hold bytes, so an idle connection holds none. Confined to its loop.
 package final class StreamConnection: Selectable {
     package let fd: Int32
-    package unowned let loop: EventLoop
+    /// Unowned and unchecked: loops outlive everything registered on them, and a checked reference
+    /// would cost an atomic operation on every access of the data path.
+    package unowned(unsafe) let loop: EventLoop
     package var delegate: StreamConnectionDelegate?
     package var inbound = ByteBuffer()
     private var outbound = ByteBuffer()

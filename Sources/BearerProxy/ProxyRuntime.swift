@@ -59,7 +59,7 @@ package final class ProxyRuntime: Sendable {
 /// What the connections of one event loop share: the loop, its upstream pool.
 /// Confined to its loop.
 final class LoopContext {
-    unowned let loop: EventLoop
+    unowned(unsafe) let loop: EventLoop
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
     var metrics = LoopMetrics()

@@ -47,6 +47,29 @@ import Testing
         #expect(buffer.readerIndex == 0 && buffer.writerIndex == 0)
     }
 
+    @Test func copiesOnWrite() {
+        var original = ByteBuffer()
+        original.writeString("shared")
+        var copy = original
+        copy.writeString("+more")
+        copy.moveReaderIndex(forwardBy: 1)
+        original.discardReadBytes()
+        #expect(String(decoding: original.readableBytesArray, as: UTF8.self) == "shared")
+        #expect(String(decoding: copy.readableBytesArray, as: UTF8.self) == "hared+more")
+        var third = copy
+        third.discardReadBytes()
+        #expect(String(decoding: copy.readableBytesArray, as: UTF8.self) == "hared+more")
+        #expect(third == copy)
+    }
+
+    @Test func holdsNoStorageUntilWritten() {
+        var buffer = ByteBuffer()
+        #expect(buffer.capacity == 0)
+        buffer.withUnsafeReadableBytes { #expect($0.isEmpty) }
+        buffer.writeByte(7)
+        #expect(buffer.capacity >= 1 && buffer.readableBytesArray == [7])
+    }
+
     @Test func fillsWritableTailThroughClosure() {
         var buffer = ByteBuffer()
         let written = buffer.writeWithUnsafeMutableBytes(minimumWritable: 100) { tail in

@@ -18,7 +18,8 @@ enum DeadlineKind {
 }
 
 extension ClientConnection {
-    /// Sets the one deadline the connection has. Moving a deadline later costs nothing; a timer is
+    /// Sets the one deadline the connection has. (Timers hold the connection strongly: cleanUp cancels
+    /// them, and a weak reference would put every retain of the connection on the slow path.) Moving a deadline later costs nothing; a timer is
     /// scheduled only when the deadline moves earlier than the pending one. (Keep-alive traffic
     /// moves deadlines on every request; a heap operation each time would cost more than the request.)
     func setDeadline(_ kind: DeadlineKind, after duration: Duration) {
@@ -28,7 +29,7 @@ extension ClientConnection {
         if let scheduled = self.timerDeadline, scheduled <= deadline { return }
         if let timer = self.timer { self.loop.cancel(timer) }
         self.timerDeadline = deadline
-        self.timer = self.loop.schedule(at: deadline) { [weak self] in self?.timerFired() }
+        self.timer = self.loop.schedule(at: deadline) { self.timerFired() }
     }
 
     /// Moves the deadline of the same kind later (upstream bytes arrived).
@@ -47,7 +48,7 @@ extension ClientConnection {
         guard !self.isClosed, let deadline = self.deadline else { return }
         if self.loop.now < deadline {
             self.timerDeadline = deadline
-            self.timer = self.loop.schedule(at: deadline) { [weak self] in self?.timerFired() }
+            self.timer = self.loop.schedule(at: deadline) { self.timerFired() }
             return
         }
         self.deadline = nil

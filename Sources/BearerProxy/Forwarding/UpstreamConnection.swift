@@ -17,11 +17,12 @@ protocol UpstreamConnectionOwner: AnyObject {
 /// loop's pool in between. Confined to its loop.
 final class UpstreamConnection: StreamConnectionDelegate {
     let origin: Origin
-    unowned let loop: EventLoop
+    unowned(unsafe) let loop: EventLoop
     private(set) var stream: StreamConnection?
     /// The client connection using it; nil while idle in the pool.
     var owner: UpstreamConnectionOwner?
-    weak var pool: UpstreamPool?
+    /// The loop's pool, which outlives its connections (a weak reference would slow every retain).
+    let pool: UpstreamPool
     var parser = HTTPResponseParser()
     /// How many exchanges completed on it; above zero means a reused connection.
     var completedExchanges = 0
@@ -124,7 +125,7 @@ final class UpstreamConnection: StreamConnectionDelegate {
             owner.upstreamReceived(self)
         } else {
             // Bytes on an idle connection: the upstream is confused or closing. Do not reuse it.
-            self.pool?.discard(self)
+            self.pool.discard(self)
         }
     }
 
@@ -132,7 +133,7 @@ final class UpstreamConnection: StreamConnectionDelegate {
         if let owner = self.owner {
             owner.upstreamReadEnded(self)
         } else {
-            self.pool?.discard(self)
+            self.pool.discard(self)
         }
     }
 
@@ -157,7 +158,7 @@ final class UpstreamConnection: StreamConnectionDelegate {
         if let owner = self.owner {
             owner.upstreamClosed(self, error: error)
         } else {
-            self.pool?.discard(self)
+            self.pool.discard(self)
         }
     }
 }

@@ -9,7 +9,7 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
     /// Weak: the connection owns its drainer (as its owner), not the other way round.
     private weak var upstreamConnection: UpstreamConnection?
     private var upstream: UpstreamConnection { self.upstreamConnection! }
-    private weak var pool: UpstreamPool?
+    private let pool: UpstreamPool
     private var timer: TimerID?
     private var discarded = 0
 
@@ -55,7 +55,8 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
             case .end(let consumed):
                 stream.inbound.moveReaderIndex(forwardBy: consumed)
                 self.cancelTimer()
-                if stream.inbound.isEmpty, let pool = self.pool {
+                if stream.inbound.isEmpty {
+                    let pool = self.pool
                     self.upstream.completedExchanges += 1
                     pool.release(self.upstream)
                 } else {
