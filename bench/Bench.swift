@@ -187,15 +187,33 @@ final class Bench {
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
         var sockets: [BlockingHTTPClient] = []
         sockets.reserveCapacity(count)
+        var stopReason: String?
         for index in 0..<count {
-            guard let client = try? BlockingHTTPClient(connectingTo: address, timeout: .seconds(10)) else { break }
-            client.send("GET /bench HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: \(1 << 40 | index)\r\n\r\n")
-            guard (try? client.readResponse())?.status == 200 else { break }
+            let client: BlockingHTTPClient
+            do {
+                client = try BlockingHTTPClient(connectingTo: address, timeout: .seconds(10))
+            } catch {
+                stopReason = "connect: \(error)"
+                break
+            }
+            client.send("GET /bench HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Request-Id: \(1 << 40 | index)\r\n\r\n")
+            do {
+                let response = try client.readResponse()
+                guard response.status == 200 else {
+                    stopReason = "status \(response.status): \(response.text.prefix(120))"
+                    break
+                }
+            } catch {
+                stopReason = "\(error)"
+                break
+            }
             sockets.append(client)
         }
         usleep(500_000)
         let memory = proxy.memory
-        let result = IdleResult(connections: count, established: sockets.count, proxyRSSMiB: memory.currentMiB, proxyRSSBeforeMiB: before)
+        let result = IdleResult(
+            connections: count, established: sockets.count, proxyRSSMiB: memory.currentMiB, proxyRSSBeforeMiB: before,
+            stopReason: stopReason)
         sockets.removeAll()
         return result
     }

@@ -38,7 +38,8 @@ enum BenchReport {
         if let idle {
             lines.append(
                 "idle: \(idle.established) of \(idle.connections) keep-alive connections held; proxy RSS \(format(idle.proxyRSSMiB, 1)) MiB"
-                    + " (\(format(idle.proxyRSSBeforeMiB, 1)) MiB before)")
+                    + " (\(format(idle.proxyRSSBeforeMiB, 1)) MiB before)"
+                    + (idle.stopReason.map { "; stopped early: \($0)" } ?? ""))
         }
         return lines.joined(separator: "\n") + "\n"
     }

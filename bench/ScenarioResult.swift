@@ -58,4 +58,6 @@ struct IdleResult {
     var established: Int
     var proxyRSSMiB: Double
     var proxyRSSBeforeMiB: Double
+    /// Why fewer than `connections` were established, if they were.
+    var stopReason: String?
 }

@@ -30,5 +30,8 @@ import Testing
         #expect(expiry.expiryEvents >= 2)
         #expect(expiry.refreshesPerExpiry == 1, "token calls \(expiry.tokenCalls) for \(expiry.expiryEvents) expiry events")
         #expect(expiry.replays > 0, "the storm was not exercised")
+        let idle = try bench.measureIdleConnections(20)
+        #expect(idle.established == 20, "idle connections: \(idle.stopReason ?? "")")
+        #expect(idle.proxyRSSMiB > 0)
     }
 }

@@ -102,7 +102,7 @@ import Testing
 
     @Test func tableAndChartShowEveryScenario() {
         let results = [Self.result("steady", rps: 50_000, p99: 2000), Self.result("expiry", rps: 45_000, p99: 3000, expiries: 3, calls: 3)]
-        let table = BenchReport.table(results, ratios: BenchRatios(results), idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10))
+        let table = BenchReport.table(results, ratios: BenchRatios(results), idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10, stopReason: nil))
         #expect(table.contains("steady"))
         #expect(table.contains("expiry / steady throughput:  0.900"))
         #expect(table.contains("idle: 10 of 10 keep-alive connections held; proxy RSS 30.0 MiB"))
