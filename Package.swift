@@ -34,7 +34,8 @@ let package = Package(
 // Release builds optimize across modules (the data path spans BearerCore, BearerHTTP, BearerIO and
 // BearerProxy): generic helpers get specialized instead of looking up type metadata per request.
 for target in package.targets where target.type == .regular || target.type == .executable {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
+        ]
 }

@@ -29,8 +29,12 @@ final class Bench {
         settings.clientSecret = Self.clientSecret
         self.tokenServer = MockTokenServer(group: self.mockGroup, authority: self.authority, settings: settings)
         self.upstream = MockUpstream(
-            group: self.mockGroup, acceptedTokens: [options.staticToken], authority: self.authority,
-            recordsRequests: false, countsRequestIDs: true)
+            group: self.mockGroup,
+            acceptedTokens: [options.staticToken],
+            authority: self.authority,
+            recordsRequests: false,
+            countsRequestIDs: true
+        )
         try self.tokenServer.start()
         try self.upstream.server.start(on: SocketAddress(ipAddress: "127.0.0.1", port: options.upstreamPort)!)
     }
@@ -63,8 +67,11 @@ final class Bench {
         case .direct:
             let address = SocketAddress(ipAddress: "127.0.0.1", port: self.upstream.port)!
             let target = LoadGenerator.Target(
-                address: address, hostHeader: "127.0.0.1:\(self.upstream.port)", requestTarget: "/bench",
-                extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n")
+                address: address,
+                hostHeader: "127.0.0.1:\(self.upstream.port)",
+                requestTarget: "/bench",
+                extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n"
+            )
             return self.measure(name: "direct", target: target, proxy: nil)
         case .steady:
             self.tokenServer.update { $0.expiresIn = nil }
@@ -83,11 +90,17 @@ final class Bench {
 
     /// Steady load at another proxy (`--target`), which forwards to this bench's upstream.
     func runTarget(_ url: String, name: String = "target") throws -> ScenarioResult {
-        guard let parsed = URL(string: url), let host = parsed.host, let port = parsed.port ?? (parsed.scheme == "http" ? 80 : nil),
+        guard let parsed = URL(string: url), let host = parsed.host,
+            let port = parsed.port ?? (parsed.scheme == "http" ? 80 : nil),
             let address = SocketAddress(ipAddress: host == "localhost" ? "127.0.0.1" : host, port: port)
         else { throw BenchError("--target must be http://IP:PORT[/path], got '\(url)'") }
         let path = parsed.path.isEmpty ? "/bench" : parsed.path
-        let target = LoadGenerator.Target(address: address, hostHeader: "\(host):\(port)", requestTarget: path, extraHeaders: "")
+        let target = LoadGenerator.Target(
+            address: address,
+            hostHeader: "\(host):\(port)",
+            requestTarget: path,
+            extraHeaders: ""
+        )
         return self.measure(name: name, target: target, proxy: nil)
     }
 
@@ -95,14 +108,19 @@ final class Bench {
         let proxy = try ChildProxy(binary: self.proxyBinary, config: self.proxyConfig())
         defer { proxy.stop() }
         guard let port = proxy.waitForPort() else {
-            throw BenchError("bearer-proxy did not start: \(proxy.standardError.split(separator: "\n").last ?? "no output")")
+            throw BenchError(
+                "bearer-proxy did not start: \(proxy.standardError.split(separator: "\n").last ?? "no output")"
+            )
         }
         // Let the start-up token fetch finish before measuring.
         let deadline = Instant.now() + .seconds(5)
         while self.tokenServer.callCount == 0 && Instant.now() < deadline { usleep(5000) }
         let target = LoadGenerator.Target(
-            address: SocketAddress(ipAddress: "127.0.0.1", port: port)!, hostHeader: "127.0.0.1:\(port)",
-            requestTarget: "/bench", extraHeaders: "")
+            address: SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+            hostHeader: "127.0.0.1:\(port)",
+            requestTarget: "/bench",
+            extraHeaders: ""
+        )
         return body(proxy, target)
     }
 
@@ -112,9 +130,15 @@ final class Bench {
         proxy: ChildProxy?,
         expireEvery: Duration? = nil
     ) -> ScenarioResult {
-        self.log("\(name): \(self.options.connections) connections, \(Int(self.options.warmup.seconds))s warm-up, \(formatSeconds(self.options.duration)) measured")
+        self.log(
+            "\(name): \(self.options.connections) connections, \(Int(self.options.warmup.seconds))s warm-up, \(formatSeconds(self.options.duration)) measured"
+        )
         let generator = LoadGenerator(
-            target: target, connections: self.options.connections, pipeline: self.options.pipeline, group: self.loadGroup)
+            target: target,
+            connections: self.options.connections,
+            pipeline: self.options.pipeline,
+            group: self.loadGroup
+        )
         var tokenCallsBefore = 0
         var rejectedBefore = 0
         var cpuBefore = 0.0
@@ -134,13 +158,18 @@ final class Bench {
                 if let expireEvery {
                     // No revocation in the last moments: a storm nobody sends a request into is not a storm.
                     let quiet = min(expireEvery / 2, .milliseconds(200))
-                    revoker = ExpiryTimer(every: expireEvery, until: start + self.options.duration - quiet, authority: self.authority)
+                    revoker = ExpiryTimer(
+                        every: expireEvery,
+                        until: start + self.options.duration - quiet,
+                        authority: self.authority
+                    )
                 }
             },
             onMeasurementEnd: {
                 expiryInstants = revoker?.stop() ?? []
                 cpuAfter = proxy?.cpuSeconds ?? 0
-            })
+            }
+        )
         // A revocation just before the end is refreshed a moment later: let that call land.
         usleep(300_000)
         let tokenCalls = self.tokenServer.callCount - tokenCallsBefore
@@ -173,7 +202,8 @@ final class Bench {
             proxyCPUSeconds: proxy.map { _ in cpuAfter - cpuBefore },
             series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),
             expiryTimes: expiryInstants.map { ($0 - start).seconds },
-            refreshTimes: refreshInstants.map { ($0 - start).seconds })
+            refreshTimes: refreshInstants.map { ($0 - start).seconds }
+        )
     }
 
     /// Holds `count` idle keep-alive connections open through the proxy and reads its memory.
@@ -212,8 +242,12 @@ final class Bench {
         usleep(500_000)
         let memory = proxy.memory
         let result = IdleResult(
-            connections: count, established: sockets.count, proxyRSSMiB: memory.currentMiB, proxyRSSBeforeMiB: before,
-            stopReason: stopReason)
+            connections: count,
+            established: sockets.count,
+            proxyRSSMiB: memory.currentMiB,
+            proxyRSSBeforeMiB: before,
+            stopReason: stopReason
+        )
         sockets.removeAll()
         return result
     }

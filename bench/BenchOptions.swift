@@ -47,7 +47,9 @@ struct BenchOptions: Equatable {
         func duration(_ name: String) throws(ParseError) -> Duration {
             let text = try value(name)
             if let seconds = Double(text), seconds >= 0 { return .milliseconds(Int64(seconds * 1000)) }
-            guard let parsed = parseDuration(text) else { throw ParseError(description: "\(name): expected e.g. 10s or 500ms, got '\(text)'") }
+            guard let parsed = parseDuration(text) else {
+                throw ParseError(description: "\(name): expected e.g. 10s or 500ms, got '\(text)'")
+            }
             return parsed
         }
         while index < arguments.count {
@@ -62,7 +64,10 @@ struct BenchOptions: Equatable {
                     var chosen: [Scenario] = []
                     for item in text.split(separator: ",") {
                         guard let scenario = Scenario(rawValue: String(item)) else {
-                            throw ParseError(description: "--scenario: expected all, direct, steady, expiry or proactive, got '\(item)'")
+                            throw ParseError(
+                                description:
+                                    "--scenario: expected all, direct, steady, expiry or proactive, got '\(item)'"
+                            )
                         }
                         chosen.append(scenario)
                     }

@@ -4,8 +4,10 @@ import Foundation
 enum BenchReport {
     static func table(_ results: [ScenarioResult], ratios: BenchRatios, idle: IdleResult?) -> String {
         var lines: [String] = []
-        let header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "401s",
-                      "token calls", "expiries", "refr/expiry", "replays", "max seen", "RSS MiB", "CPU s"]
+        let header = [
+            "scenario", "conns", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "401s",
+            "token calls", "expiries", "refr/expiry", "replays", "max seen", "RSS MiB", "CPU s",
+        ]
         var rows: [[String]] = [header]
         for result in results {
             rows.append([
@@ -13,33 +15,41 @@ enum BenchReport {
                 format(result.latency.p50Milliseconds, 2), format(result.latency.p99Milliseconds, 2),
                 format(result.latency.p999Milliseconds, 2), format(result.latency.maxMilliseconds, 1),
                 "\(result.errorCount)", "\(result.client401s)", "\(result.tokenCalls)", "\(result.expiryEvents)",
-                result.refreshesPerExpiry.map { format($0, 2) } ?? "-", "\(result.replays)", "\(result.maxTimesSeenUpstream)",
-                result.proxyPeakRSSMiB.map { format($0, 1) } ?? "-", result.proxyCPUSeconds.map { format($0, 2) } ?? "-",
+                result.refreshesPerExpiry.map { format($0, 2) } ?? "-", "\(result.replays)",
+                "\(result.maxTimesSeenUpstream)",
+                result.proxyPeakRSSMiB.map { format($0, 1) } ?? "-",
+                result.proxyCPUSeconds.map { format($0, 2) } ?? "-",
             ])
         }
         let widths = (0..<header.count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         for (index, row) in rows.enumerated() {
             let cells = row.enumerated().map { column, cell in
-                column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                column == 0
+                    ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[column] - cell.count) + cell
             }
             lines.append(cells.joined(separator: "  "))
             if index == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
         }
         for result in results where result.errorCount > 0 {
-            let kinds = result.errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+            let kinds = result.errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(
+                separator: ", "
+            )
             lines.append("\(result.name) errors: \(kinds)")
         }
         lines.append("")
         if let value = ratios.steadyOverDirect { lines.append("steady / direct throughput:  \(format(value, 3))") }
         if let value = ratios.steadyOverTarget { lines.append("steady / target throughput:  \(format(value, 3))") }
         if let value = ratios.expiryOverSteady { lines.append("expiry / steady throughput:  \(format(value, 3))") }
-        if let value = ratios.expiryP99OverSteadyP99 { lines.append("expiry p99 / steady p99:     \(format(value, 3))") }
+        if let value = ratios.expiryP99OverSteadyP99 {
+            lines.append("expiry p99 / steady p99:     \(format(value, 3))")
+        }
         if let idle {
             lines.append(
                 "idle: \(idle.established) of \(idle.connections) keep-alive connections held; proxy RSS \(format(idle.proxyRSSMiB, 1)) MiB"
                     + " (\(format(idle.proxyRSSBeforeMiB, 1)) MiB before)"
-                    + (idle.stopReason.map { "; stopped early: \($0)" } ?? ""))
+                    + (idle.stopReason.map { "; stopped early: \($0)" } ?? "")
+            )
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -65,7 +75,9 @@ enum BenchReport {
                     "expiry_events": result.expiryEvents,
                     "replays": result.replays,
                     "max_times_seen_upstream": result.maxTimesSeenUpstream,
-                    "series": result.series.map { ["t": $0.startSeconds, "rps": $0.requestsPerSecond, "p99_ms": $0.p99Milliseconds] },
+                    "series": result.series.map {
+                        ["t": $0.startSeconds, "rps": $0.requestsPerSecond, "p99_ms": $0.p99Milliseconds]
+                    },
                     "expiry_times_s": result.expiryTimes,
                     "refresh_times_s": result.refreshTimes,
                 ]

@@ -13,8 +13,10 @@ final class ChildProxy: @unchecked Sendable {
     /// `bearer-proxy` next to this executable, unless given.
     static func locateBinary(_ given: String?) -> String? {
         if let given { return FileManager.default.isExecutableFile(atPath: given) ? given : nil }
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let candidate = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("bearer-proxy").path
+        let own =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let candidate = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("bearer-proxy")
+            .path
         return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
     }
 
@@ -57,7 +59,9 @@ final class ChildProxy: @unchecked Sendable {
         while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
         if self.process.isRunning { kill(self.pid, SIGKILL) }
         self.process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path)
+        try? FileManager.default.removeItem(
+            atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path
+        )
     }
 
     /// CPU seconds used so far (user + system), from /proc/PID/stat.

@@ -61,6 +61,7 @@ func timeSeries(_ samples: [Sample], window: Double, duration: Double) -> [TimeS
         TimeSeriesPoint(
             startSeconds: Double(index) * window,
             requestsPerSecond: Double(latencies.count) / window,
-            p99Milliseconds: LatencyStatistics(microseconds: latencies).p99Milliseconds)
+            p99Milliseconds: LatencyStatistics(microseconds: latencies).p99Milliseconds
+        )
     }
 }

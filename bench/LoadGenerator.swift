@@ -140,11 +140,15 @@ final class LoadGenerator: Sendable {
             self.result.samples.append(
                 Sample(
                     completedAtMicroseconds: UInt32(clamping: (completedAt - start).nanoseconds / 1000),
-                    latencyMicroseconds: UInt32(clamping: latency.nanoseconds / 1000)))
+                    latencyMicroseconds: UInt32(clamping: latency.nanoseconds / 1000)
+                )
+            )
         }
 
         func recordError(_ kind: String) {
-            guard self.start != nil || self.shared.measurementStart.withLock({ $0 }) != nil, self.end == nil else { return }
+            guard self.start != nil || self.shared.measurementStart.withLock({ $0 }) != nil, self.end == nil else {
+                return
+            }
             self.result.errors[kind, default: 0] += 1
         }
     }
@@ -228,7 +232,9 @@ final class LoadConnection: StreamConnectionDelegate {
         while !self.isStopped {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
                 self.fail("malformed response")
                 return

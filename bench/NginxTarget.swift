@@ -11,9 +11,11 @@ final class NginxTarget {
     var url: String { "http://127.0.0.1:\(self.port)/bench" }
 
     static func start(upstreamPort: Int, token: String, log: (String) -> Void) throws -> NginxTarget {
-        guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else {
+        guard
+            let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             throw BenchError("--with-nginx: nginx is not installed (apt-get install nginx)")
         }
         let target = try NginxTarget(binary: nginx, upstreamPort: upstreamPort, token: token)
@@ -55,7 +57,9 @@ final class NginxTarget {
             """
         try config.write(toFile: self.directory + "/nginx.conf", atomically: true, encoding: .utf8)
         self.process.executableURL = URL(fileURLWithPath: binary)
-        self.process.arguments = ["-p", self.directory, "-c", self.directory + "/nginx.conf", "-e", self.directory + "/error.log"]
+        self.process.arguments = [
+            "-p", self.directory, "-c", self.directory + "/nginx.conf", "-e", self.directory + "/error.log",
+        ]
         self.process.standardError = FileHandle.nullDevice
         try self.process.run()
         let deadline = Instant.now() + .seconds(10)
@@ -85,7 +89,9 @@ enum BlockingProbe {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         return result == 0
     }

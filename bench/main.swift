@@ -9,7 +9,9 @@ func benchMain() -> Int32 {
     do throws(BenchOptions.ParseError) {
         options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
     } catch {
-        FileHandle.standardError.write(Data("Error: \(error)\n  See 'bearer-bench --help' for more information.\n".utf8))
+        FileHandle.standardError.write(
+            Data("Error: \(error)\n  See 'bearer-bench --help' for more information.\n".utf8)
+        )
         return 1
     }
     if options.isHelp {
@@ -17,7 +19,12 @@ func benchMain() -> Int32 {
         return 0
     }
     guard let binary = ChildProxy.locateBinary(options.proxyBinary) else {
-        FileHandle.standardError.write(Data("Error: bearer-proxy not found next to bearer-bench; build it (swift build -c release) or pass --proxy-bin\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "Error: bearer-proxy not found next to bearer-bench; build it (swift build -c release) or pass --proxy-bin\n"
+                    .utf8
+            )
+        )
         return 1
     }
     raiseFileDescriptorLimit()

@@ -110,7 +110,9 @@ package struct ByteBuffer: Sendable {
         self.reserveWritable(Swift.max(minimumWritable, 1))
         let storage = self.storage!
         let start = self._writerIndex
-        let written = try body(UnsafeMutableRawBufferPointer(start: storage.pointer + start, count: storage.capacity - start))
+        let written = try body(
+            UnsafeMutableRawBufferPointer(start: storage.pointer + start, count: storage.capacity - start)
+        )
         precondition(written >= 0 && written <= storage.capacity - start)
         self._writerIndex += written
         return written

@@ -41,7 +41,11 @@ package struct Logger: Sendable {
     @inlinable
     package func isEnabled(_ level: Level) -> Bool { level >= self.level }
 
-    package func log(_ level: Level, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+    package func log(
+        _ level: Level,
+        _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
+    ) {
         guard level >= self.level else { return }
         self.sink.write(Self.format(level: level, message: message(), metadata: metadata()))
     }
@@ -52,19 +56,31 @@ package struct Logger: Sendable {
         self.sink.write(Self.format(level: .info, message: message, metadata: metadata))
     }
 
-    package func debug(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+    package func debug(
+        _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
+    ) {
         self.log(.debug, message(), metadata())
     }
 
-    package func info(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+    package func info(
+        _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
+    ) {
         self.log(.info, message(), metadata())
     }
 
-    package func warn(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+    package func warn(
+        _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
+    ) {
         self.log(.warn, message(), metadata())
     }
 
-    package func error(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+    package func error(
+        _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
+    ) {
         self.log(.error, message(), metadata())
     }
 

@@ -77,7 +77,8 @@ struct FieldSemantics {
             if chunkedCount > 1 || (chunkedCount == 1 && !lastIsChunked) {
                 throw .invalidTransferEncoding
             }
-            self.transferEncoding = codingCount == 1 && chunkedCount == 1 ? .chunked : .unsupported(finalIsChunked: lastIsChunked)
+            self.transferEncoding =
+                codingCount == 1 && chunkedCount == 1 ? .chunked : .unsupported(finalIsChunked: lastIsChunked)
             if self.contentLength != nil { throw .contentLengthWithTransferEncoding }
         }
     }

@@ -34,7 +34,10 @@ enum RequestHeadParser {
         var hostAuthority: Authority?
     }
 
-    private static func parseParts(_ bytes: UnsafeRawBufferPointer, maximumFieldCount: Int) throws(HTTPParseError) -> ParsedParts {
+    private static func parseParts(
+        _ bytes: UnsafeRawBufferPointer,
+        maximumFieldCount: Int
+    ) throws(HTTPParseError) -> ParsedParts {
         // request-line = method SP request-target SP HTTP-version CRLF
         var index = 0
         while bytes[index].isTokenCharacter { index += 1 }

@@ -57,7 +57,8 @@ enum ResponseHeadParser {
             guard bytes[index] == ASCII.space,
                 bytes[index + 1].isDigit, bytes[index + 2].isDigit, bytes[index + 3].isDigit
             else { throw .invalidStatusLine }
-            let status = Int(bytes[index + 1] &- 0x30) * 100 + Int(bytes[index + 2] &- 0x30) * 10
+            let status =
+                Int(bytes[index + 1] &- 0x30) * 100 + Int(bytes[index + 2] &- 0x30) * 10
                 + Int(bytes[index + 3] &- 0x30)
             guard status >= 100 else { throw .invalidStatusLine }
             index += 4

@@ -113,7 +113,13 @@ package final class EventLoop: @unchecked Sendable {
             // EPOLLEXCLUSIVE registrations cannot be modified, only removed and added again.
             _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
             if interest != .none {
-                _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_ADD, fd, Self.epollEvents(interest) | CBL_EPOLLEXCLUSIVE, self.token(fd))
+                _ = cbl_epoll_ctl(
+                    self.epollFD,
+                    CBL_EPOLL_CTL_ADD,
+                    fd,
+                    Self.epollEvents(interest) | CBL_EPOLLEXCLUSIVE,
+                    self.token(fd)
+                )
             }
             return
         }
@@ -186,13 +192,20 @@ package final class EventLoop: @unchecked Sendable {
     private func run() {
         let maximumEvents = 512
         let events = UnsafeMutableRawPointer.allocate(
-            byteCount: maximumEvents * cbl_epoll_event_size(), alignment: 8)
+            byteCount: maximumEvents * cbl_epoll_event_size(),
+            alignment: 8
+        )
         defer { events.deallocate() }
         let eventSize = cbl_epoll_event_size()
 
         while !self.stopRequested.load(ordering: .acquiring) {
             let timeout = self.epollTimeout()
-            let count = cbl_epoll_wait(self.epollFD, events.assumingMemoryBound(to: epoll_event.self), Int32(maximumEvents), timeout)
+            let count = cbl_epoll_wait(
+                self.epollFD,
+                events.assumingMemoryBound(to: epoll_event.self),
+                Int32(maximumEvents),
+                timeout
+            )
             self.now = .now()
             if count < 0 {
                 precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
@@ -217,7 +230,8 @@ package final class EventLoop: @unchecked Sendable {
                         isReadable: bits & CBL_EPOLLIN != 0,
                         isWritable: bits & CBL_EPOLLOUT != 0,
                         isHangUpOrError: bits & (CBL_EPOLLHUP | CBL_EPOLLERR) != 0
-                    ))
+                    )
+                )
             }
             self.runDueTimers()
             self.runQueuedTasks()

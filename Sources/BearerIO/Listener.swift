@@ -19,7 +19,12 @@ package final class Listener: Selectable {
     /// spin on a connection it cannot take.
     package static let descriptorExhaustionPause: Duration = .milliseconds(100)
 
-    package init(fd: Int32, loop: EventLoop, onAccept: @escaping (Int32) -> Void, onAcceptError: @escaping (IOError) -> Void) {
+    package init(
+        fd: Int32,
+        loop: EventLoop,
+        onAccept: @escaping (Int32) -> Void,
+        onAcceptError: @escaping (IOError) -> Void
+    ) {
         self.fd = fd
         self.loop = loop
         self.onAccept = onAccept

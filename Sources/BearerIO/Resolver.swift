@@ -28,7 +28,12 @@ package final class Resolver: Sendable {
 
     /// Calls `completion` on `loop` with the addresses of `host` (no brackets) at `port`.
     /// Answers from the cache or for literals come synchronously, before this returns.
-    package func resolve(host: String, port: Int, on loop: EventLoop, _ completion: @escaping @Sendable (Answer) -> Void) {
+    package func resolve(
+        host: String,
+        port: Int,
+        on loop: EventLoop,
+        _ completion: @escaping @Sendable (Answer) -> Void
+    ) {
         if let literal = SocketAddress(ipAddress: host, port: port) {
             completion(.addresses([literal]))
             return
@@ -65,7 +70,9 @@ package final class Resolver: Sendable {
         while let info = cursor {
             var storage = sockaddr_storage()
             withUnsafeMutableBytes(of: &storage) { raw in
-                raw.copyMemory(from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))
+                raw.copyMemory(
+                    from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen))
+                )
             }
             if let address = SocketAddress(storage: storage), !addresses.contains(address) {
                 addresses.append(address)

@@ -80,15 +80,20 @@ package enum SocketAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with this address as a `sockaddr` and its length.
-    package func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result {
+    package func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result
+    {
         switch self {
         case .ipv4(var address):
             return try withUnsafePointer(to: &address) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    try body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .ipv6(var address):
             return try withUnsafePointer(to: &address) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         case .unix(let path):
             var address = sockaddr_un()
@@ -100,7 +105,9 @@ package enum SocketAddress: Equatable, Sendable, CustomStringConvertible {
                 raw[pathBytes.count] = 0
             }
             return try withUnsafePointer(to: &address) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    try body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
         }
     }

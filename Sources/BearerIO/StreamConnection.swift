@@ -454,7 +454,9 @@ package final class StreamConnection: Selectable {
         while total < Self.readSize {
             outcome = .wantRead
             _ = self.inbound.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
-                outcome = tls.read(into: UnsafeMutableRawBufferPointer(rebasing: tail[0..<min(tail.count, Self.readSize)]))
+                outcome = tls.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: tail[0..<min(tail.count, Self.readSize)])
+                )
                 if case .done(let count) = outcome { return count }
                 return 0
             }
@@ -526,7 +528,8 @@ package final class StreamConnection: Selectable {
         case .open, .closingAfterFlush:
             return Interest(
                 readable: (self.isReadingEnabled && !self.hasReadEnded && self.state == .open) || self.tlsWantsRead,
-                writable: self.isWaitingForWritable || self.tlsWantsWrite)
+                writable: self.isWaitingForWritable || self.tlsWantsWrite
+            )
         case .lingering:
             return Interest(readable: !self.hasReadEnded, writable: false)
         case .closed:

@@ -17,13 +17,16 @@ package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -
     let box = Unmanaged.passRetained(Box(body: body, name: name))
     var thread = pthread_t()
     let result = pthread_create(
-        &thread, nil,
+        &thread,
+        nil,
         { context in
             let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
             _ = cbl_set_thread_name(String(box.name.prefix(15)))
             box.body()
             return nil
-        }, box.toOpaque())
+        },
+        box.toOpaque()
+    )
     precondition(result == 0, "pthread_create failed: \(result)")
     return thread
 }

@@ -50,7 +50,9 @@ package final class BlockingHTTPClient {
     package func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return }
             offset += sent
         }
@@ -86,7 +88,10 @@ package final class BlockingHTTPClient {
     }
 
     /// Reads one whole response (after any 1xx heads) to a request with `method`.
-    package func readResponse(method: HTTPMethod = .get, maximumBodyBytes: Int = 256 << 20) throws(ClientError) -> Response {
+    package func readResponse(
+        method: HTTPMethod = .get,
+        maximumBodyBytes: Int = 256 << 20
+    ) throws(ClientError) -> Response {
         self.parser.expectResponse(to: method)
         var informational: [Int] = []
         var head: ResponseHead?
@@ -94,7 +99,9 @@ package final class BlockingHTTPClient {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+                event = try self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
                 throw .malformed(error)
             }
@@ -133,7 +140,9 @@ package final class BlockingHTTPClient {
     package func readInformational() throws(ClientError) -> Int {
         self.parser.expectResponse(to: .get)
         while true {
-            let event = try? self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            let event = try? self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                try self.parser.next(raw)
+            }
             if case .head(let head, let consumed) = event {
                 self.pending.moveReaderIndex(forwardBy: consumed)
                 return head.status

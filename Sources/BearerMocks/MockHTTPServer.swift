@@ -28,7 +28,12 @@ package final class MockHTTPServer: Sendable {
     package let handledRequests = Atomic<Int>(0)
     package let address: Locked<SocketAddress?>
 
-    package init(group: EventLoopGroup, tls: TLSContext? = nil, expectHandler: ExpectHandler? = nil, handler: @escaping Handler) {
+    package init(
+        group: EventLoopGroup,
+        tls: TLSContext? = nil,
+        expectHandler: ExpectHandler? = nil,
+        handler: @escaping Handler
+    ) {
         self.group = group
         self.tls = tls
         self.handler = handler
@@ -41,7 +46,9 @@ package final class MockHTTPServer: Sendable {
 
     /// Starts listening (port 0 picks a free port) and returns the bound address.
     @discardableResult
-    package func start(on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!) throws(IOError) -> SocketAddress {
+    package func start(
+        on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!
+    ) throws(IOError) -> SocketAddress {
         let fd = try Socket.listen(on: address)
         self.listenFD.withLock { $0 = fd }
         let bound = Socket.localAddress(fd) ?? address
@@ -50,19 +57,23 @@ package final class MockHTTPServer: Sendable {
         for loop in self.group.loops {
             loop.execute {
                 let listener = Listener(
-                    fd: fd, loop: loop,
+                    fd: fd,
+                    loop: loop,
                     onAccept: { clientFD in
                         self.acceptedConnections.add(1, ordering: .relaxed)
                         if !bound.isUnix { Socket.setNoDelay(clientFD) }
                         let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
-                        if let tls = self.tls, let session = tls.makeConnection(fd: clientFD, serverName: nil, sessionKey: nil) {
+                        if let tls = self.tls,
+                            let session = tls.makeConnection(fd: clientFD, serverName: nil, sessionKey: nil)
+                        {
                             stream.useTLS(session)
                         }
                         let connection = MockServerConnection(stream: stream, server: self)
                         self.connections.withLock { $0[ObjectIdentifier(connection)] = UnsafeSendable(connection) }
                         connection.start()
                     },
-                    onAcceptError: { _ in })
+                    onAcceptError: { _ in }
+                )
                 listener.start()
                 self.listeners.withLock { $0.append(UnsafeSendable(listener)) }
                 ready.add(1, ordering: .releasing)

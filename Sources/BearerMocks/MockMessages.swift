@@ -58,11 +58,19 @@ package struct MockResponse: Sendable {
     }
 
     package static func text(_ status: Int, _ text: String, headers: [(String, String)] = []) -> MockResponse {
-        MockResponse(status: status, headers: [("Content-Type", "text/plain")] + headers, body: .fixed(Array(text.utf8)))
+        MockResponse(
+            status: status,
+            headers: [("Content-Type", "text/plain")] + headers,
+            body: .fixed(Array(text.utf8))
+        )
     }
 
     package static func json(_ status: Int, _ json: String, headers: [(String, String)] = []) -> MockResponse {
-        MockResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: .fixed(Array(json.utf8)))
+        MockResponse(
+            status: status,
+            headers: [("Content-Type", "application/json")] + headers,
+            body: .fixed(Array(json.utf8))
+        )
     }
 }
 
@@ -76,7 +84,9 @@ package func mockPatternByte(_ offset: Int) -> UInt8 {
 }
 
 package let mockPatternPeriod = 65_521
-package let mockPattern: [UInt8] = (0..<(65_521 * 2)).map { UInt8(truncatingIfNeeded: ($0 % 65_521) &* 7 &+ ($0 % 65_521) >> 8) }
+package let mockPattern: [UInt8] = (0..<(65_521 * 2)).map {
+    UInt8(truncatingIfNeeded: ($0 % 65_521) &* 7 &+ ($0 % 65_521) >> 8)
+}
 
 /// Copies the pattern bytes for `offset..<offset+count` into `destination` (fast, even unoptimized).
 package func fillMockPattern(_ destination: UnsafeMutableRawBufferPointer, offset: Int) {

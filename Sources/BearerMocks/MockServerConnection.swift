@@ -60,9 +60,13 @@ final class MockServerConnection: StreamConnectionDelegate {
         while !self.isClosed && self.streaming == nil && !self.isWaitingForResponse {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
-                self.stream.withOutbound { $0.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") }
+                self.stream.withOutbound {
+                    $0.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                }
                 self.stream.closeAfterFlush()
                 return
             }

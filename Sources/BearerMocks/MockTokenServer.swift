@@ -100,7 +100,10 @@ package final class MockTokenServer: Sendable {
         switch settings.failure {
         case .none: break
         case .invalidGrant:
-            return .json(400, #"{"error":"invalid_grant","error_description":"The refresh token is expired or revoked"}"#)
+            return .json(
+                400,
+                #"{"error":"invalid_grant","error_description":"The refresh token is expired or revoked"}"#
+            )
         case .serverError:
             return .json(500, #"{"error":"server_error"}"#)
         case .rateLimited(let seconds):
@@ -108,7 +111,9 @@ package final class MockTokenServer: Sendable {
         case .hang:
             return MockResponse(status: 200, body: .none)
         }
-        guard request.method == "POST", request.header("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true else {
+        guard request.method == "POST",
+            request.header("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true
+        else {
             return .json(400, #"{"error":"invalid_request","error_description":"expected a form POST"}"#)
         }
         if let expectedID = settings.clientID {
@@ -161,7 +166,9 @@ package final class MockTokenServer: Sendable {
         var form: [String: String] = [:]
         for pair in body.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            let decode = { (text: String) in text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? text }
+            let decode = { (text: String) in
+                text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? text
+            }
             form[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
         }
         return form

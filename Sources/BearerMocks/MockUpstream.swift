@@ -55,11 +55,14 @@ package final class MockUpstream: Sendable {
             group: group,
             tls: tls,
             expectHandler: { head in
-                guard let upstream = box.upstream, !upstream.isAuthorized(head.value(of: "authorization")) else { return nil }
+                guard let upstream = box.upstream, !upstream.isAuthorized(head.value(of: "authorization")) else {
+                    return nil
+                }
                 upstream.rejected.add(1, ordering: .relaxed)
                 return .json(401, #"{"error":"invalid_token"}"#)
             },
-            handler: { request in box.upstream!.handle(request) })
+            handler: { request in box.upstream!.handle(request) }
+        )
         box.upstream = self
     }
 
@@ -98,7 +101,12 @@ package final class MockUpstream: Sendable {
 
     func handle(_ request: MockRequest) -> MockResponse {
         if self.recordsRequests {
-            let record = RecordedRequest(method: request.method, target: request.target, headers: request.headers, body: request.body)
+            let record = RecordedRequest(
+                method: request.method,
+                target: request.target,
+                headers: request.headers,
+                body: request.body
+            )
             self.recorded.withLock { $0.append(record) }
         }
         if self.countsRequestIDs, let id = request.header("x-request-id").flatMap({ Int($0) }) {
@@ -108,30 +116,49 @@ package final class MockUpstream: Sendable {
         let presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
         guard self.isAuthorized(request.header("authorization")) else {
             self.rejected.add(1, ordering: .relaxed)
-            return .json(401, #"{"error":"invalid_token"}"#, headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")])
+            return .json(
+                401,
+                #"{"error":"invalid_token"}"#,
+                headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")]
+            )
         }
         self.accepted.add(1, ordering: .relaxed)
         if request.path == "/bench" { return Self.benchResponse }
         let parts = request.path.split(separator: "/").map(String.init)
         switch (parts.first, parts.count) {
         case ("whoami", 1):
-            let generation = presented.flatMap { self.authority?.number(of: $0) }.map { "token generation \($0)" } ?? "a static token"
+            let generation =
+                presented.flatMap { self.authority?.number(of: $0) }.map { "token generation \($0)" }
+                ?? "a static token"
             return .text(200, "Hello! This request reached the upstream with \(generation).\n")
         case ("bytes", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: false))
-        case ("chunked", 2): return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: true))
+        case ("chunked", 2):
+            return MockResponse(status: 200, body: .streamed(length: Int(parts[1]) ?? 0, chunked: true))
         case ("close", 2):
             return MockResponse(status: 200, body: .closeDelimited((0..<(Int(parts[1]) ?? 0)).map(mockPatternByte)))
         case ("status", 2): return .text(Int(parts[1]) ?? 500, "status \(parts[1])\n")
-        case ("echo", 1): return MockResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .fixed(request.body))
+        case ("echo", 1):
+            return MockResponse(
+                status: 200,
+                headers: [("Content-Type", "application/octet-stream")],
+                body: .fixed(request.body)
+            )
         case ("hang", 1): return MockResponse(status: 200, body: .none)
-        case ("slow", 2): return MockResponse(status: 200, body: .delayed(.milliseconds(Int64(parts[1]) ?? 1000), Array("slow\n".utf8)))
+        case ("slow", 2):
+            return MockResponse(
+                status: 200,
+                body: .delayed(.milliseconds(Int64(parts[1]) ?? 1000), Array("slow\n".utf8))
+            )
         case ("reset", 1): return MockResponse(status: 200, body: .reset)
         default: return .json(200, Self.describe(request))
         }
     }
 
     /// The anchors' 58-byte JSON body, prebuilt: the bench's upstream must not be the bottleneck.
-    static let benchResponse = MockResponse.json(200, #"{"ok":true,"upstream":"anchor","auth":"bearer","n":12345}"# + "\n")
+    static let benchResponse = MockResponse.json(
+        200,
+        #"{"ok":true,"upstream":"anchor","auth":"bearer","n":12345}"# + "\n"
+    )
 
     /// Whether an `Authorization` value carries a token this API accepts (any, when it checks none).
     func isAuthorized(_ authorization: String?) -> Bool {

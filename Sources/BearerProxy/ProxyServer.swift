@@ -100,21 +100,51 @@ package final class ProxyServer: Sendable {
         let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
         let loops = group ?? EventLoopGroup(count: configuration.workers)
         let resolver = Resolver()
-        let source = Self.makeTokenSource(configuration, store: store, loop: loops.loops[0], resolver: resolver, tls: tls, logger: logger)
+        let source = Self.makeTokenSource(
+            configuration,
+            store: store,
+            loop: loops.loops[0],
+            resolver: resolver,
+            tls: tls,
+            logger: logger
+        )
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
         let runtime = ProxyRuntime(
-            configuration: configuration, router: router,
+            configuration: configuration,
+            router: router,
             requestGuard: RequestGuard(configuration: configuration, boundAddresses: addresses),
-            session: session, resolver: resolver, tls: tls, accessLog: accessLog, logger: logger)
-        let server = ProxyServer(runtime: runtime, addresses: addresses, group: loops, ownsGroup: group == nil, fds: fds)
+            session: session,
+            resolver: resolver,
+            tls: tls,
+            accessLog: accessLog,
+            logger: logger
+        )
+        let server = ProxyServer(
+            runtime: runtime,
+            addresses: addresses,
+            group: loops,
+            ownsGroup: group == nil,
+            fds: fds
+        )
         server.startAccepting()
         if let adminFD, let adminAddress {
             let revocation = configuration.revocationURL.map {
-                TokenRevocation(configuration: configuration, url: $0, loop: loops.loops[0], resolver: resolver, tls: tls)
+                TokenRevocation(
+                    configuration: configuration,
+                    url: $0,
+                    loop: loops.loops[0],
+                    resolver: resolver,
+                    tls: tls
+                )
             }
             let admin = AdminServer(
-                fd: adminFD, address: adminAddress, runtime: runtime, revocation: revocation, loops: loops.loops,
-                contexts: { server.contexts.withLock { $0 } })
+                fd: adminFD,
+                address: adminAddress,
+                runtime: runtime,
+                revocation: revocation,
+                loops: loops.loops,
+                contexts: { server.contexts.withLock { $0 } }
+            )
             admin.start()
             server.admin.withLock { $0 = admin }
         }
@@ -133,7 +163,14 @@ package final class ProxyServer: Sendable {
     ) -> TokenSource? {
         if let url = configuration.tokenURL {
             return OAuth2TokenSource(
-                configuration: configuration, url: url, store: store, loop: loop, resolver: resolver, tls: tls, logger: logger)
+                configuration: configuration,
+                url: url,
+                store: store,
+                loop: loop,
+                resolver: resolver,
+                tls: tls,
+                logger: logger
+            )
         }
         if let argv = configuration.tokenCommand {
             return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)
@@ -141,7 +178,13 @@ package final class ProxyServer: Sendable {
         return nil
     }
 
-    private init(runtime: ProxyRuntime, addresses: [SocketAddress], group: EventLoopGroup, ownsGroup: Bool, fds: [Int32]) {
+    private init(
+        runtime: ProxyRuntime,
+        addresses: [SocketAddress],
+        group: EventLoopGroup,
+        ownsGroup: Bool,
+        fds: [Int32]
+    ) {
         self.runtime = runtime
         self.boundAddresses = addresses
         self.group = group
@@ -169,7 +212,10 @@ package final class ProxyServer: Sendable {
         let configuration = self.runtime.configuration
         let tokens: String
         if let source {
-            tokens = configuration.tokenURL != nil ? "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)" : "token_command \(source.logDescription)"
+            tokens =
+                configuration.tokenURL != nil
+                ? "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+                : "token_command \(source.logDescription)"
         } else {
             tokens = configuration.accessToken == nil ? "none" : "static access_token"
         }
@@ -186,7 +232,8 @@ package final class ProxyServer: Sendable {
                 "admin": self.adminAddress?.description ?? "off",
                 "access_log": configuration.accessLog.description,
                 "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",
-            ])
+            ]
+        )
     }
 
     private func startAccepting() {
@@ -198,9 +245,11 @@ package final class ProxyServer: Sendable {
                 for fd in self.listenFDs {
                     let isUnix = self.boundAddresses[self.listenFDs.firstIndex(of: fd)!].isUnix
                     let listener = Listener(
-                        fd: fd, loop: loop,
+                        fd: fd,
+                        loop: loop,
                         onAccept: { clientFD in self.accept(clientFD, isUnix: isUnix, context: context) },
-                        onAcceptError: { error in self.logAcceptError(error) })
+                        onAcceptError: { error in self.logAcceptError(error) }
+                    )
                     listener.start()
                     self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
                 }
@@ -218,7 +267,12 @@ package final class ProxyServer: Sendable {
             self.lastAcceptErrorLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
         else { return }
         self.runtime.logger.warn(
-            "accept failed; pausing accepts briefly", ["error": error.description, "open_connections": "\(self.runtime.openConnections.load(ordering: .relaxed))"])
+            "accept failed; pausing accepts briefly",
+            [
+                "error": error.description,
+                "open_connections": "\(self.runtime.openConnections.load(ordering: .relaxed))",
+            ]
+        )
     }
 
     private func accept(_ fd: Int32, isUnix: Bool, context: LoopContext) {

@@ -71,7 +71,8 @@ func main() -> Int32 {
     for address in server.boundAddresses {
         logger.announce(
             "listening on \(address)",
-            ["upstream": configuration.upstream?.description ?? "-", "workers": "\(configuration.workers)"])
+            ["upstream": configuration.upstream?.description ?? "-", "workers": "\(configuration.workers)"]
+        )
     }
     if options.isDemo {
         let address = server.boundAddresses[0]
@@ -86,7 +87,8 @@ func main() -> Int32 {
               while sleep 0.5; do curl -s http://\(address)/whoami; done   # refreshes, never a 401
               curl -i -x http://\(address) http://\(address)/items  # the same, as an HTTP proxy
 
-            """)
+            """
+        )
     }
 
     let stop = DispatchSemaphore(value: 0)
@@ -119,7 +121,10 @@ func main() -> Int32 {
     sources.append(hangUp)
 
     stop.wait()
-    logger.info("shutting down: no new connections; waiting for in-flight requests", ["shutdown_timeout": "\(Int(configuration.shutdownTimeout.seconds))s"])
+    logger.info(
+        "shutting down: no new connections; waiting for in-flight requests",
+        ["shutdown_timeout": "\(Int(configuration.shutdownTimeout.seconds))s"]
+    )
     let remaining = server.drain(timeout: configuration.shutdownTimeout)
     if remaining > 0 {
         logger.warn("shutdown_timeout passed; closing the remaining connections", ["connections": "\(remaining)"])

@@ -10,8 +10,11 @@ import Testing
     @Test(arguments: Feeding.allCases)
     func decodesChunksDroppingExtensionsAndTrailers(feeding: Feeding) throws {
         let messages = try parseRequests(
-            Self.chunkedRequest("3;name=\"v\"\r\nabc\r\nA \t;x\r\n0123456789\r\n0\r\nTrailer-A: 1\r\nTrailer-B: 2\r\n\r\n"),
-            feeding)
+            Self.chunkedRequest(
+                "3;name=\"v\"\r\nabc\r\nA \t;x\r\n0123456789\r\n0\r\nTrailer-A: 1\r\nTrailer-B: 2\r\n\r\n"
+            ),
+            feeding
+        )
         #expect(messages[0].body == bytes("abc0123456789"))
         #expect(messages[0].isComplete)
     }
@@ -50,7 +53,9 @@ import Testing
 
     @Test func limitsTrailers() {
         let trailers = String(repeating: "X-T: " + String(repeating: "a", count: 100) + "\r\n", count: 200)
-        let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(Self.chunkedRequest("0\r\n" + trailers + "\r\n")) }
+        let error = parseError { () throws(HTTPParseError) in
+            _ = try parseRequests(Self.chunkedRequest("0\r\n" + trailers + "\r\n"))
+        }
         #expect(error == .trailersTooLarge)
     }
 }

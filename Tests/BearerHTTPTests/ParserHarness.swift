@@ -61,7 +61,11 @@ func pieces(of input: [UInt8], _ feeding: Feeding) -> [[UInt8]] {
     }
 }
 
-func parseRequests(_ input: [UInt8], _ feeding: Feeding = .allAtOnce, limit: Int = 64 * 1024) throws(HTTPParseError)
+func parseRequests(
+    _ input: [UInt8],
+    _ feeding: Feeding = .allAtOnce,
+    limit: Int = 64 * 1024
+) throws(HTTPParseError)
     -> [ParsedMessage<RequestHead>]
 {
     try parseRequests(pieces: pieces(of: input, feeding), limit: limit)
@@ -79,7 +83,11 @@ func parseRequests(pieces: [[UInt8]], limit: Int = 64 * 1024) throws(HTTPParseEr
     }
 }
 
-func parseResponses(_ input: [UInt8], _ feeding: Feeding = .allAtOnce, method: HTTPMethod = .get) throws(HTTPParseError)
+func parseResponses(
+    _ input: [UInt8],
+    _ feeding: Feeding = .allAtOnce,
+    method: HTTPMethod = .get
+) throws(HTTPParseError)
     -> [ParsedMessage<ResponseHead>]
 {
     var parser = HTTPResponseParser()

@@ -46,14 +46,17 @@ import Testing
     @Test(arguments: Feeding.allCases)
     func parsesPipelinedRequestsInOrder(feeding: Feeding) throws {
         let input = bytes(
-            "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\nDELETE /3 HTTP/1.1\r\nHost: h\r\n\r\n")
+            "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\nDELETE /3 HTTP/1.1\r\nHost: h\r\n\r\n"
+        )
         let messages = try parseRequests(input, feeding)
         #expect(messages.map { $0.head.string($0.head.target) } == ["/1", "/2", "/3"])
         #expect(messages.last?.head.method == .delete)
     }
 
     @Test func parsesAbsoluteForm() throws {
-        let messages = try parseRequests(bytes("GET http://API.example.com:8443/v1/x?y=1 HTTP/1.1\r\nHost: api.example.com:8443\r\n\r\n"))
+        let messages = try parseRequests(
+            bytes("GET http://API.example.com:8443/v1/x?y=1 HTTP/1.1\r\nHost: api.example.com:8443\r\n\r\n")
+        )
         let head = messages[0].head
         guard case .absolute(let target) = head.targetForm else {
             Issue.record("expected absolute-form, got \(head.targetForm)")
@@ -77,7 +80,9 @@ import Testing
     }
 
     @Test func parsesConnectAuthorityForm() throws {
-        let head = try parseRequests(bytes("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n"))[0].head
+        let head = try parseRequests(
+            bytes("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
+        )[0].head
         #expect(head.method == .connect)
         guard case .authority(let authority) = head.targetForm else {
             Issue.record("expected authority-form")
@@ -98,7 +103,9 @@ import Testing
     }
 
     @Test func acceptsRepeatedIdenticalContentLength() throws {
-        let messages = try parseRequests(bytes("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc"))
+        let messages = try parseRequests(
+            bytes("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc")
+        )
         #expect(messages[0].head.framing == .contentLength(3))
         #expect(messages[0].body == bytes("abc"))
     }
@@ -110,16 +117,22 @@ import Testing
         #expect(!http10.wantsKeepAlive)
         let http10KeepAlive = try parseRequests(bytes("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"))[0].head
         #expect(http10KeepAlive.wantsKeepAlive)
-        let curlStyle = try parseRequests(bytes("GET http://h/ HTTP/1.0\r\nHost: h\r\nProxy-Connection: keep-alive\r\n\r\n"))[0].head
+        let curlStyle = try parseRequests(
+            bytes("GET http://h/ HTTP/1.0\r\nHost: h\r\nProxy-Connection: keep-alive\r\n\r\n")
+        )[0].head
         #expect(curlStyle.wantsKeepAlive)
-        let nominated = try parseRequests(bytes("GET / HTTP/1.1\r\nHost: h\r\nConnection: x-secret, close\r\nX-Secret: 1\r\nX-Other: 2\r\n\r\n"))[0].head
+        let nominated = try parseRequests(
+            bytes("GET / HTTP/1.1\r\nHost: h\r\nConnection: x-secret, close\r\nX-Secret: 1\r\nX-Other: 2\r\n\r\n")
+        )[0].head
         #expect(nominated.nominatesOtherFields)
         #expect(nominated.isNominatedByConnection(2))
         #expect(!nominated.isNominatedByConnection(3))
     }
 
     @Test func readsExpectContinue() throws {
-        let head = try parseRequests(bytes("PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n"))[0].head
+        let head = try parseRequests(
+            bytes("PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n")
+        )[0].head
         #expect(head.expectsContinue)
     }
 
@@ -144,41 +157,80 @@ import Testing
         BadInput(
             id: "CL and TE",
             input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
-            error: .contentLengthWithTransferEncoding),
+            error: .contentLengthWithTransferEncoding
+        ),
         BadInput(
             id: "differing CL fields",
             input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-            error: .conflictingContentLength),
+            error: .conflictingContentLength
+        ),
         BadInput(
-            id: "differing CL list", input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 4\r\n\r\n",
-            error: .conflictingContentLength),
-        BadInput(id: "signed CL", input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\n", error: .invalidContentLength),
-        BadInput(id: "empty CL", input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n", error: .invalidContentLength),
+            id: "differing CL list",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 4\r\n\r\n",
+            error: .conflictingContentLength
+        ),
         BadInput(
-            id: "huge CL", input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999\r\n\r\n",
-            error: .invalidContentLength),
+            id: "signed CL",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\n",
+            error: .invalidContentLength
+        ),
         BadInput(
-            id: "gzip, chunked", input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-            error: .unsupportedTransferCoding),
+            id: "empty CL",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n",
+            error: .invalidContentLength
+        ),
         BadInput(
-            id: "chunked not final", input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
-            error: .invalidTransferEncoding),
+            id: "huge CL",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            error: .invalidContentLength
+        ),
         BadInput(
-            id: "final gzip only", input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n",
-            error: .invalidTransferEncoding),
+            id: "gzip, chunked",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            error: .unsupportedTransferCoding
+        ),
+        BadInput(
+            id: "chunked not final",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            error: .invalidTransferEncoding
+        ),
+        BadInput(
+            id: "final gzip only",
+            input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n",
+            error: .invalidTransferEncoding
+        ),
         BadInput(
             id: "chunked twice",
             input: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-            error: .invalidTransferEncoding),
+            error: .invalidTransferEncoding
+        ),
         BadInput(
-            id: "TE in 1.0", input: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", error: .transferEncodingInHTTP10),
-        BadInput(id: "bare CR in value", input: "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\rb\r\n\r\n", error: .bareCarriageReturn),
+            id: "TE in 1.0",
+            input: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            error: .transferEncodingInHTTP10
+        ),
+        BadInput(
+            id: "bare CR in value",
+            input: "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\rb\r\n\r\n",
+            error: .bareCarriageReturn
+        ),
         BadInput(id: "bare LF", input: "GET / HTTP/1.1\nHost: h\r\n\r\n", error: .bareLineFeed),
         BadInput(id: "NUL in value", input: "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\u{0}b\r\n\r\n", error: .nulByte),
-        BadInput(id: "obs-fold", input: "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n b\r\n\r\n", error: .obsoleteLineFolding),
         BadInput(
-            id: "space before colon", input: "GET / HTTP/1.1\r\nHost: h\r\nX-A : a\r\n\r\n", error: .whitespaceBeforeColon),
-        BadInput(id: "invalid name char", input: "GET / HTTP/1.1\r\nHost: h\r\nX(A): a\r\n\r\n", error: .invalidFieldName),
+            id: "obs-fold",
+            input: "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n b\r\n\r\n",
+            error: .obsoleteLineFolding
+        ),
+        BadInput(
+            id: "space before colon",
+            input: "GET / HTTP/1.1\r\nHost: h\r\nX-A : a\r\n\r\n",
+            error: .whitespaceBeforeColon
+        ),
+        BadInput(
+            id: "invalid name char",
+            input: "GET / HTTP/1.1\r\nHost: h\r\nX(A): a\r\n\r\n",
+            error: .invalidFieldName
+        ),
         BadInput(id: "empty name", input: "GET / HTTP/1.1\r\nHost: h\r\n: a\r\n\r\n", error: .invalidFieldName),
         BadInput(id: "no colon", input: "GET / HTTP/1.1\r\nHost: h\r\nJunk\r\n\r\n", error: .invalidFieldName),
         BadInput(id: "lowercase version", input: "GET / http/1.1\r\nHost: h\r\n\r\n", error: .invalidRequestLine),
@@ -187,10 +239,22 @@ import Testing
         BadInput(id: "missing version", input: "GET /\r\nHost: h\r\n\r\n", error: .invalidRequestLine),
         BadInput(id: "fragment", input: "GET /a#b HTTP/1.1\r\nHost: h\r\n\r\n", error: .invalidTarget),
         BadInput(id: "ftp scheme", input: "GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n", error: .invalidTarget),
-        BadInput(id: "userinfo in target", input: "GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", error: .invalidTarget),
+        BadInput(
+            id: "userinfo in target",
+            input: "GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n",
+            error: .invalidTarget
+        ),
         BadInput(id: "CONNECT without port", input: "CONNECT h HTTP/1.1\r\nHost: h\r\n\r\n", error: .invalidTarget),
-        BadInput(id: "port out of range", input: "GET http://h:70000/ HTTP/1.1\r\nHost: h\r\n\r\n", error: .invalidTarget),
-        BadInput(id: "Expect other", input: "GET / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n", error: .unsupportedExpectation),
+        BadInput(
+            id: "port out of range",
+            input: "GET http://h:70000/ HTTP/1.1\r\nHost: h\r\n\r\n",
+            error: .invalidTarget
+        ),
+        BadInput(
+            id: "Expect other",
+            input: "GET / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n",
+            error: .unsupportedExpectation
+        ),
     ]
 
     @Test(arguments: badInputs, Feeding.allCases)
@@ -209,7 +273,8 @@ import Testing
     @Test(arguments: Feeding.allCases)
     func rejectsHeadOverTheLimit(feeding: Feeding) {
         let input = "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "a", count: 2000) + "\r\n\r\n"
-        let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(bytes(input), feeding, limit: 1024) }
+        let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(bytes(input), feeding, limit: 1024)
+        }
         #expect(error == .headTooLarge)
     }
 

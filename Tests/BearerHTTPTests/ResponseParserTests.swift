@@ -16,7 +16,10 @@ import Testing
 
     @Test(arguments: Feeding.allCases)
     func parsesChunkedResponse(feeding: Feeding) throws {
-        let messages = try parseResponses(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"), feeding)
+        let messages = try parseResponses(
+            bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"),
+            feeding
+        )
         #expect(messages[0].body == bytes("hi"))
         #expect(messages[0].isComplete)
     }
@@ -30,7 +33,9 @@ import Testing
 
     @Test(arguments: [204, 304])
     func noContentStatusesHaveNoBody(status: Int) throws {
-        let messages = try parseResponses(bytes("HTTP/1.1 \(status) X\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+        let messages = try parseResponses(
+            bytes("HTTP/1.1 \(status) X\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        )
         #expect(messages.count == 2)
         #expect(messages[0].body.isEmpty && messages[0].isComplete)
     }
@@ -38,8 +43,11 @@ import Testing
     @Test(arguments: Feeding.allCases)
     func reportsInformationalThenFinal(feeding: Feeding) throws {
         let messages = try parseResponses(
-            bytes("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"),
-            feeding)
+            bytes(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"
+            ),
+            feeding
+        )
         #expect(messages.map(\.head.status) == [100, 103, 201])
         #expect(messages[2].body == bytes("ok"))
     }
@@ -81,7 +89,10 @@ import Testing
     }
 
     @Test(arguments: [
-        ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", HTTPParseError.contentLengthWithTransferEncoding),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            HTTPParseError.contentLengthWithTransferEncoding
+        ),
         ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", .conflictingContentLength),
         ("HTTP/1.1 2000 OK\r\n\r\n", .invalidStatusLine),
         ("HTTP/1.1 099 Low\r\n\r\n", .invalidStatusLine),

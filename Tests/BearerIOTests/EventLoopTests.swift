@@ -86,7 +86,9 @@ struct BlockingSocket {
     func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return }
             offset += sent
         }
@@ -97,7 +99,9 @@ struct BlockingSocket {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while received.count < count {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, min($0.count, count - received.count)) }
+            let n = chunk.withUnsafeMutableBytes {
+                Glibc.read(self.fd, $0.baseAddress, min($0.count, count - received.count))
+            }
             if n <= 0 { break }
             received += chunk[0..<n]
         }
@@ -109,17 +113,23 @@ struct BlockingSocket {
 }
 
 @Suite struct StreamConnectionTests {
-    func startEchoServer(on address: SocketAddress, group: EventLoopGroup, delegate: EchoDelegate) throws -> (Int32, SocketAddress) {
+    func startEchoServer(
+        on address: SocketAddress,
+        group: EventLoopGroup,
+        delegate: EchoDelegate
+    ) throws -> (Int32, SocketAddress) {
         let fd = try Socket.listen(on: address)
         for loop in group.loops {
             loop.execute {
                 let listener = Listener(
-                    fd: fd, loop: loop,
+                    fd: fd,
+                    loop: loop,
                     onAccept: { clientFD in
                         let connection = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
                         connection.start(delegate: delegate)
                     },
-                    onAcceptError: { _ in })
+                    onAcceptError: { _ in }
+                )
                 listener.start()
                 // Listener lifetime: kept by the loop's registration table.
             }
@@ -131,7 +141,11 @@ struct BlockingSocket {
         let group = EventLoopGroup(count: 2)
         defer { group.shutdown() }
         let delegate = EchoDelegate()
-        let (listenFD, address) = try self.startEchoServer(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!, group: group, delegate: delegate)
+        let (listenFD, address) = try self.startEchoServer(
+            on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!,
+            group: group,
+            delegate: delegate
+        )
         defer { Socket.close(listenFD) }
         let client = try BlockingSocket(connectingTo: address)
         defer { client.close() }

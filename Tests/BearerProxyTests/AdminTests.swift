@@ -9,12 +9,22 @@ import Testing
 @testable import BearerProxy
 
 @Suite struct AdminTests {
-    func adminRequest(_ fixture: SessionFixture, _ method: String, _ path: String, headers: String = "") throws -> BlockingHTTPClient.Response {
+    func adminRequest(
+        _ fixture: SessionFixture,
+        _ method: String,
+        _ path: String,
+        headers: String = ""
+    ) throws -> BlockingHTTPClient.Response {
         let address = try #require(fixture.proxy.adminAddress)
-        return try httpRequest(address, "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(address.port!)\r\n\(headers)Content-Length: 0\r\n\r\n")
+        return try httpRequest(
+            address,
+            "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(address.port!)\r\n\(headers)Content-Length: 0\r\n\r\n"
+        )
     }
 
-    func fixture(_ configure: @escaping (inout Configuration, MockTokenServer) -> Void = { _, _ in }) throws -> SessionFixture {
+    func fixture(
+        _ configure: @escaping (inout Configuration, MockTokenServer) -> Void = { _, _ in }
+    ) throws -> SessionFixture {
         try SessionFixture { config, server in
             config.adminListen = .hostPort(host: "127.0.0.1", port: 0)
             configure(&config, server)
@@ -99,7 +109,10 @@ import Testing
     @Test func theAdminPortFollowsTheHostAndOriginRules() throws {
         let fixture = try self.fixture()
         let address = try #require(fixture.proxy.adminAddress)
-        let rebinding = try httpRequest(address, "POST /logout HTTP/1.1\r\nHost: attacker.example:\(address.port!)\r\nContent-Length: 0\r\n\r\n")
+        let rebinding = try httpRequest(
+            address,
+            "POST /logout HTTP/1.1\r\nHost: attacker.example:\(address.port!)\r\nContent-Length: 0\r\n\r\n"
+        )
         #expect(rebinding.status == 403)
         let crossSite = try self.adminRequest(fixture, "POST", "/logout", headers: "Origin: https://evil.example\r\n")
         #expect(crossSite.status == 403)
@@ -118,7 +131,11 @@ import Testing
         #expect(try fixture.send(raw: "GET /x HTTP/1.1\r\nHost: evil.example\r\n\r\n").status == 403)
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines[0].contains(" method=GET host=127.0.0.1:\(fixture.upstream.port) path=\"/items?page=2\" status=200 bytes="))
+        #expect(
+            lines[0].contains(
+                " method=GET host=127.0.0.1:\(fixture.upstream.port) path=\"/items?page=2\" status=200 bytes="
+            )
+        )
         #expect(lines[0].hasSuffix("replayed=yes"))
         #expect(lines[1].contains("status=403"))
         #expect(lines[1].hasSuffix("replayed=no"))

@@ -1,4 +1,5 @@
 import BearerCore
+import Foundation
 import Testing
 
 @testable import BearerProxy
@@ -40,7 +41,9 @@ import Testing
         #expect(url.port == port)
     }
 
-    @Test(arguments: ["ftp://h", "api.example.com", "http://", "http://u:p@h", "http://h:0", "http://h/x?y", "http://h h"])
+    @Test(arguments: [
+        "ftp://h", "api.example.com", "http://", "http://u:p@h", "http://h:0", "http://h/x?y", "http://h h",
+    ])
     func rejectsBadUpstreamURLs(text: String) {
         #expect(throws: URLParseError.self) { try UpstreamURL.parse(text).get() }
     }
@@ -62,7 +65,11 @@ import Testing
 }
 
 @Suite struct ConfigFileTests {
-    func load(_ text: String, environment: [String: String] = [:], overrides: [ConfigEntry] = []) throws(ConfigurationError) -> Configuration {
+    func load(
+        _ text: String,
+        environment: [String: String] = [:],
+        overrides: [ConfigEntry] = []
+    ) throws(ConfigurationError) -> Configuration {
         var entries = try ConfigFileParser.parse(text, fileName: "proxy.conf", environment: environment)
         entries += overrides
         return try Configuration.build(from: entries)
@@ -83,7 +90,8 @@ import Testing
             max_header_bytes = 32KiB
             workers = 3
             """,
-            environment: ["API_TOKEN": "tok#with-hash"])
+            environment: ["API_TOKEN": "tok#with-hash"]
+        )
         #expect(config.upstream?.host == "api.example.com")
         #expect(config.accessToken?.reveal() == "tok#with-hash")
         #expect(config.listen.map(\.description) == ["127.0.0.1:9090", "unix:/tmp/bp.sock"])
@@ -101,7 +109,9 @@ import Testing
 
     @Test func flagsOverrideTheFile() throws {
         let config = try self.load(
-            "listen = 127.0.0.1:1111", overrides: [ConfigEntry(key: "listen", value: "127.0.0.1:2222", place: "command line (--listen)")])
+            "listen = 127.0.0.1:1111",
+            overrides: [ConfigEntry(key: "listen", value: "127.0.0.1:2222", place: "command line (--listen)")]
+        )
         #expect(config.listen.map(\.description) == ["127.0.0.1:2222"])
     }
 
@@ -113,26 +123,47 @@ import Testing
     }
 
     static let badConfigs: [BadConfig] = [
-        BadConfig(id: "unknown key", text: "upstream = http://h\nlisten_port = 1", message: "proxy.conf:2: listen_port: unknown key"),
-        BadConfig(id: "typo", text: "upstrem = http://h", message: "proxy.conf:1: upstrem: unknown key (did you mean 'upstream'?)"),
         BadConfig(
-            id: "bad duration", text: "upstream_timeout = soon",
-            message: "proxy.conf:1: upstream_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)"),
+            id: "unknown key",
+            text: "upstream = http://h\nlisten_port = 1",
+            message: "proxy.conf:2: listen_port: unknown key"
+        ),
         BadConfig(
-            id: "unset variable", text: "access_token = ${NOPE_NOT_SET}",
-            message: "proxy.conf:1: access_token: environment variable NOPE_NOT_SET is not set"),
+            id: "typo",
+            text: "upstrem = http://h",
+            message: "proxy.conf:1: upstrem: unknown key (did you mean 'upstream'?)"
+        ),
         BadConfig(
-            id: "no equals", text: "upstream http://h",
-            message: "proxy.conf:1: expected 'key = value' (the line is not shown: it may hold a secret)"),
+            id: "bad duration",
+            text: "upstream_timeout = soon",
+            message: "proxy.conf:1: upstream_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)"
+        ),
         BadConfig(
-            id: "bad listen", text: "listen = 127.0.0.1",
-            message: "proxy.conf:1: listen: '127.0.0.1' has no port (expected HOST:PORT, [IPv6]:PORT or unix:/path)"),
+            id: "unset variable",
+            text: "access_token = ${NOPE_NOT_SET}",
+            message: "proxy.conf:1: access_token: environment variable NOPE_NOT_SET is not set"
+        ),
         BadConfig(
-            id: "bad size", text: "max_header_bytes = 10",
-            message: "proxy.conf:1: max_header_bytes: invalid size '10' (expected e.g. 64KiB, 1MiB, at least 1024 bytes)"),
+            id: "no equals",
+            text: "upstream http://h",
+            message: "proxy.conf:1: expected 'key = value' (the line is not shown: it may hold a secret)"
+        ),
         BadConfig(
-            id: "bad other_hosts", text: "other_hosts = maybe",
-            message: "proxy.conf:1: other_hosts: expected forward or deny, got 'maybe'"),
+            id: "bad listen",
+            text: "listen = 127.0.0.1",
+            message: "proxy.conf:1: listen: '127.0.0.1' has no port (expected HOST:PORT, [IPv6]:PORT or unix:/path)"
+        ),
+        BadConfig(
+            id: "bad size",
+            text: "max_header_bytes = 10",
+            message:
+                "proxy.conf:1: max_header_bytes: invalid size '10' (expected e.g. 64KiB, 1MiB, at least 1024 bytes)"
+        ),
+        BadConfig(
+            id: "bad other_hosts",
+            text: "other_hosts = maybe",
+            message: "proxy.conf:1: other_hosts: expected forward or deny, got 'maybe'"
+        ),
     ]
 
     @Test(arguments: badConfigs)
@@ -155,7 +186,9 @@ import Testing
     }
 
     @Test func requiresAnUpstreamUnlessDemo() throws {
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(CommandLineOptions(), environment: [:]) }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(CommandLineOptions(), environment: [:])
+        }
         var demo = CommandLineOptions()
         demo.isDemo = true
         _ = try ConfigurationLoader.load(demo, environment: [:])
@@ -173,7 +206,9 @@ import Testing
 
 @Suite struct CommandLineTests {
     @Test func parsesFlagsInBothForms() throws {
-        let options = try CommandLineOptions.parse(["--config", "p.conf", "--listen=127.0.0.1:1", "--upstream", "http://h", "--check"])
+        let options = try CommandLineOptions.parse([
+            "--config", "p.conf", "--listen=127.0.0.1:1", "--upstream", "http://h", "--check",
+        ])
         #expect(options.configPath == "p.conf")
         #expect(options.isCheck)
         #expect(options.overrides.map(\.key) == ["listen", "upstream"])
@@ -186,7 +221,8 @@ import Testing
         #expect(throws: CommandLineError.unexpectedArgument("stray")) { try CommandLineOptions.parse(["stray"]) }
         #expect(
             CommandLineError.unknownOption("--listn").fullMessage
-                == "Error: Unknown option '--listn'\nUsage: bearer-proxy --config <file> [<options>]\n  See 'bearer-proxy --help' for more information.\n")
+                == "Error: Unknown option '--listn'\nUsage: bearer-proxy --config <file> [<options>]\n  See 'bearer-proxy --help' for more information.\n"
+        )
     }
 
     @Test func helpTextIsStable() {
@@ -213,7 +249,8 @@ import Testing
 
                 Flags override settings from the config file.
 
-                """)
+                """
+        )
     }
 }
 
@@ -262,22 +299,44 @@ import Testing
     }
 
     @Test func readsTokenCommandWithQuotes() throws {
-        let config = try Configuration.build(from: try ConfigFileParser.parse(
-            #"token_command = sh -c 'vault read -field=token "secret/api key"'"#, fileName: "p", environment: [:]))
+        let config = try Configuration.build(
+            from: try ConfigFileParser.parse(
+                #"token_command = sh -c 'vault read -field=token "secret/api key"'"#,
+                fileName: "p",
+                environment: [:]
+            )
+        )
         #expect(config.tokenCommand == ["sh", "-c", #"vault read -field=token "secret/api key""#])
         #expect(splitCommandLine("a 'b") == nil)
         #expect(splitCommandLine(" one  two\t\"three four\" ") == ["one", "two", "three four"])
     }
 
     @Test(arguments: [
-        ("token_url = https://a/t\ntoken_command = x", "token_command: set either token_url or token_command, not both"),
-        ("token_url = https://a/t\ngrant_type = refresh_token", "grant_type: refresh_token needs refresh_token or refresh_token_file"),
+        (
+            "token_url = https://a/t\ntoken_command = x",
+            "token_command: set either token_url or token_command, not both"
+        ),
+        (
+            "token_url = https://a/t\ngrant_type = refresh_token",
+            "grant_type: refresh_token needs refresh_token or refresh_token_file"
+        ),
         ("token_url = https://a/t", "grant_type: client_credentials needs client_id (and usually client_secret)"),
-        ("token_url = https://a/t\ngrant_type = password\nusername = u", "grant_type: password needs username and password"),
+        (
+            "token_url = https://a/t\ngrant_type = password\nusername = u",
+            "grant_type: password needs username and password"
+        ),
     ])
     func rejectsIncompleteTokenSettings(text: String, message: String) throws {
-        let config = try Configuration.build(from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:]))
-        #expect(throws: ConfigurationError(place: "p.conf", key: String(message.prefix { $0 != ":" }), message: String(message.drop { $0 != ":" }.dropFirst(2)))) {
+        let config = try Configuration.build(
+            from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:])
+        )
+        #expect(
+            throws: ConfigurationError(
+                place: "p.conf",
+                key: String(message.prefix { $0 != ":" }),
+                message: String(message.drop { $0 != ":" }.dropFirst(2))
+            )
+        ) {
             try config.validateCombinations(place: "p.conf")
         }
     }
@@ -302,13 +361,17 @@ import Testing
             .deletingLastPathComponent().appendingPathComponent("proxy.conf.example").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
         for key in Configuration.keys {
-            #expect(text.contains("\n\(key.name) =") || text.contains("\n# \(key.name) ="), "proxy.conf.example does not document \(key.name)")
+            #expect(
+                text.contains("\n\(key.name) =") || text.contains("\n# \(key.name) ="),
+                "proxy.conf.example does not document \(key.name)"
+            )
         }
         let entries = try ConfigFileParser.parse(
-            text, fileName: "proxy.conf.example", environment: ["API_TOKEN": "t", "CLIENT_SECRET": "s", "REFRESH_TOKEN": "r", "API_PASSWORD": "p"])
+            text,
+            fileName: "proxy.conf.example",
+            environment: ["API_TOKEN": "t", "CLIENT_SECRET": "s", "REFRESH_TOKEN": "r", "API_PASSWORD": "p"]
+        )
         let config = try Configuration.build(from: entries)
         try config.validateCombinations(place: "proxy.conf.example")
     }
 }
-
-import Foundation

@@ -26,14 +26,20 @@ import Testing
 
     @Test func refusesTunnelsWhenOtherHostsAreDenied() throws {
         let fixture = try ProxyFixture { $0.otherHosts = .deny }
-        let response = try fixture.send("CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n", method: .connect)
+        let response = try fixture.send(
+            "CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n",
+            method: .connect
+        )
         #expect(response.status == 405)
         #expect(response.text.contains("other_hosts = deny"))
     }
 
     @Test func refusesATLSTunnelToAnInjectHost() throws {
         let fixture = try ProxyFixture { $0.injectHosts = [.host("api.example.com")] }
-        let response = try fixture.send("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n", method: .connect)
+        let response = try fixture.send(
+            "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n",
+            method: .connect
+        )
         #expect(response.status == 405)
         #expect(response.text.contains("send plain http://"))
     }

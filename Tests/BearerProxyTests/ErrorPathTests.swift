@@ -27,7 +27,9 @@ import Testing
 
     @Test func answers502WhenTheUpstreamNameDoesNotResolve() throws {
         let fixture = try ProxyFixture()
-        let response = try fixture.send("GET http://no-such-host.invalid/x HTTP/1.1\r\nHost: no-such-host.invalid\r\n\r\n")
+        let response = try fixture.send(
+            "GET http://no-such-host.invalid/x HTTP/1.1\r\nHost: no-such-host.invalid\r\n\r\n"
+        )
         #expect(response.status == 502)
         #expect(response.text.hasPrefix("bearer-proxy: cannot resolve upstream no-such-host.invalid:80"))
         fixture.expectStillServing()
@@ -52,9 +54,21 @@ import Testing
         let garbage = MockHTTPServer(group: mockGroup) { request in
             switch request.path {
             case "/bad-chunks":
-                MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8), thenClose: true))
+                MockResponse(
+                    status: 200,
+                    body: .raw(
+                        Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8),
+                        thenClose: true
+                    )
+                )
             case "/two-lengths":
-                MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab".utf8), thenClose: true))
+                MockResponse(
+                    status: 200,
+                    body: .raw(
+                        Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab".utf8),
+                        thenClose: true
+                    )
+                )
             default:
                 MockResponse(status: 200, body: .raw(Array("SSH-2.0-OpenSSH\r\n\r\n".utf8), thenClose: true))
             }
@@ -74,7 +88,9 @@ import Testing
     }
 
     @Test func cutsTheClientResponseWhenTheUpstreamResetsMidBody() throws {
-        let resetting = MockHTTPServer(group: mockGroup) { _ in MockResponse(status: 200, body: .resetMidBody(length: 100_000, after: 5000)) }
+        let resetting = MockHTTPServer(group: mockGroup) { _ in
+            MockResponse(status: 200, body: .resetMidBody(length: 100_000, after: 5000))
+        }
         try resetting.start()
         defer { resetting.stop() }
         let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(resetting.baseURL).get() }
@@ -85,7 +101,10 @@ import Testing
 
     @Test(arguments: [
         ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host header"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "both Content-Length"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+            "both Content-Length"
+        ),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported transfer-coding"),
         ("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", 400, "obsolete line folding"),
         ("GARBAGE\r\n\r\n", 400, "malformed request line"),
@@ -134,7 +153,10 @@ import Testing
     @Test func retriesOnAFreshConnectionWhenAPooledOneWasClosed() throws {
         // An upstream that closes every connection right after answering, without saying so.
         let closing = MockHTTPServer(group: mockGroup) { _ in
-            MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), thenClose: true))
+            MockResponse(
+                status: 200,
+                body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), thenClose: true)
+            )
         }
         try closing.start()
         defer { closing.stop() }

@@ -22,7 +22,10 @@ import Testing
     @Test func survivesAClientResetMidBody() throws {
         let fixture = try ProxyFixture()
         let client = try fixture.client()
-        client.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n" + String(repeating: "a", count: 5000))
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n"
+                + String(repeating: "a", count: 5000)
+        )
         usleep(50_000)
         client.reset()
         usleep(50_000)
@@ -47,7 +50,14 @@ import Testing
         let hinting = MockHTTPServer(group: mockGroup) { _ in
             MockResponse(
                 status: 200,
-                body: .raw(Array("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), thenClose: false))
+                body: .raw(
+                    Array(
+                        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                            .utf8
+                    ),
+                    thenClose: false
+                )
+            )
         }
         try hinting.start()
         defer { hinting.stop() }

@@ -10,7 +10,10 @@ import Testing
 @Suite struct ForwardingTests {
     @Test func injectsTheTokenIntoOriginFormRequests() throws {
         let fixture = try ProxyFixture(upstreamPathPrefix: "/v2")
-        let response = try fixture.get("/items?page=2", headers: "Authorization: Bearer client-own\r\nX-Custom: kept\r\n")
+        let response = try fixture.get(
+            "/items?page=2",
+            headers: "Authorization: Bearer client-own\r\nX-Custom: kept\r\n"
+        )
         #expect(response.status == 200)
         let seen = try #require(fixture.upstream.requests.last)
         #expect(seen.target == "/v2/items?page=2")
@@ -24,7 +27,9 @@ import Testing
     @Test func injectsIntoAbsoluteFormRequestsToTheUpstreamHost() throws {
         let fixture = try ProxyFixture(upstreamPathPrefix: "/v2")
         let authority = "127.0.0.1:\(fixture.upstream.port)"
-        let response = try fixture.send("GET http://\(authority)/v1/x HTTP/1.1\r\nHost: \(authority)\r\nProxy-Connection: keep-alive\r\n\r\n")
+        let response = try fixture.send(
+            "GET http://\(authority)/v1/x HTTP/1.1\r\nHost: \(authority)\r\nProxy-Connection: keep-alive\r\n\r\n"
+        )
         #expect(response.status == 200)
         let seen = try #require(fixture.upstream.requests.last)
         #expect(seen.target == "/v1/x")
@@ -57,7 +62,9 @@ import Testing
         #expect(seen.target == "/elsewhere")
         #expect(seen.header("authorization") == nil)
         // The client's own credentials for that host pass through untouched.
-        _ = try fixture.send("GET http://\(authority)/own HTTP/1.1\r\nHost: \(authority)\r\nAuthorization: Basic dTpw\r\n\r\n")
+        _ = try fixture.send(
+            "GET http://\(authority)/own HTTP/1.1\r\nHost: \(authority)\r\nAuthorization: Basic dTpw\r\n\r\n"
+        )
         #expect(other.requests.last?.headerValues("authorization") == ["Basic dTpw"])
         #expect(fixture.upstream.requests.isEmpty)
     }
@@ -88,7 +95,8 @@ import Testing
         let response = try fixture.get(
             "/hop",
             headers: "Connection: keep-alive, X-Hop\r\nX-Hop: secret\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\n"
-                + "Upgrade: websocket\r\nProxy-Authorization: Basic eA==\r\nTrailer: X-T\r\nX-End: kept\r\n")
+                + "Upgrade: websocket\r\nProxy-Authorization: Basic eA==\r\nTrailer: X-T\r\nX-End: kept\r\n"
+        )
         #expect(response.status == 200)
         let seen = try #require(fixture.upstream.requests.last)
         for name in ["connection", "x-hop", "keep-alive", "te", "upgrade", "proxy-authorization", "trailer"] {
@@ -101,8 +109,11 @@ import Testing
         let upstream = MockHTTPServer(group: mockGroup) { _ in
             MockResponse(
                 status: 200,
-                headers: [("Connection", "X-Private"), ("X-Private", "1"), ("Keep-Alive", "timeout=1"), ("X-Public", "2")],
-                body: .fixed(Array("ok".utf8)))
+                headers: [
+                    ("Connection", "X-Private"), ("X-Private", "1"), ("Keep-Alive", "timeout=1"), ("X-Public", "2"),
+                ],
+                body: .fixed(Array("ok".utf8))
+            )
         }
         try upstream.start()
         defer { upstream.stop() }
@@ -136,7 +147,8 @@ import Testing
         let client = try fixture.client()
         var pipeline = ""
         for index in 0..<5 { pipeline += "GET /p/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n" }
-        pipeline += "GET /bytes/100000 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /p/last HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        pipeline +=
+            "GET /bytes/100000 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /p/last HTTP/1.1\r\nHost: localhost\r\n\r\n"
         client.send(pipeline)
         for index in 0..<5 {
             let response = try client.readResponse()
@@ -161,7 +173,9 @@ import Testing
     @Test func forwardsContentLengthBodies() throws {
         let fixture = try ProxyFixture()
         let body = String(repeating: "b", count: 300_000)
-        let response = try fixture.send("PUT /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let response = try fixture.send(
+            "PUT /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        )
         #expect(response.body.count == 300_000)
         #expect(fixture.upstream.requests.last?.header("content-length") == "300000")
     }

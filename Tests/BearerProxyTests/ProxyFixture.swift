@@ -28,7 +28,8 @@ final class ProxyFixture {
         try self.upstream.start()
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:\(self.upstream.port)\(upstreamPathPrefix)").get()
+        configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:\(self.upstream.port)\(upstreamPathPrefix)")
+            .get()
         configuration.accessToken = Secret(Self.token)
         configuration.workers = 2
         // Tests name the proxy "localhost" without its port; production defaults need the port.

@@ -43,7 +43,9 @@ import Testing
     @Test func refusesBrowserRequestsFromOtherSites() throws {
         let fixture = try self.fixture()
         let host = "Host: 127.0.0.1:\(fixture.port)\r\n"
-        let fromPage = try fixture.send("POST /transfer HTTP/1.1\r\n\(host)Origin: https://evil.example\r\nContent-Length: 0\r\n\r\n")
+        let fromPage = try fixture.send(
+            "POST /transfer HTTP/1.1\r\n\(host)Origin: https://evil.example\r\nContent-Length: 0\r\n\r\n"
+        )
         #expect(fromPage.status == 403)
         #expect(fromPage.text.contains("accept_origins"))
         let noCors = try fixture.send("GET /img HTTP/1.1\r\n\(host)Sec-Fetch-Site: cross-site\r\n\r\n")
@@ -53,7 +55,8 @@ import Testing
         let typedIntoTheBar = try fixture.send("GET /page HTTP/1.1\r\n\(host)Sec-Fetch-Site: none\r\n\r\n")
         #expect(typedIntoTheBar.status == 200)
         let absolute = try fixture.send(
-            "GET http://127.0.0.1:\(fixture.upstream.port)/x HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.upstream.port)\r\nOrigin: http://evil.example\r\n\r\n")
+            "GET http://127.0.0.1:\(fixture.upstream.port)/x HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.upstream.port)\r\nOrigin: http://evil.example\r\n\r\n"
+        )
         #expect(absolute.status == 403, "absolute-form requests follow the Origin rule too")
         #expect(fixture.upstream.requests.map(\.target) == ["/page"], "a refused request reached the upstream")
     }
@@ -61,7 +64,8 @@ import Testing
     @Test func allowsOriginsListedInAcceptOrigins() throws {
         let fixture = try self.fixture { $0.acceptOrigins = ["http://localhost:3000"] }
         let response = try fixture.send(
-            "GET /api HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\nOrigin: http://LOCALHOST:3000\r\nSec-Fetch-Site: same-site\r\n\r\n")
+            "GET /api HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\nOrigin: http://LOCALHOST:3000\r\nSec-Fetch-Site: same-site\r\n\r\n"
+        )
         #expect(response.status == 200)
     }
 

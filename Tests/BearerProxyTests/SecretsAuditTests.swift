@@ -31,7 +31,9 @@ import Testing
         for round in 0..<3 {
             fixture.authority.revokeAll()
             for (index, client) in clients.enumerated() {
-                client.send("GET /audit/\(round)/\(index) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-own-secret\r\n\r\n")
+                client.send(
+                    "GET /audit/\(round)/\(index) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-own-secret\r\n\r\n"
+                )
             }
             for client in clients { #expect(try client.readResponse().status == 200) }
         }
@@ -42,7 +44,8 @@ import Testing
 
         let rotated = fixture.tokenServer.recordedCalls.compactMap { $0.form["refresh_token"] }
         #expect(rotated.count >= 3)
-        let secrets = ["rt-audit-initial", "at-audit-configured", "client-own-secret", SessionFixture.clientSecret]
+        let secrets =
+            ["rt-audit-initial", "at-audit-configured", "client-own-secret", SessionFixture.clientSecret]
             + rotated + (1...fixture.authority.issuedCount).map { "mock-access-\($0)" }
         let outputs = [
             ("log", fixture.logs.capturedLines.joined()),

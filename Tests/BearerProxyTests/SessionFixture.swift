@@ -31,7 +31,10 @@ final class SessionFixture {
         self.tokenServer = MockTokenServer(group: mockGroup, authority: self.authority, settings: settings)
         try self.tokenServer.start()
         self.upstream = MockUpstream(
-            group: mockGroup, acceptedTokens: acceptedTokens, authority: upstreamTrustsTokenServer ? self.authority : nil)
+            group: mockGroup,
+            acceptedTokens: acceptedTokens,
+            authority: upstreamTrustsTokenServer ? self.authority : nil
+        )
         try self.upstream.start()
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
@@ -76,7 +79,11 @@ final class SessionFixture {
             let leaked = lines.first { line in
                 line.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "-" }).contains { $0 == secret }
             }
-            #expect(leaked == nil, "secret \(secret) appears in a log line: \(leaked ?? "")", sourceLocation: sourceLocation)
+            #expect(
+                leaked == nil,
+                "secret \(secret) appears in a log line: \(leaked ?? "")",
+                sourceLocation: sourceLocation
+            )
         }
     }
 }

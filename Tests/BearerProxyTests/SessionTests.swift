@@ -24,7 +24,11 @@ import Testing
     @Test func fetchesATokenAtStartWhenItHasNone() throws {
         let fixture = try SessionFixture { _, _ in }
         #expect(fixture.waitForTokenCalls(1))
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refreshed") && $0.contains("trigger=startup") } })
+        #expect(
+            waitUntil {
+                fixture.logs.capturedLines.contains { $0.contains("token refreshed") && $0.contains("trigger=startup") }
+            }
+        )
         #expect(try fixture.get("/x").status == 200)
         #expect(fixture.tokenServer.callCount == 1)
         #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
@@ -57,7 +61,9 @@ import Testing
         let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale") }
         let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 7) }
         let client = try fixture.client()
-        client.send(Array("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+        client.send(
+            Array("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        )
         let response = try client.readResponse()
         #expect(response.status == 200)
         #expect(response.body == body)
@@ -85,7 +91,10 @@ import Testing
             config.replayBodyLimit = 1024
         }
         let body = String(repeating: "x", count: 10_000)
-        let response = try httpRequest(fixture.address, "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n\(body)")
+        let response = try httpRequest(
+            fixture.address,
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n\(body)"
+        )
         #expect(response.status == 401)
         #expect(fixture.waitForTokenCalls(1))
         #expect(waitUntil { (try? fixture.get("/after").status) == 200 })
@@ -148,7 +157,9 @@ import Testing
     }
 
     @Test func retryAfterBeyondRefreshTimeoutGives503WithRetryAfter() throws {
-        let fixture = try SessionFixture(tokenSettings: { $0.failure = .rateLimited(retryAfterSeconds: 120) }) { config, _ in
+        let fixture = try SessionFixture(tokenSettings: { $0.failure = .rateLimited(retryAfterSeconds: 120) }) {
+            config,
+            _ in
             config.accessToken = Secret("stale")
             config.refreshTimeout = .milliseconds(500)
         }
@@ -172,7 +183,12 @@ import Testing
             config.refreshTokenFile = path
         }
         #expect(fixture.waitForTokenCalls(1))
-        #expect(waitUntil { (try? String(contentsOfFile: path, encoding: .utf8))?.hasPrefix("rt-") == true && (try? String(contentsOfFile: path, encoding: .utf8)) != "rt-initial-secret\n" })
+        #expect(
+            waitUntil {
+                (try? String(contentsOfFile: path, encoding: .utf8))?.hasPrefix("rt-") == true
+                    && (try? String(contentsOfFile: path, encoding: .utf8)) != "rt-initial-secret\n"
+            }
+        )
         let stored = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(fixture.tokenServer.recordedCalls.first?.form["refresh_token"] == "rt-initial-secret")
         var info = stat()
@@ -309,7 +325,9 @@ import Testing
     @Test func tokenCommandMayPrintAnOAuth2JSONResponse() throws {
         let fixture = try SessionFixture(acceptedTokens: ["json-token-5"]) { config, _ in
             config.tokenURL = nil
-            config.tokenCommand = ["/bin/sh", "-c", #"echo '{"access_token":"json-token-5","token_type":"Bearer","expires_in":3600}'"#]
+            config.tokenCommand = [
+                "/bin/sh", "-c", #"echo '{"access_token":"json-token-5","token_type":"Bearer","expires_in":3600}'"#,
+            ]
         }
         #expect(waitUntil { (try? fixture.get("/x").status) == 200 })
     }
@@ -334,13 +352,18 @@ import Testing
 
     @Test func stormGuardStopsRefreshingTokensThatNeverWork() throws {
         // The upstream rejects every token the server issues (wrong audience, say).
-        let fixture = try SessionFixture(acceptedTokens: ["never-issued"], upstreamTrustsTokenServer: false) { config, _ in
+        let fixture = try SessionFixture(acceptedTokens: ["never-issued"], upstreamTrustsTokenServer: false) {
+            config,
+            _ in
             config.maxRefreshes = 2
             config.refreshWindow = .seconds(60)
         }
         #expect(fixture.waitForTokenCalls(1))
         for _ in 0..<6 { #expect(try fixture.get("/x").status == 401) }
-        #expect(fixture.tokenServer.callCount <= 3, "the token endpoint was hammered: \(fixture.tokenServer.callCount) calls")
+        #expect(
+            fixture.tokenServer.callCount <= 3,
+            "the token endpoint was hammered: \(fixture.tokenServer.callCount) calls"
+        )
         #expect(fixture.logs.capturedLines.filter { $0.contains("storm guard") }.count == 1)
     }
 }
@@ -352,7 +375,10 @@ extension SessionFixture {
         try? other.start()
         defer { other.stop() }
         let authority = "127.0.0.1:\(other.port)"
-        let response = try? httpRequest(self.address, "GET http://\(authority)/free HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        let response = try? httpRequest(
+            self.address,
+            "GET http://\(authority)/free HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
+        )
         #expect(response?.status == 200, sourceLocation: sourceLocation)
     }
 }

@@ -16,7 +16,8 @@ enum TLSFixtures {
     static func server(_ name: String = "server") throws -> TLSContext {
         try TLSContext.server(
             certificateChainFile: directory.appendingPathComponent("\(name).pem").path,
-            privateKeyFile: directory.appendingPathComponent("\(name).key").path)
+            privateKeyFile: directory.appendingPathComponent("\(name).key").path
+        )
     }
 }
 
@@ -27,7 +28,11 @@ enum TLSFixtures {
         host: String = "127.0.0.1",
         _ configure: @escaping (inout Configuration) -> Void = { $0.caFile = TLSFixtures.caFile }
     ) throws -> (ProxyFixture, MockUpstream) {
-        let upstream = MockUpstream(group: mockGroup, acceptedTokens: [ProxyFixture.token], tls: try TLSFixtures.server(certificate))
+        let upstream = MockUpstream(
+            group: mockGroup,
+            acceptedTokens: [ProxyFixture.token],
+            tls: try TLSFixtures.server(certificate)
+        )
         try upstream.start()
         let fixture = try ProxyFixture { config in
             config.upstream = try? UpstreamURL.parse("https://\(host):\(upstream.port)").get()
@@ -74,7 +79,9 @@ enum TLSFixtures {
         let (fixture, upstream) = try self.fixture(certificate: "wrong-host") { $0.tlsInsecureSkipVerify = true }
         defer { upstream.stop() }
         #expect(try fixture.get("/insecure").status == 200)
-        #expect(fixture.logs.capturedLines.contains { $0.contains(" warn ") && $0.contains("tls_insecure_skip_verify") })
+        #expect(
+            fixture.logs.capturedLines.contains { $0.contains(" warn ") && $0.contains("tls_insecure_skip_verify") }
+        )
     }
 
     @Test func sendsPlainAbsoluteFormRequestsToAnHTTPSUpstreamOverTLS() throws {
@@ -136,7 +143,13 @@ enum TLSFixtures {
     @Test func resumesTLSSessionsOnNewConnections() throws {
         // An upstream that closes after every response, so each request needs a new TLS connection.
         let closing = MockHTTPServer(group: mockGroup, tls: try TLSFixtures.server()) { _ in
-            MockResponse(status: 200, body: .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8), thenClose: true))
+            MockResponse(
+                status: 200,
+                body: .raw(
+                    Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8),
+                    thenClose: true
+                )
+            )
         }
         try closing.start()
         defer { closing.stop() }
@@ -146,7 +159,10 @@ enum TLSFixtures {
         }
         for _ in 0..<4 { #expect(try fixture.get("/r").text == "ok") }
         #expect(closing.acceptedConnections.load(ordering: .relaxed) == 4)
-        #expect(closing.resumedTLSSessions.load(ordering: .relaxed) >= 2, "new connections did not resume the TLS session")
+        #expect(
+            closing.resumedTLSSessions.load(ordering: .relaxed) >= 2,
+            "new connections did not resume the TLS session"
+        )
     }
 
     @Test func refreshesAgainstAnHTTPSTokenEndpoint() throws {
@@ -192,6 +208,8 @@ enum TLSFixtures {
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
         configuration.upstream = try UpstreamURL.parse("https://127.0.0.1:1").get()
         configuration.caFile = "/nonexistent/ca.pem"
-        #expect(throws: ProxyServer.StartError.self) { try ProxyServer.start(configuration: configuration, logger: .silent) }
+        #expect(throws: ProxyServer.StartError.self) {
+            try ProxyServer.start(configuration: configuration, logger: .silent)
+        }
     }
 }

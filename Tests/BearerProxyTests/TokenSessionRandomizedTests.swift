@@ -37,7 +37,8 @@ import Testing
         var session = machine(
             token: Machine.Token(value: Secret("t0"), expiresAt: now + .seconds(20), refreshAt: now + .seconds(10)),
             retryWithoutNewCredentials: Bool.random(using: &random),
-            maximumSuspect: 3)
+            maximumSuspect: 3
+        )
         var requests: [UInt64: Request] = [:]
         var nextID: UInt64 = 1
         var refreshInFlight = false
@@ -80,7 +81,10 @@ import Testing
                     requests[id]!.phase = .done
                 }
             case 30..<60:
-                guard let (id, request) = requests.first(where: { if case .inFlight = $0.value.phase { true } else { false } }),
+                guard
+                    let (id, request) = requests.first(where: {
+                        if case .inFlight = $0.value.phase { true } else { false }
+                    }),
                     case .inFlight(let generation) = request.phase
                 else { continue }
                 if Int.random(in: 0..<3, using: &random) > 0 {
@@ -91,7 +95,13 @@ import Testing
                 let isReplay = request.wasRejected
                 requests[id]!.wasRejected = true
                 let replayable = Int.random(in: 0..<10, using: &random) > 0
-                switch session.upstreamRejected(id, generation: generation, isReplay: isReplay, isReplayable: replayable, now: now) {
+                switch session.upstreamRejected(
+                    id,
+                    generation: generation,
+                    isReplay: isReplay,
+                    isReplayable: replayable,
+                    now: now
+                ) {
                 case .replay(_, let newGeneration):
                     #expect(!isReplay)
                     send(id, generation: newGeneration)
@@ -121,7 +131,9 @@ import Testing
                         Machine.Token(
                             value: Secret("t\(tokenNumber)"),
                             expiresAt: now + .milliseconds(Int64(lifetime * 1000)),
-                            refreshAt: now + .milliseconds(Int64(lifetime * 500))))
+                            refreshAt: now + .milliseconds(Int64(lifetime * 500))
+                        )
+                    )
                 }
                 switch session.refreshEnded(result, now: now) {
                 case .resume(let waiters, _, let generation):
@@ -159,7 +171,10 @@ import Testing
             default:
                 break
             }
-            #expect(session.isRefreshing == refreshInFlight, "the machine and the model disagree on a refresh in flight (seed \(seed))")
+            #expect(
+                session.isRefreshing == refreshInFlight,
+                "the machine and the model disagree on a refresh in flight (seed \(seed))"
+            )
             #expect(session.generation >= lastGeneration)
             lastGeneration = session.generation
             let parked = requests.values.filter { $0.phase == .parked }.count
@@ -174,11 +189,17 @@ import Testing
             rounds += 1
             if !refreshInFlight { continue }
             now = now + .milliseconds(10)
-            if case .resume(let waiters, _, let generation) = session.refreshEnded(.success(Machine.Token(value: Secret("final"))), now: now) {
+            if case .resume(let waiters, _, let generation) = session.refreshEnded(
+                .success(Machine.Token(value: Secret("final"))),
+                now: now
+            ) {
                 refreshInFlight = false
                 for id in waiters { send(id, generation: generation) }
             }
         }
-        #expect(!requests.values.contains { $0.phase == .parked }, "a parked request was never resumed or failed (seed \(seed))")
+        #expect(
+            !requests.values.contains { $0.phase == .parked },
+            "a parked request was never resumed or failed (seed \(seed))"
+        )
     }
 }

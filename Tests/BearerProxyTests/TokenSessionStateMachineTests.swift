@@ -25,8 +25,10 @@ func machine(
             canRetryWithoutNewCredentials: retryWithoutNewCredentials,
             maximumSuspectRefreshes: maximumSuspect,
             refreshWindow: .seconds(30),
-            refreshTimeout: .seconds(30)),
-        token: initial)
+            refreshTimeout: .seconds(30)
+        ),
+        token: initial
+    )
 }
 
 @Suite struct TokenSessionStateMachineTests {
@@ -43,7 +45,10 @@ func machine(
 
     @Test func withoutSourceA401PassesThrough() {
         var session = machine(canRefresh: false)
-        #expect(session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0)) == .forwardToClient)
+        #expect(
+            session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
+                == .forwardToClient
+        )
     }
 
     @Test func fetchesAtStartWhenItCanButHasNoToken() {
@@ -51,17 +56,26 @@ func machine(
         #expect(mutate(&session) { $0.started(now: at(0)) })
         #expect(session.isRefreshing)
         #expect(session.requestNeedsToken(1, now: at(0.1)) == .park)
-        #expect(session.refreshEnded(.success(token("t2")), now: at(0.2)) == .resume(waiters: [1], token: Secret("t2"), generation: 1))
+        #expect(
+            session.refreshEnded(.success(token("t2")), now: at(0.2))
+                == .resume(waiters: [1], token: Secret("t2"), generation: 1)
+        )
     }
 
     @Test func firstRejectionStartsOneRefreshAndLaterOnesJoinIt() {
         var session = machine()
-        #expect(session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(1)) == .parkAndStartRefresh)
+        #expect(
+            session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(1))
+                == .parkAndStartRefresh
+        )
         #expect(session.upstreamRejected(2, generation: 1, isReplay: false, isReplayable: true, now: at(1)) == .park)
         // New requests wait for the new token instead of spending the dead one.
         #expect(session.requestNeedsToken(3, now: at(1.1)) == .park)
         #expect(session.parkedCount == 3)
-        #expect(session.refreshEnded(.success(token("t2")), now: at(1.2)) == .resume(waiters: [1, 2, 3], token: Secret("t2"), generation: 2))
+        #expect(
+            session.refreshEnded(.success(token("t2")), now: at(1.2))
+                == .resume(waiters: [1, 2, 3], token: Secret("t2"), generation: 2)
+        )
         #expect(session.requestNeedsToken(4, now: at(1.3)) == .send(token: Secret("t2"), generation: 2))
     }
 
@@ -70,7 +84,10 @@ func machine(
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(1))
         _ = session.refreshEnded(.success(token("t2")), now: at(1.2))
         // A request sent with t1 before the refresh finished comes back 401 afterwards.
-        #expect(session.upstreamRejected(9, generation: 1, isReplay: false, isReplayable: true, now: at(1.3)) == .replay(token: Secret("t2"), generation: 2))
+        #expect(
+            session.upstreamRejected(9, generation: 1, isReplay: false, isReplayable: true, now: at(1.3))
+                == .replay(token: Secret("t2"), generation: 2)
+        )
         #expect(!session.isRefreshing)
     }
 
@@ -81,23 +98,35 @@ func machine(
         session.upstreamAccepted(generation: 2)
         _ = session.upstreamRejected(2, generation: 2, isReplay: false, isReplayable: true, now: at(5))
         #expect(session.upstreamRejected(3, generation: 1, isReplay: false, isReplayable: true, now: at(5.1)) == .park)
-        #expect(session.refreshEnded(.success(token("t3")), now: at(5.2)) == .resume(waiters: [2, 3], token: Secret("t3"), generation: 3))
+        #expect(
+            session.refreshEnded(.success(token("t3")), now: at(5.2))
+                == .resume(waiters: [2, 3], token: Secret("t3"), generation: 3)
+        )
     }
 
     @Test func aReplayRejectedAgainGoesToTheClient() {
         var session = machine()
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(1))
         _ = session.refreshEnded(.success(token("t2")), now: at(1.2))
-        #expect(session.upstreamRejected(1, generation: 2, isReplay: true, isReplayable: true, now: at(1.3)) == .forwardToClient)
+        #expect(
+            session.upstreamRejected(1, generation: 2, isReplay: true, isReplayable: true, now: at(1.3))
+                == .forwardToClient
+        )
         #expect(!session.isRefreshing)
     }
 
     @Test func anUnreplayableRequestGoesToTheClientButStillStartsTheRefresh() {
         var session = machine()
         session.upstreamAccepted(generation: 1)
-        #expect(session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: false, now: at(1)) == .forwardToClientAndStartRefresh)
+        #expect(
+            session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: false, now: at(1))
+                == .forwardToClientAndStartRefresh
+        )
         #expect(session.isRefreshing)
-        #expect(session.upstreamRejected(2, generation: 1, isReplay: false, isReplayable: false, now: at(1)) == .forwardToClient)
+        #expect(
+            session.upstreamRejected(2, generation: 1, isReplay: false, isReplayable: false, now: at(1))
+                == .forwardToClient
+        )
         #expect(session.requestNeedsToken(3, now: at(1)) == .park)
     }
 
@@ -110,7 +139,10 @@ func machine(
         // The upstream rejects t1 early: the proactive refresh becomes the reactive one; no second refresh.
         #expect(session.upstreamRejected(3, generation: 1, isReplay: false, isReplayable: true, now: at(32)) == .park)
         #expect(session.requestNeedsToken(4, now: at(32.1)) == .park)
-        #expect(session.refreshEnded(.success(token("t2")), now: at(32.2)) == .resume(waiters: [3, 4], token: Secret("t2"), generation: 2))
+        #expect(
+            session.refreshEnded(.success(token("t2")), now: at(32.2))
+                == .resume(waiters: [3, 4], token: Secret("t2"), generation: 2)
+        )
     }
 
     @Test func timerStartsProactiveRefresh() {
@@ -137,9 +169,15 @@ func machine(
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(1))
         _ = session.requestNeedsToken(2, now: at(1.1))
         let failure = SessionFailure.rejected(code: "invalid_grant", description: "Token expired")
-        #expect(session.refreshEnded(.rejected(code: "invalid_grant", description: "Token expired"), now: at(1.2)) == .fail(waiters: [1, 2], failure))
+        #expect(
+            session.refreshEnded(.rejected(code: "invalid_grant", description: "Token expired"), now: at(1.2))
+                == .fail(waiters: [1, 2], failure)
+        )
         #expect(session.requestNeedsToken(3, now: at(2)) == .fail(failure))
-        #expect(session.requestNeedsToken(4, now: at(100)) == .fail(failure), "a refresh token grant waits for new credentials")
+        #expect(
+            session.requestNeedsToken(4, now: at(100)) == .fail(failure),
+            "a refresh token grant waits for new credentials"
+        )
         #expect(session.token == nil)
         session.credentialsChanged()
         #expect(session.requestNeedsToken(5, now: at(101)) == .parkAndStartRefresh)
@@ -157,7 +195,10 @@ func machine(
         var session = machine(token: token("t1", expiresIn: 60, refreshIn: 30))
         _ = session.requestNeedsToken(1, now: at(30))
         let failure = SessionFailure.rejected(code: "invalid_grant", description: nil)
-        #expect(session.refreshEnded(.rejected(code: "invalid_grant", description: nil), now: at(30.5)) == .keepCurrentToken(failure))
+        #expect(
+            session.refreshEnded(.rejected(code: "invalid_grant", description: nil), now: at(30.5))
+                == .keepCurrentToken(failure)
+        )
         #expect(session.requestNeedsToken(2, now: at(31)) == .send(token: Secret("t1"), generation: 1))
         // It tries again later, not on every request.
         #expect(session.requestNeedsToken(3, now: at(36.6)) == .sendAndStartRefresh(token: Secret("t1"), generation: 1))
@@ -166,12 +207,22 @@ func machine(
     @Test func transientFailuresRetryWithBackoffThenFailWaiters() {
         var session = machine()
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
-        #expect(session.refreshEnded(.transient(reason: "connection refused", timedOut: false), now: at(0.1)) == .retry(after: .milliseconds(100)))
-        #expect(session.refreshEnded(.transient(reason: "connection refused", timedOut: false), now: at(0.3)) == .retry(after: .milliseconds(200)))
+        #expect(
+            session.refreshEnded(.transient(reason: "connection refused", timedOut: false), now: at(0.1))
+                == .retry(after: .milliseconds(100))
+        )
+        #expect(
+            session.refreshEnded(.transient(reason: "connection refused", timedOut: false), now: at(0.3))
+                == .retry(after: .milliseconds(200))
+        )
         #expect(session.requestNeedsToken(2, now: at(0.4)) == .park)
         #expect(
-            session.refreshEnded(.transient(reason: "cannot connect to token endpoint: Connection refused", timedOut: false), now: at(29.99))
-                == .fail(waiters: [1, 2], .unreachable(reason: "cannot connect to token endpoint: Connection refused")))
+            session.refreshEnded(
+                .transient(reason: "cannot connect to token endpoint: Connection refused", timedOut: false),
+                now: at(29.99)
+            )
+                == .fail(waiters: [1, 2], .unreachable(reason: "cannot connect to token endpoint: Connection refused"))
+        )
         #expect(!session.isRefreshing)
     }
 
@@ -186,14 +237,19 @@ func machine(
     @Test func aTimedOutRefreshIsA504() {
         var session = machine()
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
-        #expect(session.refreshEnded(.transient(reason: "no answer", timedOut: true), now: at(29.95)) == .fail(waiters: [1], .timedOut(reason: "no answer")))
+        #expect(
+            session.refreshEnded(.transient(reason: "no answer", timedOut: true), now: at(29.95))
+                == .fail(waiters: [1], .timedOut(reason: "no answer"))
+        )
         #expect(SessionFailure.timedOut(reason: "x").status == 504)
     }
 
     @Test func retryAfterParksNewRequestsAndFailsThemAtRefreshTimeoutWith503() {
         var session = machine()
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
-        #expect(session.refreshEnded(.rateLimited(retryAfter: .seconds(120)), now: at(0.1)) == .retry(after: .seconds(120)))
+        #expect(
+            session.refreshEnded(.rateLimited(retryAfter: .seconds(120)), now: at(0.1)) == .retry(after: .seconds(120))
+        )
         #expect(session.requestNeedsToken(2, now: at(10)) == .park)
         #expect(mutate(&session) { $0.expireWaiters(now: at(29)) }.isEmpty)
         let expired = session.expireWaiters(now: at(30))
@@ -208,20 +264,35 @@ func machine(
         _ = session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
         _ = session.requestNeedsToken(2, now: at(0))
         session.waiterCancelled(1)
-        #expect(session.refreshEnded(.success(token("t2")), now: at(1)) == .resume(waiters: [2], token: Secret("t2"), generation: 2))
+        #expect(
+            session.refreshEnded(.success(token("t2")), now: at(1))
+                == .resume(waiters: [2], token: Secret("t2"), generation: 2)
+        )
     }
 
     @Test func stormGuardLimitsRefreshesForTokensThatNeverWorked() {
         var session = machine(maximumSuspect: 3)
         for round in 0..<3 {
             let now = at(Double(round))
-            #expect(session.upstreamRejected(1, generation: round + 1, isReplay: false, isReplayable: true, now: now) == .parkAndStartRefresh)
+            #expect(
+                session.upstreamRejected(1, generation: round + 1, isReplay: false, isReplayable: true, now: now)
+                    == .parkAndStartRefresh
+            )
             _ = session.refreshEnded(.success(token("t\(round + 2)")), now: now + .milliseconds(10))
         }
-        #expect(session.upstreamRejected(1, generation: 4, isReplay: false, isReplayable: true, now: at(3)) == .forwardToClientStormGuard(isFirst: true))
-        #expect(session.upstreamRejected(2, generation: 4, isReplay: false, isReplayable: true, now: at(4)) == .forwardToClientStormGuard(isFirst: false))
+        #expect(
+            session.upstreamRejected(1, generation: 4, isReplay: false, isReplayable: true, now: at(3))
+                == .forwardToClientStormGuard(isFirst: true)
+        )
+        #expect(
+            session.upstreamRejected(2, generation: 4, isReplay: false, isReplayable: true, now: at(4))
+                == .forwardToClientStormGuard(isFirst: false)
+        )
         // After the window, one more try is allowed.
-        #expect(session.upstreamRejected(3, generation: 4, isReplay: false, isReplayable: true, now: at(31)) == .parkAndStartRefresh)
+        #expect(
+            session.upstreamRejected(3, generation: 4, isReplay: false, isReplayable: true, now: at(31))
+                == .parkAndStartRefresh
+        )
     }
 
     @Test func legitimateExpiryIsNeverThrottled() {
@@ -229,7 +300,10 @@ func machine(
         for round in 0..<50 {
             let now = at(Double(round) * 0.1)
             session.upstreamAccepted(generation: round + 1)
-            #expect(session.upstreamRejected(1, generation: round + 1, isReplay: false, isReplayable: true, now: now) == .parkAndStartRefresh)
+            #expect(
+                session.upstreamRejected(1, generation: round + 1, isReplay: false, isReplayable: true, now: now)
+                    == .parkAndStartRefresh
+            )
             _ = session.refreshEnded(.success(token("t\(round + 2)")), now: now + .milliseconds(5))
         }
     }

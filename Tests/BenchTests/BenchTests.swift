@@ -26,7 +26,9 @@ import Testing
 
     @Test func timeSeriesBucketsThroughputAndP99PerWindow() {
         var samples: [Sample] = []
-        for index in 0..<100 { samples.append(Sample(completedAtMicroseconds: UInt32(index * 1000), latencyMicroseconds: 100)) }
+        for index in 0..<100 {
+            samples.append(Sample(completedAtMicroseconds: UInt32(index * 1000), latencyMicroseconds: 100))
+        }
         samples.append(Sample(completedAtMicroseconds: 150_000, latencyMicroseconds: 9000))
         let series = timeSeries(samples, window: 0.1, duration: 0.2)
         #expect(series.count == 2)
@@ -41,7 +43,8 @@ import Testing
     @Test func parsesEveryOption() throws {
         let options = try BenchOptions.parse([
             "--scenario", "steady,expiry", "--connections", "1000", "--duration", "20s", "--warmup", "500ms",
-            "--pipeline", "4", "--expire-every", "2", "--proxy-bin", "/x/bearer-proxy", "--json", "r.json", "--svg", "r.svg",
+            "--pipeline", "4", "--expire-every", "2", "--proxy-bin", "/x/bearer-proxy", "--json", "r.json", "--svg",
+            "r.svg",
             "--target", "http://127.0.0.1:9000/", "--idle-connections", "10000",
         ])
         #expect(options.scenarios == [.steady, .expiry])
@@ -61,7 +64,9 @@ import Testing
     }
 
     @Test func rejectsBadOptions() {
-        #expect(throws: BenchOptions.ParseError(description: "Unknown option '--conections'")) { try BenchOptions.parse(["--conections", "1"]) }
+        #expect(throws: BenchOptions.ParseError(description: "Unknown option '--conections'")) {
+            try BenchOptions.parse(["--conections", "1"])
+        }
         #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--scenario", "burst"]) }
         #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--connections", "0"]) }
     }
@@ -70,11 +75,25 @@ import Testing
 @Suite struct ReportTests {
     static func result(_ name: String, rps: Double, p99: UInt32, expiries: Int = 0, calls: Int = 0) -> ScenarioResult {
         ScenarioResult(
-            name: name, connections: 64, durationSeconds: 10, requests: Int(rps * 10), requestsPerSecond: rps,
-            latency: LatencyStatistics(microseconds: [100, p99]), errors: [:], statuses: [:], client401s: 0,
-            tokenCalls: calls, expiryEvents: expiries, replays: 0, maxTimesSeenUpstream: 1, proxyPeakRSSMiB: 20,
-            proxyCPUSeconds: 5, series: [TimeSeriesPoint(startSeconds: 0, requestsPerSecond: rps, p99Milliseconds: 1)],
-            expiryTimes: [1], refreshTimes: [1.001])
+            name: name,
+            connections: 64,
+            durationSeconds: 10,
+            requests: Int(rps * 10),
+            requestsPerSecond: rps,
+            latency: LatencyStatistics(microseconds: [100, p99]),
+            errors: [:],
+            statuses: [:],
+            client401s: 0,
+            tokenCalls: calls,
+            expiryEvents: expiries,
+            replays: 0,
+            maxTimesSeenUpstream: 1,
+            proxyPeakRSSMiB: 20,
+            proxyCPUSeconds: 5,
+            series: [TimeSeriesPoint(startSeconds: 0, requestsPerSecond: rps, p99Milliseconds: 1)],
+            expiryTimes: [1],
+            refreshTimes: [1.001]
+        )
     }
 
     @Test func jsonKeepsTheDocumentedNames() throws {
@@ -86,9 +105,12 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let scenarios = try #require(object["scenarios"] as? [[String: Any]])
         #expect(scenarios.count == 3)
-        for key in ["name", "connections", "duration_s", "requests", "requests_per_second", "latency_ms", "errors", "client_401s",
-                    "token_calls", "expiry_events", "refreshes_per_expiry", "replays", "max_times_seen_upstream",
-                    "proxy_peak_rss_mib", "proxy_cpu_s"] {
+        for key in [
+            "name", "connections", "duration_s", "requests", "requests_per_second", "latency_ms", "errors",
+            "client_401s",
+            "token_calls", "expiry_events", "refreshes_per_expiry", "replays", "max_times_seen_upstream",
+            "proxy_peak_rss_mib", "proxy_cpu_s",
+        ] {
             #expect(scenarios[2][key] != nil, "missing \(key)")
         }
         let latency = try #require(scenarios[2]["latency_ms"] as? [String: Double])
@@ -101,8 +123,15 @@ import Testing
     }
 
     @Test func tableAndChartShowEveryScenario() {
-        let results = [Self.result("steady", rps: 50_000, p99: 2000), Self.result("expiry", rps: 45_000, p99: 3000, expiries: 3, calls: 3)]
-        let table = BenchReport.table(results, ratios: BenchRatios(results), idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10, stopReason: nil))
+        let results = [
+            Self.result("steady", rps: 50_000, p99: 2000),
+            Self.result("expiry", rps: 45_000, p99: 3000, expiries: 3, calls: 3),
+        ]
+        let table = BenchReport.table(
+            results,
+            ratios: BenchRatios(results),
+            idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10, stopReason: nil)
+        )
         #expect(table.contains("steady"))
         #expect(table.contains("expiry / steady throughput:  0.900"))
         #expect(table.contains("idle: 10 of 10 keep-alive connections held; proxy RSS 30.0 MiB"))

@@ -10,19 +10,27 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
 
 @Suite struct BinaryTests {
     @Test func binaryIsBuilt() {
-        #expect(FileManager.default.isExecutableFile(atPath: ProxyProcess.binaryURL.path), "run the tests with 'swift test', which builds bearer-proxy")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: ProxyProcess.binaryURL.path),
+            "run the tests with 'swift test', which builds bearer-proxy"
+        )
     }
 
     @Test func proxiesWithAStaticTokenAndStopsOnSIGTERM() throws {
         let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["e2e-token-abc"])
         try upstream.start()
         defer { upstream.stop() }
-        let config = temporaryFile("upstream = \(upstream.baseURL)\naccess_token = ${E2E_TOKEN}\nlisten = 127.0.0.1:0\n")
+        let config = temporaryFile(
+            "upstream = \(upstream.baseURL)\naccess_token = ${E2E_TOKEN}\nlisten = 127.0.0.1:0\n"
+        )
         let proxy = try ProxyProcess(["--config", config], environment: ["E2E_TOKEN": "e2e-token-abc"])
         let listening = try #require(proxy.waitUntilListening())
         let address = try #require(try? ListenAddressSpec.parse(listening))
         guard case .hostPort(_, let port) = address else { Issue.record("not a TCP address: \(listening)"); return }
-        let response = try httpRequest(SocketAddress(ipAddress: "127.0.0.1", port: port)!, "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+            "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+        )
         #expect(response.status == 200)
         #expect(upstream.requests.last?.header("authorization") == "Bearer e2e-token-abc")
         proxy.signal(SIGTERM)
@@ -41,7 +49,9 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
     }
 
     @Test func checkPrintsTheEffectiveConfigurationWithSecretsMasked() throws {
-        let config = temporaryFile("upstream = https://api.example.com/v2\naccess_token = sk-live-supersecret\nworkers = 3\n")
+        let config = temporaryFile(
+            "upstream = https://api.example.com/v2\naccess_token = sk-live-supersecret\nworkers = 3\n"
+        )
         let result = try ProxyProcess.run(["--config", config, "--check", "--listen", "127.0.0.1:9999"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("access_token = <redacted>\n"))
@@ -55,13 +65,18 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         let config = temporaryFile("upstream = http://127.0.0.1:1\n\nclient_idle_timeout = soon\n")
         let result = try ProxyProcess.run(["--config", config])
         #expect(result.status == 1)
-        #expect(result.stderr == "Error: \(config):3: client_idle_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)\n")
+        #expect(
+            result.stderr
+                == "Error: \(config):3: client_idle_timeout: invalid duration 'soon' (expected e.g. 500ms, 30s, 5m)\n"
+        )
     }
 
     @Test func missingConfigFileExitsOne() throws {
         let result = try ProxyProcess.run(["--config", "/nonexistent/proxy.conf"])
         #expect(result.status == 1)
-        #expect(result.stderr == "Error: /nonexistent/proxy.conf: cannot read the config file: No such file or directory\n")
+        #expect(
+            result.stderr == "Error: /nonexistent/proxy.conf: cannot read the config file: No such file or directory\n"
+        )
     }
 
     @Test func portInUseExitsOne() throws {
@@ -128,11 +143,15 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
             client_secret = ${E2E_CLIENT_SECRET}
             access_token = stale-e2e-token
             log_level = debug
-            """)
+            """
+        )
         let proxy = try ProxyProcess(["--config", config], environment: ["E2E_CLIENT_SECRET": "e2e-client-secret-xyz"])
         let listening = try #require(proxy.waitUntilListening())
         guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
-        let response = try httpRequest(SocketAddress(ipAddress: "127.0.0.1", port: port)!, "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+            "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+        )
         #expect(response.status == 200)
         #expect(tokenServer.callCount == 1)
         proxy.signal(SIGTERM)
@@ -146,13 +165,20 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
 }
 
 @Suite struct BinaryOperationsTests {
-    func start(_ extra: String = "", environment: [String: String] = [:]) throws -> (ProxyProcess, SocketAddress, MockUpstream) {
+    func start(
+        _ extra: String = "",
+        environment: [String: String] = [:]
+    ) throws -> (ProxyProcess, SocketAddress, MockUpstream) {
         let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["ops-token"])
         try upstream.start()
-        let config = temporaryFile("listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\naccess_token = ops-token\n\(extra)\n")
+        let config = temporaryFile(
+            "listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\naccess_token = ops-token\n\(extra)\n"
+        )
         let proxy = try ProxyProcess(["--config", config], environment: environment)
         let listening = try #require(proxy.waitUntilListening())
-        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { throw BlockingHTTPClient.ClientError.closedBeforeResponse }
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else {
+            throw BlockingHTTPClient.ClientError.closedBeforeResponse
+        }
         return (proxy, SocketAddress(ipAddress: "127.0.0.1", port: port)!, upstream)
     }
 
@@ -169,7 +195,9 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(response.header("connection") == "close")
         #expect(proxy.waitForExit() == 0)
         #expect(proxy.standardError.contains("shutting down"))
-        #expect(throws: BlockingHTTPClient.ClientError.self) { try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(address)\r\n\r\n") }
+        #expect(throws: BlockingHTTPClient.ClientError.self) {
+            try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(address)\r\n\r\n")
+        }
     }
 
     @Test func aSecondSignalExitsAtOnce() throws {
@@ -198,7 +226,8 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         defer { upstream.stop() }
         let tokenFile = temporaryFile("rt-first\n", name: "refresh_token")
         let config = temporaryFile(
-            "listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\ntoken_url = \(tokenServer.url)\nrefresh_token_file = \(tokenFile)\n")
+            "listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\ntoken_url = \(tokenServer.url)\nrefresh_token_file = \(tokenFile)\n"
+        )
         let proxy = try ProxyProcess(["--config", config])
         let listening = try #require(proxy.waitUntilListening())
         guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
@@ -233,7 +262,11 @@ func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool 
         try upstream.start()
         defer { upstream.stop() }
         let config = temporaryFile("listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\nworkers = 1\n")
-        let shell = try ProxyProcess(["--config", config], environment: [:], launcher: ["/bin/sh", "-c", "ulimit -n 48 && exec \"$0\" \"$@\""])
+        let shell = try ProxyProcess(
+            ["--config", config],
+            environment: [:],
+            launcher: ["/bin/sh", "-c", "ulimit -n 48 && exec \"$0\" \"$@\""]
+        )
         let listening = try #require(shell.waitUntilListening())
         guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
@@ -248,14 +281,18 @@ func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool 
         #expect(cpuUsed < 0.5, "the proxy burned \(cpuUsed)s of CPU in 1.5s while out of descriptors")
         #expect(shell.standardError.contains("accept failed"))
         held.removeAll()
-        #expect(waitFor { (try? httpRequest(address, "GET /again HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status) == 200 })
+        #expect(
+            waitFor { (try? httpRequest(address, "GET /again HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status) == 200 }
+        )
         shell.signal(SIGTERM)
         #expect(shell.waitForExit() == 0)
     }
 }
 
 func processCPUSeconds(_ pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -14,7 +14,9 @@ final class ProxyProcess: @unchecked Sendable {
 
     /// `.build/debug/bearer-proxy`, next to the test bundle.
     static var binaryURL: URL {
-        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+        let testBinary = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        )
         return testBinary.deletingLastPathComponent().appendingPathComponent("bearer-proxy")
     }
 
@@ -82,7 +84,10 @@ final class ProxyProcess: @unchecked Sendable {
     }
 
     /// Runs the binary to completion (for --check, --help, bad configs).
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32?, stdout: String, stderr: String) {
+    static func run(
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) throws -> (status: Int32?, stdout: String, stderr: String) {
         let child = try ProxyProcess(arguments, environment: environment)
         let status = child.waitForExit()
         return (status, child.standardOutput, child.standardError)

@@ -133,7 +133,8 @@ package final class TLSConnection {
         }
         if code == COS_SSL_ERROR_SYSCALL {
             let saved = errno
-            return "handshake failed: " + (saved == 0 ? "the upstream closed the connection" : String(cString: strerror(saved)))
+            return "handshake failed: "
+                + (saved == 0 ? "the upstream closed the connection" : String(cString: strerror(saved)))
         }
         let error = ERR_peek_last_error()
         switch Int32(cos_error_reason(error)) {

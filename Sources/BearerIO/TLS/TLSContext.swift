@@ -42,7 +42,9 @@ package final class TLSContext: @unchecked Sendable {
     /// A client context: verify against the system store (and `caFile`, when given), unless
     /// `verify` is false.
     package static func client(caFile: String?, verify: Bool) throws(TLSConfigurationError) -> TLSContext {
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSConfigurationError(description: "cannot create a TLS context: \(lastErrorString())") }
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSConfigurationError(description: "cannot create a TLS context: \(lastErrorString())")
+        }
         _ = cos_ctx_set_min_tls12(context)
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
@@ -55,7 +57,9 @@ package final class TLSContext: @unchecked Sendable {
                 ERR_clear_error()
                 guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                     SSL_CTX_free(context)
-                    throw TLSConfigurationError(description: "\(caFile): cannot load the CA bundle: \(lastErrorString())")
+                    throw TLSConfigurationError(
+                        description: "\(caFile): cannot load the CA bundle: \(lastErrorString())"
+                    )
                 }
             }
             SSL_CTX_set_verify(context, COS_SSL_VERIFY_PEER, nil)
@@ -66,8 +70,13 @@ package final class TLSContext: @unchecked Sendable {
     }
 
     /// A server context with a PEM certificate chain and key (the test and bench mock servers).
-    package static func server(certificateChainFile: String, privateKeyFile: String) throws(TLSConfigurationError) -> TLSContext {
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSConfigurationError(description: "cannot create a TLS context") }
+    package static func server(
+        certificateChainFile: String,
+        privateKeyFile: String
+    ) throws(TLSConfigurationError) -> TLSContext {
+        guard let context = SSL_CTX_new(TLS_server_method()) else {
+            throw TLSConfigurationError(description: "cannot create a TLS context")
+        }
         _ = cos_ctx_set_min_tls12(context)
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
@@ -77,7 +86,9 @@ package final class TLSContext: @unchecked Sendable {
         else {
             let reason = lastErrorString()
             SSL_CTX_free(context)
-            throw TLSConfigurationError(description: "\(certificateChainFile): cannot load the certificate or key: \(reason)")
+            throw TLSConfigurationError(
+                description: "\(certificateChainFile): cannot load the certificate or key: \(reason)"
+            )
         }
         return TLSContext(context: context, verifiesPeer: false, isServer: true)
     }

@@ -31,7 +31,9 @@ final class AdminConnection: StreamConnectionDelegate {
         while !self.isBusy && !self.stream.isClosed {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
                 self.closes = true
                 self.respond(error.status, "bearer-proxy: bad request: \(error.message)\n")
@@ -71,8 +73,12 @@ final class AdminConnection: StreamConnectionDelegate {
             self.server.gatherLoopMetrics(from: self.stream.loop) { loops in
                 let session = runtime.session
                 let text = renderMetrics(
-                    loops: loops, session: session.metrics, parked: session.parkedCount, generation: session.generation,
-                    openConnections: runtime.openConnections.load(ordering: .relaxed))
+                    loops: loops,
+                    session: session.metrics,
+                    parked: session.parkedCount,
+                    generation: session.generation,
+                    openConnections: runtime.openConnections.load(ordering: .relaxed)
+                )
                 self.isBusy = false
                 self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
             }
@@ -85,7 +91,10 @@ final class AdminConnection: StreamConnectionDelegate {
         case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
             self.respond(405, "bearer-proxy: \(method) is not allowed on \(path)\n")
         default:
-            self.respond(404, "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n")
+            self.respond(
+                404,
+                "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n"
+            )
         }
     }
 
@@ -99,12 +108,15 @@ final class AdminConnection: StreamConnectionDelegate {
             "upstream": self.server.runtime.configuration.upstream?.description ?? "",
         ]
         object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? NSNull()
-        object["token_expires_at"] = status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? NSNull()
-        object["last_refresh"] = status.lastRefreshOutcome.map { outcome -> Any in
-            ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
-        } ?? NSNull()
+        object["token_expires_at"] =
+            status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? NSNull()
+        object["last_refresh"] =
+            status.lastRefreshOutcome.map { outcome -> Any in
+                ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
+            } ?? NSNull()
         object["failure"] = status.failure ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
@@ -118,11 +130,19 @@ final class AdminConnection: StreamConnectionDelegate {
                 connection.isBusy = false
                 switch outcome {
                 case .succeeded(let generation):
-                    connection.respond(200, #"{"outcome":"ok","token_generation":\#(generation)}"# + "\n", contentType: "application/json")
+                    connection.respond(
+                        200,
+                        #"{"outcome":"ok","token_generation":\#(generation)}"# + "\n",
+                        contentType: "application/json"
+                    )
                 case .failed(let failure):
                     let body = ["outcome": "failed", "error": failure.shortName, "message": failure.message]
                     let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
-                    connection.respond(failure.status, String(decoding: data, as: UTF8.self) + "\n", contentType: "application/json")
+                    connection.respond(
+                        failure.status,
+                        String(decoding: data, as: UTF8.self) + "\n",
+                        contentType: "application/json"
+                    )
                 }
             }
         }
@@ -147,11 +167,21 @@ final class AdminConnection: StreamConnectionDelegate {
                 connection.isBusy = false
                 switch result {
                 case .success:
-                    connection.respond(200, #"{"logged_out":true,"revoked":true}"# + "\n", contentType: "application/json")
+                    connection.respond(
+                        200,
+                        #"{"logged_out":true,"revoked":true}"# + "\n",
+                        contentType: "application/json"
+                    )
                 case .failure(let reason):
-                    let body: [String: Any] = ["logged_out": true, "revoked": false, "revocation_error": reason.description]
+                    let body: [String: Any] = [
+                        "logged_out": true, "revoked": false, "revocation_error": reason.description,
+                    ]
                     let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
-                    connection.respond(502, String(decoding: data, as: UTF8.self) + "\n", contentType: "application/json")
+                    connection.respond(
+                        502,
+                        String(decoding: data, as: UTF8.self) + "\n",
+                        contentType: "application/json"
+                    )
                 }
             }
         }

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import Glibc
 import Synchronization
 
 /// The admin listener (`admin_listen`), on the proxy's own event loops. Off unless configured.
@@ -38,12 +39,15 @@ final class AdminServer: Sendable {
         let loop = self.loops[0]
         loop.execute {
             let listener = Listener(
-                fd: self.fd, loop: loop,
+                fd: self.fd,
+                loop: loop,
                 onAccept: { clientFD in
                     let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
                     stream.start(delegate: AdminConnection(stream: stream, server: self))
                 },
-                onAcceptError: { error in self.runtime.logger.warn("admin accept failed", ["error": error.description]) })
+                onAcceptError: { error in self.runtime.logger.warn("admin accept failed", ["error": error.description])
+                }
+            )
             listener.start()
             self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
         }
@@ -81,5 +85,3 @@ final class AdminServer: Sendable {
         }
     }
 }
-
-import Glibc

@@ -46,7 +46,8 @@ struct Histogram: Sendable {
             cumulative += self.counts[index]
             text += "\(name)_bucket{le=\"\(prometheusNumber(bound))\"} \(cumulative)\n"
         }
-        text += "\(name)_bucket{le=\"+Inf\"} \(self.count)\n\(name)_sum \(prometheusNumber(self.sum))\n\(name)_count \(self.count)\n"
+        text +=
+            "\(name)_bucket{le=\"+Inf\"} \(self.count)\n\(name)_sum \(prometheusNumber(self.sum))\n\(name)_count \(self.count)\n"
         return text
     }
 }
@@ -85,24 +86,49 @@ struct SessionMetrics: Sendable {
 }
 
 /// Renders a scrape: loop counters summed, session figures, gauges.
-func renderMetrics(loops: LoopMetrics, session: SessionMetrics, parked: Int, generation: Int, openConnections: Int) -> String {
-    var text = "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
+func renderMetrics(
+    loops: LoopMetrics,
+    session: SessionMetrics,
+    parked: Int,
+    generation: Int,
+    openConnections: Int
+) -> String {
+    var text =
+        "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
     for (index, count) in loops.requestsByClass.enumerated() {
         text += "\(MetricNames.requests){class=\"\(index + 1)xx\"} \(count)\n"
     }
-    text += loops.requestDuration.render(MetricNames.requestDuration, help: "Time from a request head to the end of its response.")
-    text += counter(MetricNames.upstreamConnectErrors, "Upstream connections that could not be opened (refused, DNS, TLS, timeout).", loops.upstreamConnectErrors)
-    text += counter(MetricNames.upstreamRejections, "Answers in refresh_on (401) from upstreams to requests carrying the token.", loops.upstreamRejections)
+    text += loops.requestDuration.render(
+        MetricNames.requestDuration,
+        help: "Time from a request head to the end of its response."
+    )
+    text += counter(
+        MetricNames.upstreamConnectErrors,
+        "Upstream connections that could not be opened (refused, DNS, TLS, timeout).",
+        loops.upstreamConnectErrors
+    )
+    text += counter(
+        MetricNames.upstreamRejections,
+        "Answers in refresh_on (401) from upstreams to requests carrying the token.",
+        loops.upstreamRejections
+    )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
     for result in ["ok", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "kept"] {
         text += "\(MetricNames.refreshes){result=\"\(result)\"} \(session.refreshes[result] ?? 0)\n"
     }
-    text += session.refreshDuration.render(MetricNames.refreshDuration, help: "Time from the start of a refresh to its end, retries included.")
+    text += session.refreshDuration.render(
+        MetricNames.refreshDuration,
+        help: "Time from the start of a refresh to its end, retries included."
+    )
     text += gauge(MetricNames.parked, "Requests waiting for a token now.", parked)
     text += gauge(MetricNames.openConnections, "Client connections open now.", openConnections)
     text += gauge(MetricNames.poolIdle, "Idle pooled upstream connections now.", loops.poolIdle)
-    text += gauge(MetricNames.generation, "Generation of the current token (increases with every new token).", generation)
+    text += gauge(
+        MetricNames.generation,
+        "Generation of the current token (increases with every new token).",
+        generation
+    )
     return text
 }
 

@@ -128,7 +128,9 @@ package final class RefreshTokenStore: Sendable {
     static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw StoreError(description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))")
+            throw StoreError(
+                description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))"
+            )
         }
         defer { close(fd) }
         var bytes: [UInt8] = []
@@ -147,8 +149,11 @@ package final class RefreshTokenStore: Sendable {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileStamp(
-            inode: UInt64(info.st_ino), size: Int64(info.st_size), modifiedSeconds: info.st_mtim.tv_sec,
-            modifiedNanoseconds: info.st_mtim.tv_nsec)
+            inode: UInt64(info.st_ino),
+            size: Int64(info.st_size),
+            modifiedSeconds: info.st_mtim.tv_sec,
+            modifiedNanoseconds: info.st_mtim.tv_nsec
+        )
     }
 
     /// Writes a temporary file next to `path` (mode 0600), flushes it to disk, renames it over `path`.
@@ -157,7 +162,9 @@ package final class RefreshTokenStore: Sendable {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw StoreError(description: "\(path): cannot write the rotated refresh token: \(String(cString: strerror(errno)))")
+            throw StoreError(
+                description: "\(path): cannot write the rotated refresh token: \(String(cString: strerror(errno)))"
+            )
         }
         let bytes = Array(contents.utf8)
         var offset = 0

@@ -30,7 +30,10 @@ package enum TokenEndpointResponse {
         switch response.status {
         case 200..<300:
             guard let token = self.parseTokenJSON(response.body) else {
-                return .transient(reason: "the token endpoint answered \(response.status) without a usable access_token", timedOut: false)
+                return .transient(
+                    reason: "the token endpoint answered \(response.status) without a usable access_token",
+                    timedOut: false
+                )
             }
             return .token(token)
         case 400, 401:
@@ -67,7 +70,9 @@ package enum TokenEndpointResponse {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let code = object["error"] as? String, !code.isEmpty
         else { return nil }
-        let safeCode = String(code.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") })
+        let safeCode = String(
+            code.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") }
+        )
         return (safeCode.isEmpty ? "error" : safeCode, (object["error_description"] as? String).map { oneLine($0) })
     }
 

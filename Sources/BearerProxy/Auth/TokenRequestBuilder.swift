@@ -61,7 +61,8 @@ struct TokenRequestBuilder: Sendable {
 
     /// An RFC 7009 revocation request for a refresh token.
     func revocationRequest(_ token: Secret<String>) -> [UInt8] {
-        let fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")] + self.clientAuthenticationFields()
+        let fields =
+            [("token", token.reveal()), ("token_type_hint", "refresh_token")] + self.clientAuthenticationFields()
         return self.post(formEncode(fields))
     }
 
@@ -89,7 +90,8 @@ func formEncode(_ fields: [(String, String)]) -> String {
 func formComponent(_ text: String) -> String {
     var encoded = ""
     for byte in text.utf8 {
-        let isUnreserved = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+        let isUnreserved =
+            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
             || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
         if isUnreserved {
             encoded.unicodeScalars.append(Unicode.Scalar(byte))

@@ -29,8 +29,11 @@ final class TokenRevocation: Sendable {
         HTTPClientExchange.run(
             origin: origin,
             request: self.builder.revocationRequest(token),
-            on: self.loop, resolver: self.resolver, tls: self.tls,
-            connectTimeout: min(self.timeout, .seconds(5)), totalTimeout: self.timeout
+            on: self.loop,
+            resolver: self.resolver,
+            tls: self.tls,
+            connectTimeout: min(self.timeout, .seconds(5)),
+            totalTimeout: self.timeout
         ) { result in
             switch result {
             case .success(let response) where (200..<300).contains(response.status):

@@ -87,9 +87,12 @@ package final class TokenSession: Sendable {
             canRetryWithoutNewCredentials: source?.canRetryWithoutNewCredentials ?? false,
             maximumSuspectRefreshes: configuration.maxRefreshes,
             refreshWindow: configuration.refreshWindow,
-            refreshTimeout: configuration.refreshTimeout)
+            refreshTimeout: configuration.refreshTimeout
+        )
         let now = clock.now()
-        let initial = configuration.accessToken.map { Self.makeToken($0, lifetime: nil, now: now, skew: configuration.refreshSkew) }
+        let initial = configuration.accessToken.map {
+            Self.makeToken($0, lifetime: nil, now: now, skew: configuration.refreshSkew)
+        }
         self.state = Locked(State(machine: TokenSessionStateMachine(settings: settings, token: initial)))
     }
 
@@ -147,7 +150,11 @@ package final class TokenSession: Sendable {
             case .park, .parkAndStartRefresh:
                 if case .parkAndStartRefresh = action {
                     startsRefresh = true
-                    self.noteRefreshStart(&state, trigger: state.machine.token == nil ? "no token" : "expired", now: now)
+                    self.noteRefreshStart(
+                        &state,
+                        trigger: state.machine.token == nil ? "no token" : "expired",
+                        now: now
+                    )
                 }
                 state.nextWaiterID += 1
                 state.waiters[id] = handle
@@ -176,7 +183,13 @@ package final class TokenSession: Sendable {
         let handle = WaiterHandle(loop: loop, waiter: waiter)
         let result = self.state.withLock { state -> RejectionResult in
             let id = state.nextWaiterID
-            let action = state.machine.upstreamRejected(id, generation: generation, isReplay: isReplay, isReplayable: isReplayable, now: now)
+            let action = state.machine.upstreamRejected(
+                id,
+                generation: generation,
+                isReplay: isReplay,
+                isReplayable: isReplayable,
+                now: now
+            )
             switch action {
             case .replay(let token, let newGeneration):
                 return .replay(line: Self.line(&state, token, newGeneration), generation: newGeneration)
@@ -202,7 +215,8 @@ package final class TokenSession: Sendable {
         if logStormGuard {
             self.logger.warn(
                 "refresh storm guard: new tokens are rejected right after they are issued; passing 401s to clients",
-                ["max_refreshes": "\(self.state.withLock { $0.machine.settings.maximumSuspectRefreshes })"])
+                ["max_refreshes": "\(self.state.withLock { $0.machine.settings.maximumSuspectRefreshes })"]
+            )
         }
         if startsRefresh { self.runRefresh() }
         if case .parked = result { self.armWaiterTimer() }
@@ -240,7 +254,12 @@ package final class TokenSession: Sendable {
         var expiresIn: Duration?
         switch outcome {
         case .token(let fetched):
-            let token = Self.makeToken(fetched.accessToken, lifetime: fetched.expiresIn, now: now, skew: self.refreshSkew)
+            let token = Self.makeToken(
+                fetched.accessToken,
+                lifetime: fetched.expiresIn,
+                now: now,
+                skew: self.refreshSkew
+            )
             expiresIn = token.expiresAt.map { $0 - now }
             result = .success(token)
         case .permanent(let failure):
@@ -298,19 +317,32 @@ package final class TokenSession: Sendable {
                 [
                     "generation": "\(generation)", "trigger": trigger, "duration_ms": milliseconds,
                     "expires_in": expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown", "resumed": "\(waiters.count)",
-                ])
-            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) { self.scheduleProactiveRefresh(at: refreshAt) }
+                ]
+            )
+            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) {
+                self.scheduleProactiveRefresh(at: refreshAt)
+            }
         case .fail(let waiters, let failure):
             self.logger.warn(
                 "token refresh failed",
-                ["error": failure.shortName, "status": "\(failure.status)", "reason": failure.message, "failed_requests": "\(waiters.count)", "duration_ms": milliseconds])
+                [
+                    "error": failure.shortName, "status": "\(failure.status)", "reason": failure.message,
+                    "failed_requests": "\(waiters.count)", "duration_ms": milliseconds,
+                ]
+            )
         case .keepCurrentToken(let failure):
             self.logger.warn(
                 "proactive token refresh failed; the current token is kept until it expires or is rejected",
-                ["error": failure.shortName, "reason": failure.message])
-            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) { self.scheduleProactiveRefresh(at: refreshAt) }
+                ["error": failure.shortName, "reason": failure.message]
+            )
+            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) {
+                self.scheduleProactiveRefresh(at: refreshAt)
+            }
         case .retry(let delay):
-            self.logger.info("token refresh will be retried", ["after_ms": "\(Int(delay.milliseconds))", "cause": Self.describe(outcome)])
+            self.logger.info(
+                "token refresh will be retried",
+                ["after_ms": "\(Int(delay.milliseconds))", "cause": Self.describe(outcome)]
+            )
             self.onTimerLoop(after: delay) { self.runRefresh() }
             self.armWaiterTimer()
         case .ignore:
@@ -318,7 +350,11 @@ package final class TokenSession: Sendable {
         }
     }
 
-    private static func recordOutcome(_ action: TokenSessionStateMachine.RefreshEndAction, duration: Duration?, into metrics: inout SessionMetrics) {
+    private static func recordOutcome(
+        _ action: TokenSessionStateMachine.RefreshEndAction,
+        duration: Duration?,
+        into metrics: inout SessionMetrics
+    ) {
         let result: String
         switch action {
         case .resume: result = "ok"
@@ -373,7 +409,10 @@ package final class TokenSession: Sendable {
             }
             for (handle, id, failure) in expired { handle.resume(id, .failed(failure)) }
             if !expired.isEmpty {
-                self.logger.warn("parked requests gave up waiting for a token", ["count": "\(expired.count)", "error": expired[0].2.shortName])
+                self.logger.warn(
+                    "parked requests gave up waiting for a token",
+                    ["count": "\(expired.count)", "error": expired[0].2.shortName]
+                )
             }
             self.armWaiterTimer()
         }
@@ -391,7 +430,12 @@ package final class TokenSession: Sendable {
     /// A token with its expiry (from `expires_in`, else a JWT `exp`) and proactive refresh time:
     /// `refresh_skew` before expiry, at most half the lifetime, minus up to 10% jitter so that
     /// several proxies sharing a token do not all refresh at the same instant.
-    static func makeToken(_ value: Secret<String>, lifetime: Duration?, now: Instant, skew: Duration) -> TokenSessionStateMachine.Token {
+    static func makeToken(
+        _ value: Secret<String>,
+        lifetime: Duration?,
+        now: Instant,
+        skew: Duration
+    ) -> TokenSessionStateMachine.Token {
         var lifetime = lifetime
         if lifetime == nil, let exp = JWTExpiry.expiry(of: value.reveal()) {
             lifetime = .milliseconds(Int64((exp - wallClockSeconds()) * 1000))
@@ -400,7 +444,11 @@ package final class TokenSession: Sendable {
         let expiresAt = now + lifetime
         let effectiveSkew = min(skew, lifetime / 2)
         let jitter = effectiveSkew * Double.random(in: 0..<0.1)
-        return TokenSessionStateMachine.Token(value: value, expiresAt: expiresAt, refreshAt: expiresAt - effectiveSkew + jitter)
+        return TokenSessionStateMachine.Token(
+            value: value,
+            expiresAt: expiresAt,
+            refreshAt: expiresAt - effectiveSkew + jitter
+        )
     }
 
     private static func line(_ state: inout State, _ token: Secret<String>, _ generation: Int) -> [UInt8] {
@@ -489,7 +537,8 @@ package final class TokenSession: Sendable {
                 lastRefreshOutcome: state.lastOutcome?.outcome,
                 lastRefreshWallTime: state.lastOutcome?.wallTime,
                 parked: machine.parkedCount,
-                failure: machine.failure?.message)
+                failure: machine.failure?.message
+            )
         }
     }
     package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }

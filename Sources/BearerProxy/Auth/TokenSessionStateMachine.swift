@@ -192,7 +192,9 @@ package struct TokenSessionStateMachine: Sendable {
             return .fail(.loggedOut)
         case .failed(let failure, let failedAt):
             if self.settings.canRetryWithoutNewCredentials && now - failedAt >= self.settings.refreshWindow {
-                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                self.state = .refreshing(
+                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
+                )
                 return .parkAndStartRefresh
             }
             return .fail(failure)
@@ -206,13 +208,17 @@ package struct TokenSessionStateMachine: Sendable {
         case .idle:
             guard let token = self.token else {
                 guard self.settings.canRefresh else { return .sendWithoutToken }
-                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                self.state = .refreshing(
+                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
+                )
                 return .parkAndStartRefresh
             }
             guard self.settings.canRefresh else { return .send(token: token.value, generation: self.generation) }
             if token.isExpired(at: now) {
                 // Expiry passed without the timer noticing (a laptop that slept): never send a dead token.
-                self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)]))
+                self.state = .refreshing(
+                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
+                )
                 return .parkAndStartRefresh
             }
             if let refreshAt = token.refreshAt, now >= refreshAt {
@@ -236,7 +242,9 @@ package struct TokenSessionStateMachine: Sendable {
         case .loggedOut, .failed:
             return .forwardToClient
         case .refreshing(var refresh):
-            if generation < self.generation && refresh.kind == .proactive, let token = self.token, !token.isExpired(at: now) {
+            if generation < self.generation && refresh.kind == .proactive, let token = self.token,
+                !token.isExpired(at: now)
+            {
                 return isReplayable ? .replay(token: token.value, generation: self.generation) : .forwardToClient
             }
             if generation == self.generation {
@@ -282,7 +290,9 @@ package struct TokenSessionStateMachine: Sendable {
         guard self.state == .idle, self.settings.canRefresh, let token = self.token, let refreshAt = token.refreshAt,
             now >= refreshAt
         else { return false }
-        self.state = .refreshing(Refresh(kind: token.isExpired(at: now) ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: []))
+        self.state = .refreshing(
+            Refresh(kind: token.isExpired(at: now) ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: [])
+        )
         return true
     }
 
@@ -299,7 +309,9 @@ package struct TokenSessionStateMachine: Sendable {
             return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
 
         case .permanent(let failure):
-            if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
+            if refresh.kind == .proactive, self.token != nil,
+                let kept = self.keepTokenAfterFailedProactiveRefresh(now: now)
+            {
                 self.token = kept
                 self.state = .idle
                 return .keepCurrentToken(failure)
@@ -317,7 +329,9 @@ package struct TokenSessionStateMachine: Sendable {
                 self.state = .refreshing(refresh)
                 return .retry(after: delay)
             }
-            if refresh.kind == .proactive, self.token != nil, let kept = self.keepTokenAfterFailedProactiveRefresh(now: now) {
+            if refresh.kind == .proactive, self.token != nil,
+                let kept = self.keepTokenAfterFailedProactiveRefresh(now: now)
+            {
                 self.token = kept
                 self.state = .idle
                 return .keepCurrentToken(failure)
@@ -353,7 +367,9 @@ package struct TokenSessionStateMachine: Sendable {
                 let seconds = Int(((retryAt - now).nanoseconds + 999_999_999) / 1_000_000_000)
                 expired.append((waiter.id, .rateLimited(retryAfterSeconds: seconds)))
             } else {
-                expired.append((waiter.id, refresh.lastFailure ?? .timedOut(reason: "no new token within refresh_timeout")))
+                expired.append(
+                    (waiter.id, refresh.lastFailure ?? .timedOut(reason: "no new token within refresh_timeout"))
+                )
             }
             return true
         }
@@ -363,7 +379,9 @@ package struct TokenSessionStateMachine: Sendable {
 
     /// The earliest time a parked request gives up, for the caller's timer.
     package var nextWaiterDeadline: Instant? {
-        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.map(\.parkedAt).min() else { return nil }
+        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.map(\.parkedAt).min() else {
+            return nil
+        }
         return first + self.settings.refreshTimeout
     }
 
@@ -387,7 +405,9 @@ package struct TokenSessionStateMachine: Sendable {
         case .refreshing:
             return false
         case .idle, .failed, .loggedOut:
-            self.state = .refreshing(Refresh(kind: self.token == nil ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: []))
+            self.state = .refreshing(
+                Refresh(kind: self.token == nil ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: [])
+            )
             return true
         }
     }

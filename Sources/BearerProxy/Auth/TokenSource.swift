@@ -55,7 +55,9 @@ final class OAuth2TokenSource: TokenSource {
             let lease = self.store?.beginRefresh()
             if self.builder.grant == .refreshToken && lease?.token == nil {
                 if let lease { self.finish(lease, rotated: nil) }
-                completion(.permanent(.rejected(code: "no_refresh_token", description: "the refresh token file is empty")))
+                completion(
+                    .permanent(.rejected(code: "no_refresh_token", description: "the refresh token file is empty"))
+                )
                 return
             }
             let url = self.builder.url
@@ -74,8 +76,10 @@ final class OAuth2TokenSource: TokenSource {
                     outcome = TokenEndpointResponse.interpret(response)
                 case .failure(let error):
                     outcome = .transient(
-                        reason: "token endpoint \(Origin(isHTTPS: url.isHTTPS, host: url.host, port: url.port)): \(error.reason)",
-                        timedOut: error.isTimeoutAfterConnect)
+                        reason:
+                            "token endpoint \(Origin(isHTTPS: url.isHTTPS, host: url.host, port: url.port)): \(error.reason)",
+                        timedOut: error.isTimeoutAfterConnect
+                    )
                 }
                 DispatchQueue.global().async {
                     if let lease {
@@ -156,12 +160,18 @@ final class CommandTokenSource: TokenSource {
         let errorText = String(decoding: collected.stderr, as: UTF8.self).trimmingWhitespace()
         let output = String(decoding: collected.stdout, as: UTF8.self).trimmingWhitespace()
         guard process.terminationStatus == 0 else {
-            let status = process.terminationReason == .uncaughtSignal
-                ? "was killed by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
-            return .permanent(.commandFailed(reason: "\(program) \(status)" + (errorText.isEmpty ? "" : ": \(errorText)")))
+            let status =
+                process.terminationReason == .uncaughtSignal
+                ? "was killed by signal \(process.terminationStatus)"
+                : "exited with status \(process.terminationStatus)"
+            return .permanent(
+                .commandFailed(reason: "\(program) \(status)" + (errorText.isEmpty ? "" : ": \(errorText)"))
+            )
         }
         guard !output.isEmpty else {
-            return .permanent(.commandFailed(reason: "\(program) printed no token" + (errorText.isEmpty ? "" : ": \(errorText)")))
+            return .permanent(
+                .commandFailed(reason: "\(program) printed no token" + (errorText.isEmpty ? "" : ": \(errorText)"))
+            )
         }
         if output.hasPrefix("{") {
             guard let token = TokenEndpointResponse.parseTokenJSON(Array(output.utf8)) else {
@@ -170,7 +180,9 @@ final class CommandTokenSource: TokenSource {
             return .token(token)
         }
         guard !output.contains(where: { $0.isWhitespace }) else {
-            return .permanent(.commandFailed(reason: "\(program) printed more than one word (expected the token alone, or JSON)"))
+            return .permanent(
+                .commandFailed(reason: "\(program) printed more than one word (expected the token alone, or JSON)")
+            )
         }
         return .token(FetchedToken(accessToken: Secret(output)))
     }

@@ -79,13 +79,25 @@ final class HTTPClientExchange: StreamConnectionDelegate {
     ) {
         let tls = UnsafeTransfer(tls)
         loop.execute {
-            let exchange = HTTPClientExchange(origin: origin, loop: loop, request: request, maximumResponseBytes: maximumResponseBytes, completion: completion)
+            let exchange = HTTPClientExchange(
+                origin: origin,
+                loop: loop,
+                request: request,
+                maximumResponseBytes: maximumResponseBytes,
+                completion: completion
+            )
             exchange.tlsContext = tls.value
             exchange.start(resolver: resolver, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         }
     }
 
-    private init(origin: Origin, loop: EventLoop, request: [UInt8], maximumResponseBytes: Int, completion: @escaping Completion) {
+    private init(
+        origin: Origin,
+        loop: EventLoop,
+        request: [UInt8],
+        maximumResponseBytes: Int,
+        completion: @escaping Completion
+    ) {
         self.origin = origin
         self.loop = loop
         self.request = request
@@ -134,7 +146,11 @@ final class HTTPClientExchange: StreamConnectionDelegate {
             let stream = StreamConnection(fd: fd, loop: self.loop, isConnecting: !connected)
             self.stream = stream
             if self.origin.isHTTPS, let context = self.tlsContext,
-                let tls = context.makeConnection(fd: fd, serverName: self.origin.host, sessionKey: self.origin.description)
+                let tls = context.makeConnection(
+                    fd: fd,
+                    serverName: self.origin.host,
+                    sessionKey: self.origin.description
+                )
             {
                 stream.useTLS(tls)
             }
@@ -168,7 +184,9 @@ final class HTTPClientExchange: StreamConnectionDelegate {
         while self.completion != nil {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.parser.next(raw) }
+                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
                 self.finish(.failure(.malformedResponse(error.message)))
                 return
@@ -182,7 +200,9 @@ final class HTTPClientExchange: StreamConnectionDelegate {
                 if !head.isInformational { self.head = head }
             case .body(let range):
                 connection.inbound.withUnsafeReadableBytes { raw in
-                    self.body.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]).bindMemory(to: UInt8.self))
+                    self.body.append(
+                        contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]).bindMemory(to: UInt8.self)
+                    )
                 }
                 connection.inbound.moveReaderIndex(forwardBy: range.upperBound)
                 if self.body.count > self.maximumResponseBytes {

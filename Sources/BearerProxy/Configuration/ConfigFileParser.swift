@@ -24,11 +24,19 @@ package enum ConfigFileParser {
             let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
-                throw ConfigurationError(place: place, key: nil, message: "expected 'key = value' (the line is not shown: it may hold a secret)")
+                throw ConfigurationError(
+                    place: place,
+                    key: nil,
+                    message: "expected 'key = value' (the line is not shown: it may hold a secret)"
+                )
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
-                throw ConfigurationError(place: place, key: nil, message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)")
+                throw ConfigurationError(
+                    place: place,
+                    key: nil,
+                    message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)"
+                )
             }
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
@@ -41,7 +49,12 @@ package enum ConfigFileParser {
     }
 
     /// Replaces each `${NAME}` with the environment variable's value; an unset variable is an error.
-    static func expand(_ value: String, place: String, key: String, environment: [String: String]) throws(ConfigurationError) -> String {
+    static func expand(
+        _ value: String,
+        place: String,
+        key: String,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> String {
         guard value.contains("${") else { return value }
         var result = ""
         var rest = Substring(value)

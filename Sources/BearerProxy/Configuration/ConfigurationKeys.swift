@@ -1,6 +1,6 @@
 import BearerCore
-import Glibc
 import BearerIO
+import Glibc
 
 /// Every key the config file accepts: how its value is parsed, what it sets, how `--check` shows it.
 ///
@@ -50,7 +50,9 @@ extension Configuration {
                 return "'\(value)' \(error.reason) (expected e.g. https://api.example.com/v2)"
             }
         },
-        ConfigurationKey("inject_hosts", show: { $0.effectiveInjectHosts.map(\.description).joined(separator: ", ") }) { value, config in
+        ConfigurationKey("inject_hosts", show: { $0.effectiveInjectHosts.map(\.description).joined(separator: ", ") }) {
+            value,
+            config in
             var patterns: [HostPattern] = []
             for item in ValueParsers.list(value) {
                 guard let pattern = HostPattern.parse(item) else {
@@ -62,7 +64,9 @@ extension Configuration {
             return nil
         },
         ConfigurationKey("other_hosts", show: { $0.otherHosts.rawValue }) { value, config in
-            guard let policy = OtherHostsPolicy(rawValue: value) else { return "expected forward or deny, got '\(value)'" }
+            guard let policy = OtherHostsPolicy(rawValue: value) else {
+                return "expected forward or deny, got '\(value)'"
+            }
             config.otherHosts = policy
             return nil
         },
@@ -74,7 +78,9 @@ extension Configuration {
             return nil
         },
         ConfigurationKey("workers", show: { "\($0.workers)" }) { value, config in
-            guard let count = Int(value), (1...256).contains(count) else { return "expected a number from 1 to 256, got '\(value)'" }
+            guard let count = Int(value), (1...256).contains(count) else {
+                return "expected a number from 1 to 256, got '\(value)'"
+            }
             config.workers = count
             return nil
         },
@@ -89,7 +95,9 @@ extension Configuration {
         durationKey("client_header_timeout", \.clientHeaderTimeout),
         durationKey("client_idle_timeout", \.clientIdleTimeout),
         ConfigurationKey("log_level", show: { $0.logLevel.name }) { value, config in
-            guard let level = Logger.Level(name: value) else { return "expected error, warn, info or debug, got '\(value)'" }
+            guard let level = Logger.Level(name: value) else {
+                return "expected error, warn, info or debug, got '\(value)'"
+            }
             config.logLevel = level
             return nil
         },
@@ -153,18 +161,24 @@ extension Configuration {
         textKey("username", \.username),
         secretKey("password", \.password),
         ConfigurationKey("client_auth", show: { $0.clientAuthentication.rawValue }) { value, config in
-            guard let method = ClientAuthentication(rawValue: value) else { return "expected basic or post, got '\(value)'" }
+            guard let method = ClientAuthentication(rawValue: value) else {
+                return "expected basic or post, got '\(value)'"
+            }
             config.clientAuthentication = method
             return nil
         },
-        ConfigurationKey("token_command", show: { $0.tokenCommand.map { $0.joined(separator: " ") } }) { value, config in
+        ConfigurationKey("token_command", show: { $0.tokenCommand.map { $0.joined(separator: " ") } }) {
+            value,
+            config in
             guard let argv = splitCommandLine(value), !argv.isEmpty else {
                 return "expected a command and its arguments (quotes must be closed)"
             }
             config.tokenCommand = argv
             return nil
         },
-        ConfigurationKey("refresh_on", show: { $0.refreshOn.map(String.init).joined(separator: ",") }) { value, config in
+        ConfigurationKey("refresh_on", show: { $0.refreshOn.map(String.init).joined(separator: ",") }) {
+            value,
+            config in
             let statuses = ValueParsers.list(value).map { Int($0) }
             guard !statuses.isEmpty, statuses.allSatisfy({ $0 != nil && (400...599).contains($0!) }) else {
                 return "expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '\(value)'"
@@ -182,22 +196,32 @@ extension Configuration {
         durationKey("refresh_timeout", \.refreshTimeout),
         sizeKey("replay_body_limit", \.replayBodyLimit),
         sizeKey("replay_memory_limit", \.replayMemoryLimit),
-        ConfigurationKey("accept_hosts", show: { config in
-            (["localhost", "127.0.0.1", "[::1]"].map { "\($0):<listen port>" } + config.acceptHosts.map(\.description)).joined(separator: ", ")
-        }) { value, config in
+        ConfigurationKey(
+            "accept_hosts",
+            show: { config in
+                (["localhost", "127.0.0.1", "[::1]"].map { "\($0):<listen port>" }
+                    + config.acceptHosts.map(\.description)).joined(separator: ", ")
+            }
+        ) { value, config in
             var patterns: [HostPattern] = []
             for item in ValueParsers.list(value) {
-                guard let pattern = HostPattern.parse(item) else { return "invalid entry '\(item)' (expected host, host:port or *.domain)" }
+                guard let pattern = HostPattern.parse(item) else {
+                    return "invalid entry '\(item)' (expected host, host:port or *.domain)"
+                }
                 patterns.append(pattern)
             }
             config.acceptHosts = patterns
             return nil
         },
-        ConfigurationKey("accept_origins", show: { $0.acceptOrigins.isEmpty ? "(none)" : $0.acceptOrigins.joined(separator: ", ") }) { value, config in
+        ConfigurationKey(
+            "accept_origins",
+            show: { $0.acceptOrigins.isEmpty ? "(none)" : $0.acceptOrigins.joined(separator: ", ") }
+        ) { value, config in
             var origins: [String] = []
             for item in ValueParsers.list(value) {
                 let lower = item.lowercased()
-                guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !lower.dropFirst(8).contains("/") else {
+                guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !lower.dropFirst(8).contains("/")
+                else {
                     return "invalid origin '\(item)' (expected scheme://host[:port], e.g. http://localhost:3000)"
                 }
                 origins.append(lower)
@@ -217,7 +241,8 @@ extension Configuration {
         },
     ]
 
-    static func textKey(_ name: String, _ path: WritableKeyPath<Configuration, String?> & Sendable) -> ConfigurationKey {
+    static func textKey(_ name: String, _ path: WritableKeyPath<Configuration, String?> & Sendable) -> ConfigurationKey
+    {
         ConfigurationKey(name, show: { $0[keyPath: path] }) { value, config in
             guard !value.isEmpty else { return "expected a value" }
             config[keyPath: path] = value
@@ -225,7 +250,10 @@ extension Configuration {
         }
     }
 
-    static func secretKey(_ name: String, _ path: WritableKeyPath<Configuration, Secret<String>?> & Sendable) -> ConfigurationKey {
+    static func secretKey(
+        _ name: String,
+        _ path: WritableKeyPath<Configuration, Secret<String>?> & Sendable
+    ) -> ConfigurationKey {
         ConfigurationKey(name, secret: true, show: { $0[keyPath: path].map { "\($0)" } }) { value, config in
             guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
                 return "expected a single-line value (the value is not shown)"
@@ -241,7 +269,8 @@ extension Configuration {
         _ path: WritableKeyPath<Configuration, Duration> & Sendable
     ) -> ConfigurationKey {
         ConfigurationKey(name, show: { formatDuration($0[keyPath: path]) }) { value, config in
-            guard let duration = ValueParsers.duration(value), duration > .zero || (allowZero && duration == .zero) else {
+            guard let duration = ValueParsers.duration(value), duration > .zero || (allowZero && duration == .zero)
+            else {
                 return "invalid duration '\(value)' (expected e.g. 500ms, 30s, 5m)"
             }
             config[keyPath: path] = duration
@@ -249,10 +278,15 @@ extension Configuration {
         }
     }
 
-    static func sizeKey(_ name: String, minimum: Int = 0, _ path: WritableKeyPath<Configuration, Int> & Sendable) -> ConfigurationKey {
+    static func sizeKey(
+        _ name: String,
+        minimum: Int = 0,
+        _ path: WritableKeyPath<Configuration, Int> & Sendable
+    ) -> ConfigurationKey {
         ConfigurationKey(name, show: { formatSize($0[keyPath: path]) }) { value, config in
             guard let size = ValueParsers.size(value), size >= minimum else {
-                return "invalid size '\(value)' (expected e.g. 64KiB, 1MiB\(minimum > 0 ? ", at least \(minimum) bytes" : ""))"
+                return
+                    "invalid size '\(value)' (expected e.g. 64KiB, 1MiB\(minimum > 0 ? ", at least \(minimum) bytes" : ""))"
             }
             config[keyPath: path] = size
             return nil
@@ -262,10 +296,18 @@ extension Configuration {
     /// Checks settings that only make sense together, once every key is read.
     func validateCombinations(place: String) throws(ConfigurationError) {
         if self.tokenURL != nil && self.tokenCommand != nil {
-            throw ConfigurationError(place: place, key: "token_command", message: "set either token_url or token_command, not both")
+            throw ConfigurationError(
+                place: place,
+                key: "token_command",
+                message: "set either token_url or token_command, not both"
+            )
         }
         if self.refreshToken != nil && self.refreshTokenFile != nil {
-            throw ConfigurationError(place: place, key: "refresh_token_file", message: "set either refresh_token or refresh_token_file, not both")
+            throw ConfigurationError(
+                place: place,
+                key: "refresh_token_file",
+                message: "set either refresh_token or refresh_token_file, not both"
+            )
         }
         guard let tokenURL = self.tokenURL else { return }
         _ = tokenURL
@@ -273,16 +315,26 @@ extension Configuration {
         case .refreshToken:
             if self.refreshToken == nil && self.refreshTokenFile == nil {
                 throw ConfigurationError(
-                    place: place, key: "grant_type",
-                    message: "refresh_token needs refresh_token or refresh_token_file")
+                    place: place,
+                    key: "grant_type",
+                    message: "refresh_token needs refresh_token or refresh_token_file"
+                )
             }
         case .clientCredentials:
             if self.clientID == nil {
-                throw ConfigurationError(place: place, key: "grant_type", message: "client_credentials needs client_id (and usually client_secret)")
+                throw ConfigurationError(
+                    place: place,
+                    key: "grant_type",
+                    message: "client_credentials needs client_id (and usually client_secret)"
+                )
             }
         case .password:
             if self.username == nil || self.password == nil {
-                throw ConfigurationError(place: place, key: "grant_type", message: "password needs username and password")
+                throw ConfigurationError(
+                    place: place,
+                    key: "grant_type",
+                    message: "password needs username and password"
+                )
             }
         }
     }

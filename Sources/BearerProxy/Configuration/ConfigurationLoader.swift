@@ -12,7 +12,11 @@ package enum ConfigurationLoader {
             do {
                 text = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
-                throw ConfigurationError(place: path, key: nil, message: "cannot read the config file: \(Self.reason(error, path: path))")
+                throw ConfigurationError(
+                    place: path,
+                    key: nil,
+                    message: "cannot read the config file: \(Self.reason(error, path: path))"
+                )
             }
             entries += try ConfigFileParser.parse(text, fileName: path, environment: environment)
         }
@@ -23,7 +27,8 @@ package enum ConfigurationLoader {
             throw ConfigurationError(
                 place: options.configPath ?? "configuration",
                 key: "upstream",
-                message: "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)")
+                message: "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)"
+            )
         }
         return config
     }

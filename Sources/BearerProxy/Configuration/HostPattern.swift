@@ -1,3 +1,5 @@
+import Foundation
+
 /// An `inject_hosts` entry: which hosts get the token.
 ///
 /// `host` matches that host on any port, `host:port` only that port, `*.domain` any subdomain of
@@ -36,5 +38,3 @@ package enum HostPattern: Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
-
-import Foundation

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import Foundation
 
 /// Parsers for the value grammars of the config file and flags. Each returns nil on bad input; the
 /// caller names the key and the expected form.
@@ -67,5 +68,3 @@ enum ValueParsers {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }
-
-import Foundation

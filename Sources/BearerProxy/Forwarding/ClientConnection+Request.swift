@@ -18,7 +18,8 @@ extension ClientConnection {
                 if first == 0x16 {
                     self.runtime.logger.warn(
                         "client started TLS inside a CONNECT tunnel to an inject host; closing: the proxy cannot add a token inside TLS, send plain http:// requests instead",
-                        ["to": self.tunnelTarget?.origin.description ?? "-"])
+                        ["to": self.tunnelTarget?.origin.description ?? "-"]
+                    )
                     self.stream.close()
                     self.cleanUp()
                     return
@@ -103,7 +104,9 @@ extension ClientConnection {
                 upstreamStream.withOutbound { $0.writeStaticString("0\r\n\r\n") }
             }
             exchange.isRequestComplete = true
-            if !exchange.hasResponseStarted { self.extendDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout) }
+            if !exchange.hasResponseStarted {
+                self.extendDeadline(.upstreamResponse, after: self.configuration.upstreamTimeout)
+            }
             upstreamStream.flush()
             return false
         case .head:
@@ -188,7 +191,8 @@ extension ClientConnection {
         case .none, .contentLength(0):
             exchange.isReplayable = true
         case .contentLength(let length):
-            exchange.isReplayable = length <= self.configuration.replayBodyLimit && self.runtime.reserveReplayMemory(length)
+            exchange.isReplayable =
+                length <= self.configuration.replayBodyLimit && self.runtime.reserveReplayMemory(length)
             if exchange.isReplayable { exchange.replayReserved = length }
         case .chunked:
             exchange.isReplayable = true

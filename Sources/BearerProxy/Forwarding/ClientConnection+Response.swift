@@ -13,7 +13,10 @@ extension ClientConnection: UpstreamConnectionOwner {
         exchange.upstream = nil
         upstream.close()
         self.context.metrics.upstreamConnectErrors += 1
-        self.runtime.logger.info("upstream connect failed", ["upstream": upstream.origin.description, "error": error.shortName])
+        self.runtime.logger.info(
+            "upstream connect failed",
+            ["upstream": upstream.origin.description, "error": error.shortName]
+        )
         self.respond(with: error)
     }
 
@@ -92,7 +95,9 @@ extension ClientConnection: UpstreamConnectionOwner {
                 upstream.close()
                 exchange.upstream = nil
                 self.runtime.logger.info(
-                    "malformed upstream response", ["upstream": upstream.origin.description, "error": error.message])
+                    "malformed upstream response",
+                    ["upstream": upstream.origin.description, "error": error.message]
+                )
                 self.respond(with: .upstreamMalformed(origin: upstream.origin.description, error))
                 return
             }
@@ -120,7 +125,8 @@ extension ClientConnection: UpstreamConnectionOwner {
                 upstreamStream.inbound.moveReaderIndex(forwardBy: range.upperBound)
             case .end(let consumed):
                 upstreamStream.inbound.moveReaderIndex(forwardBy: consumed)
-                let reusable = exchange.responseHead?.allowsReuse == true && exchange.isRequestComplete
+                let reusable =
+                    exchange.responseHead?.allowsReuse == true && exchange.isRequestComplete
                     && upstreamStream.inbound.isEmpty
                 self.finishExchange(exchange, upstreamReusable: reusable)
                 return
@@ -146,7 +152,8 @@ extension ClientConnection: UpstreamConnectionOwner {
             isReplay: exchange.isReplay,
             isReplayable: exchange.isReplayable && !exchange.isReplay,
             loop: self.loop,
-            waiter: self)
+            waiter: self
+        )
         switch result {
         case .forwardToClient:
             self.dropReplayBody(exchange)
@@ -172,7 +179,8 @@ extension ClientConnection: UpstreamConnectionOwner {
     /// the pool once the response ends (or closes it when that cannot be done cheaply).
     private func discardResponse(of upstream: UpstreamConnection, head: ResponseHead, exchange: Exchange) {
         exchange.upstream = nil
-        let reusable = head.allowsReuse && exchange.isRequestComplete
+        let reusable =
+            head.allowsReuse && exchange.isRequestComplete
             && head.framing(requestMethod: exchange.head.method) != .untilClose
         UpstreamDrainer.drain(upstream, pool: self.context.pool, reusable: reusable)
     }
@@ -202,7 +210,12 @@ extension ClientConnection: UpstreamConnectionOwner {
         }
         let keepAlive = !self.closesAfterExchange
         self.stream.withOutbound { buffer in
-            buffer.writeForwardedResponseHead(head, framing: exchange.clientFraming, keepAlive: keepAlive, clientVersion: clientVersion)
+            buffer.writeForwardedResponseHead(
+                head,
+                framing: exchange.clientFraming,
+                keepAlive: keepAlive,
+                clientVersion: clientVersion
+            )
         }
         exchange.isResponseHeadSent = true
     }
@@ -227,8 +240,12 @@ extension ClientConnection: UpstreamConnectionOwner {
             self.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") }
         }
         self.recordCompletion(
-            status: exchange.responseHead?.status ?? 0, head: exchange.head, bytes: exchange.responseBodyBytes,
-            startedAt: exchange.startedAt, replayed: exchange.isReplay)
+            status: exchange.responseHead?.status ?? 0,
+            head: exchange.head,
+            bytes: exchange.responseBodyBytes,
+            startedAt: exchange.startedAt,
+            replayed: exchange.isReplay
+        )
         if let upstream = exchange.upstream {
             exchange.upstream = nil
             if upstreamReusable {

@@ -160,9 +160,20 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         if self.hasClientReadEnded { self.closesAfterExchange = true }
         let close = self.closesAfterExchange
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
-        self.recordCompletion(status: error.status, head: self.lastHead, bytes: error.message.utf8.count + 1, startedAt: self.lastHeadAt, replayed: false)
+        self.recordCompletion(
+            status: error.status,
+            head: self.lastHead,
+            bytes: error.message.utf8.count + 1,
+            startedAt: self.lastHeadAt,
+            replayed: false
+        )
         self.stream.withOutbound {
-            $0.writeProxyResponse(status: error.status, message: error.message, close: close, extraFields: error.extraFields)
+            $0.writeProxyResponse(
+                status: error.status,
+                message: error.message,
+                close: close,
+                extraFields: error.extraFields
+            )
         }
         self.exchangeEnded()
     }
@@ -209,9 +220,14 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         guard let accessLog = self.runtime.accessLog else { return }
         var line = formatTimestamp(wallClockSeconds())
         line += " method=" + (head.map { logfmtValue($0.string($0.methodRange)) } ?? "-")
-        line += " host=" + logfmtValue(self.exchange?.target.origin.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-")
+        line +=
+            " host="
+            + logfmtValue(
+                self.exchange?.target.origin.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-"
+            )
         line += " path=" + (head.map { logfmtValue(oneLine($0.string($0.target), limit: 512)) } ?? "-")
-        line += " status=\(status) bytes=\(bytes) duration_ms=\(String(format: "%.2f", seconds * 1000)) replayed=\(replayed ? "yes" : "no")\n"
+        line +=
+            " status=\(status) bytes=\(bytes) duration_ms=\(String(format: "%.2f", seconds * 1000)) replayed=\(replayed ? "yes" : "no")\n"
         accessLog.write(line)
     }
 

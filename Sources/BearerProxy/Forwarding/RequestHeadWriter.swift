@@ -59,7 +59,9 @@ extension ByteBuffer {
             case .chunked:
                 self.writeStaticString("Transfer-Encoding: chunked\r\n")
             }
-            self.writeStaticString(head.version == .http11 ? "Via: 1.1 bearer-proxy\r\n\r\n" : "Via: 1.0 bearer-proxy\r\n\r\n")
+            self.writeStaticString(
+                head.version == .http11 ? "Via: 1.1 bearer-proxy\r\n\r\n" : "Via: 1.0 bearer-proxy\r\n\r\n"
+            )
         }
     }
 

@@ -55,7 +55,9 @@ extension ByteBuffer {
             } else if clientVersion == .http10 {
                 self.writeStaticString("Connection: keep-alive\r\n")
             }
-            self.writeStaticString(head.version == .http11 ? "Via: 1.1 bearer-proxy\r\n\r\n" : "Via: 1.0 bearer-proxy\r\n\r\n")
+            self.writeStaticString(
+                head.version == .http11 ? "Via: 1.1 bearer-proxy\r\n\r\n" : "Via: 1.0 bearer-proxy\r\n\r\n"
+            )
         }
     }
 

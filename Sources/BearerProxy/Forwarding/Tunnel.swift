@@ -35,7 +35,8 @@ final class Tunnel: StreamConnectionDelegate {
     private func connectNext() {
         guard !self.remainingAddresses.isEmpty else {
             self.failBeforeEstablished(
-                .upstreamConnectFailed(origin: self.origin.description, reason: self.lastError?.reason ?? "no address"))
+                .upstreamConnectFailed(origin: self.origin.description, reason: self.lastError?.reason ?? "no address")
+            )
             return
         }
         let address = self.remainingAddresses.removeFirst()

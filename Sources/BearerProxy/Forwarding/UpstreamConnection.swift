@@ -65,7 +65,9 @@ final class UpstreamConnection: StreamConnectionDelegate {
             case .failed(let reason):
                 upstream.state = .closed
                 upstream.owner?.upstreamConnectFailed(
-                    upstream, .upstreamResolveFailed(origin: upstream.origin.description, reason: reason))
+                    upstream,
+                    .upstreamResolveFailed(origin: upstream.origin.description, reason: reason)
+                )
             }
         }
     }
@@ -74,7 +76,10 @@ final class UpstreamConnection: StreamConnectionDelegate {
         guard !self.remainingAddresses.isEmpty else {
             self.state = .closed
             let reason = self.lastConnectError?.reason ?? "no address to connect to"
-            self.owner?.upstreamConnectFailed(self, .upstreamConnectFailed(origin: self.origin.description, reason: reason))
+            self.owner?.upstreamConnectFailed(
+                self,
+                .upstreamConnectFailed(origin: self.origin.description, reason: reason)
+            )
             return
         }
         let address = self.remainingAddresses.removeFirst()
@@ -84,12 +89,19 @@ final class UpstreamConnection: StreamConnectionDelegate {
             self.stream = stream
             if self.origin.isHTTPS {
                 guard let context = self.tlsContext,
-                    let tls = context.makeConnection(fd: fd, serverName: self.origin.host, sessionKey: self.origin.description)
+                    let tls = context.makeConnection(
+                        fd: fd,
+                        serverName: self.origin.host,
+                        sessionKey: self.origin.description
+                    )
                 else {
                     stream.close()
                     self.stream = nil
                     self.state = .closed
-                    self.owner?.upstreamConnectFailed(self, .upstreamTLSFailed(origin: self.origin.description, reason: "cannot start TLS"))
+                    self.owner?.upstreamConnectFailed(
+                        self,
+                        .upstreamTLSFailed(origin: self.origin.description, reason: "cannot start TLS")
+                    )
                     return
                 }
                 stream.useTLS(tls)
@@ -147,7 +159,10 @@ final class UpstreamConnection: StreamConnectionDelegate {
             if let error, error.isTLSFailure {
                 // Another address would present the same certificate: report the TLS problem.
                 self.state = .closed
-                self.owner?.upstreamConnectFailed(self, .upstreamTLSFailed(origin: self.origin.description, reason: error.reason))
+                self.owner?.upstreamConnectFailed(
+                    self,
+                    .upstreamTLSFailed(origin: self.origin.description, reason: error.reason)
+                )
                 return
             }
             self.lastConnectError = error

@@ -38,7 +38,9 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in try self.upstream.parser.next(raw) }
+                event = try stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
+                    try self.upstream.parser.next(raw)
+                }
             } catch {
                 return self.giveUp()
             }

@@ -25,7 +25,9 @@ package struct RequestGuard: Sendable {
         for address in boundAddresses {
             guard let port = address.port else { continue }
             for host in ["localhost", "127.0.0.1", "[::1]"] { authorities.insert("\(host):\(port)") }
-            if let text = address.hostText { authorities.insert(text.contains(":") ? "[\(text)]:\(port)" : "\(text):\(port)") }
+            if let text = address.hostText {
+                authorities.insert(text.contains(":") ? "[\(text)]:\(port)" : "\(text):\(port)")
+            }
         }
         self.ownAuthorities = authorities
         self.ownAuthorityBytes = authorities.map { Array($0.utf8) }

@@ -87,7 +87,8 @@ package struct Router: Sendable {
             origin: origin,
             authority: origin == self.upstream.origin ? self.upstream.authority : Array(origin.authority.utf8),
             pathPrefix: [],
-            injectsToken: self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) })
+            injectsToken: self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) }
+        )
     }
 
     /// Lower-cased, brackets of an IPv6 literal removed.
