@@ -79,7 +79,12 @@ final class ProxyProcess: @unchecked Sendable {
         let deadline = Instant.now() + timeout
         while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
         if self.process.isRunning { return nil }
-        usleep(50_000)  // let the pipes drain
+        // Collect what is still in the pipes (the child is gone, so these reads end).
+        for (pipe, isError) in [(self.stderrPipe, true), (self.stdoutPipe, false)] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            self.output.withLock { isError ? ($0.stderr += rest) : ($0.stdout += rest) }
+        }
         return self.process.terminationStatus
     }
 
