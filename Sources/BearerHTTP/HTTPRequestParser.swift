@@ -4,20 +4,9 @@
 /// reports how many it consumed. Heads are copied once into their own storage; body data is returned
 /// as ranges of the caller's bytes, never copied.
 package struct HTTPRequestParser: Sendable {
-    package enum Event: Sendable {
-        case needMore(consumed: Int)
-        case head(RequestHead, consumed: Int)
-        /// Body data at this range of the input; everything before its upper bound is consumed.
-        case body(Range<Int>)
-        case end(consumed: Int)
-    }
+    package typealias Event = HTTPParserEvent<RequestHead>
 
-    private enum State: Sendable {
-        case head
-        case body(BodyDecoder)
-    }
-
-    private var state: State = .head
+    private var state: ParserState = .head
     private var scanner: HeadScanner
     private let maximumFieldCount: Int
 
@@ -51,19 +40,40 @@ package struct HTTPRequestParser: Sendable {
             case .chunked: self.state = .body(.chunked)
             }
             return .head(head, consumed: range.upperBound)
-        case .body(var decoder):
-            let step = try decoder.decode(bytes)
-            switch step {
-            case .data(let range):
-                self.state = .body(decoder)
-                return .body(range)
-            case .needMore(let consumed):
-                self.state = .body(decoder)
-                return .needMore(consumed: consumed)
-            case .end(let consumed):
-                self.state = .head
-                return .end(consumed: consumed)
-            }
+        case .body:
+            return try self.state.nextBodyEvent(bytes)
+        }
+    }
+}
+
+/// What a parser reports: a head, body data (a range of the caller's bytes), the end of a message, or
+/// that it consumed what it could and needs more.
+package enum HTTPParserEvent<Head: Sendable>: Sendable {
+    case needMore(consumed: Int)
+    case head(Head, consumed: Int)
+    /// Body data at this range of the input; everything before its upper bound is consumed.
+    case body(Range<Int>)
+    case end(consumed: Int)
+}
+
+/// Where a parser is in a message: in a head, or in a body (the same for requests and responses).
+enum ParserState: Sendable {
+    case head
+    case body(BodyDecoder)
+
+    /// The next body event; back to expecting a head once the body ends.
+    mutating func nextBodyEvent<Head>(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> HTTPParserEvent<Head> {
+        guard case .body(var decoder) = self else { preconditionFailure("Invalid state: not in a body") }
+        switch try decoder.decode(bytes) {
+        case .data(let range):
+            self = .body(decoder)
+            return .body(range)
+        case .needMore(let consumed):
+            self = .body(decoder)
+            return .needMore(consumed: consumed)
+        case .end(let consumed):
+            self = .head
+            return .end(consumed: consumed)
         }
     }
 }

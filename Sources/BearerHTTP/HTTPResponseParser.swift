@@ -4,19 +4,9 @@
 /// caller says which method it sent before each response. Informational (1xx) heads are reported
 /// and followed by the final response's head.
 package struct HTTPResponseParser: Sendable {
-    package enum Event: Sendable {
-        case needMore(consumed: Int)
-        case head(ResponseHead, consumed: Int)
-        case body(Range<Int>)
-        case end(consumed: Int)
-    }
+    package typealias Event = HTTPParserEvent<ResponseHead>
 
-    private enum State: Sendable {
-        case head
-        case body(BodyDecoder)
-    }
-
-    private var state: State = .head
+    private var state: ParserState = .head
     private var scanner: HeadScanner
     private let maximumFieldCount: Int
     private var requestMethod: HTTPMethod = .get
@@ -61,19 +51,8 @@ package struct HTTPResponseParser: Sendable {
                 }
             }
             return .head(head, consumed: range.upperBound)
-        case .body(var decoder):
-            let step = try decoder.decode(bytes)
-            switch step {
-            case .data(let range):
-                self.state = .body(decoder)
-                return .body(range)
-            case .needMore(let consumed):
-                self.state = .body(decoder)
-                return .needMore(consumed: consumed)
-            case .end(let consumed):
-                self.state = .head
-                return .end(consumed: consumed)
-            }
+        case .body:
+            return try self.state.nextBodyEvent(bytes)
         }
     }
 }
