@@ -81,16 +81,6 @@ package struct ByteBuffer: Sendable {
         self._writerIndex = 0
     }
 
-    /// Drops the storage when the buffer is empty and large, so an idle connection holds little memory.
-    @inlinable
-    package mutating func shrinkIfIdle(keeping limit: Int) {
-        if self.isEmpty && self.capacity > limit {
-            self.storage = nil
-            self._readerIndex = 0
-            self._writerIndex = 0
-        }
-    }
-
     @inlinable
     package mutating func moveReaderIndex(forwardBy count: Int) {
         precondition(count >= 0 && count <= self.readableBytes, "reader index moved past the written bytes")

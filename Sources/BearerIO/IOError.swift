@@ -30,9 +30,6 @@ package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
         self.detail ?? String(cString: strerror(self.errnoCode))
     }
 
-    package var isConnectionReset: Bool {
-        self.errnoCode == ECONNRESET || self.errnoCode == EPIPE
-    }
 }
 
 /// Runs a system call, retrying on EINTR; returns nil on EAGAIN and throws any other error.

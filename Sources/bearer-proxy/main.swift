@@ -94,12 +94,16 @@ func main() -> Int32 {
     let stop = DispatchSemaphore(value: 0)
     let signalQueue = DispatchQueue(label: "signals")
     var sources: [DispatchSourceSignal] = []
-    let stopping = ManagedAtomicFlag()
+    let stopping = Locked(false)
     for signalNumber in [SIGINT, SIGTERM] {
         signal(signalNumber, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
         source.setEventHandler {
-            if stopping.setIfUnset() {
+            let isFirstSignal = stopping.withLock { wasStopping in
+                defer { wasStopping = true }
+                return !wasStopping
+            }
+            if isFirstSignal {
                 stop.signal()
             } else {
                 // A second signal: the operator does not want to wait.
@@ -134,21 +138,6 @@ func main() -> Int32 {
     demoGroup?.shutdown()
     logger.info("stopped")
     return 0
-}
-
-/// Set once, from the signal queue.
-final class ManagedAtomicFlag: @unchecked Sendable {
-    private var isSet = false
-    private let lock = NSLock()
-
-    /// Sets the flag; true if it was not set before.
-    func setIfUnset() -> Bool {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        if self.isSet { return false }
-        self.isSet = true
-        return true
-    }
 }
 
 func writeStandardError(_ text: String) {

@@ -59,17 +59,9 @@ package final class TLSConnection {
             }
             return .done(Int(result))
         }
-        let code = SSL_get_error(self.ssl, result)
-        switch code {
-        case COS_SSL_ERROR_WANT_READ: return .wantRead
-        case COS_SSL_ERROR_WANT_WRITE: return .wantWrite
-        case COS_SSL_ERROR_ZERO_RETURN: return .closed
-        case COS_SSL_ERROR_SYSCALL:
-            let saved = errno
-            return saved == 0 || saved == ECONNRESET ? .closed : .failed(String(cString: strerror(saved)))
-        default:
-            return .failed("TLS error: \(lastErrorString())")
-        }
+        // A reader that meets a plain EOF or a reset sees the end of the stream; HTTP framing tells
+        // whether the message was complete.
+        return self.outcome(ofFailed: result, endOfStreamOnReset: true)
     }
 
     package func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
@@ -77,13 +69,18 @@ package final class TLSConnection {
         ERR_clear_error()
         let result = SSL_write(self.ssl, bytes.baseAddress, Int32(clamping: bytes.count))
         if result > 0 { return .done(Int(result)) }
-        let code = SSL_get_error(self.ssl, result)
-        switch code {
+        return self.outcome(ofFailed: result, endOfStreamOnReset: false)
+    }
+
+    /// What a non-positive SSL_read/SSL_write result means.
+    private func outcome(ofFailed result: Int32, endOfStreamOnReset: Bool) -> Outcome {
+        switch SSL_get_error(self.ssl, result) {
         case COS_SSL_ERROR_WANT_READ: return .wantRead
         case COS_SSL_ERROR_WANT_WRITE: return .wantWrite
         case COS_SSL_ERROR_ZERO_RETURN: return .closed
         case COS_SSL_ERROR_SYSCALL:
             let saved = errno
+            if endOfStreamOnReset && (saved == 0 || saved == ECONNRESET) { return .closed }
             return .failed(saved == 0 ? "connection closed" : String(cString: strerror(saved)))
         default:
             return .failed("TLS error: \(lastErrorString())")

@@ -30,9 +30,7 @@ final class AdminServer: Sendable {
         self.loops = loops
         self.contexts = contexts
         self.isUnixSocket = address.isUnix
-        var adminConfiguration = runtime.configuration
-        adminConfiguration.acceptHosts = runtime.configuration.acceptHosts
-        self.requestGuard = RequestGuard(configuration: adminConfiguration, boundAddresses: [address])
+        self.requestGuard = RequestGuard(configuration: runtime.configuration, boundAddresses: [address])
     }
 
     func start() {

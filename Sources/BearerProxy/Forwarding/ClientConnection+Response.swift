@@ -60,7 +60,8 @@ extension ClientConnection: UpstreamConnectionOwner {
             self.abort(reason: "upstream ended mid-response")
             return
         }
-        if exchange.upstreamWasReused && !exchange.hasResponseStarted && exchange.attempts < 3 && exchange.canBeResent {
+        if exchange.upstreamWasReused && !exchange.hasResponseStarted && exchange.attempts < 3 && exchange.isReplayable
+        {
             // A pooled connection the upstream had already closed: the request never reached it.
             self.runtime.logger.debug("retrying on a fresh connection", ["upstream": upstream.origin.description])
             exchange.isRequestHeadSent = false

@@ -51,9 +51,6 @@ final class Exchange {
         self.startedAt = startedAt
     }
 
-    /// The request can be sent again on another connection: every body byte read so far is kept.
-    var canBeResent: Bool { self.isReplayable }
-
     var hasBody: Bool {
         switch self.head.framing {
         case .none, .contentLength(0): false
