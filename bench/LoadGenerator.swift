@@ -104,10 +104,10 @@ final class LoadGenerator: Sendable {
     final class SharedState: Sendable {
         let measurementStart = Locked<Instant?>(nil)
         let measurementEnd = Locked<Instant?>(nil)
-        private let states = Locked<[Int: UnsafeSendableBox<LoopState>]>([:])
+        private let states = Locked<[Int: UnsafeTransferBox<LoopState>]>([:])
 
         func register(_ index: Int, _ state: LoopState) {
-            self.states.withLock { $0[index] = UnsafeSendableBox(state) }
+            self.states.withLock { $0[index] = UnsafeTransferBox(state) }
         }
 
         func state(for index: Int) -> LoopState? {
@@ -154,7 +154,7 @@ final class LoadGenerator: Sendable {
     }
 }
 
-struct UnsafeSendableBox<Value>: @unchecked Sendable {
+struct UnsafeTransferBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }

@@ -20,8 +20,8 @@ package final class MockHTTPServer: Sendable {
     let tls: TLSContext?
     let group: EventLoopGroup
     private let listenFD: Locked<Int32?>
-    private let listeners: Locked<[UnsafeSendable<Listener>]>
-    private let connections: Locked<[ObjectIdentifier: UnsafeSendable<MockServerConnection>]>
+    private let listeners: Locked<[UnsafeTransfer<Listener>]>
+    private let connections: Locked<[ObjectIdentifier: UnsafeTransfer<MockServerConnection>]>
     package let acceptedConnections = Atomic<Int>(0)
     /// TLS connections whose client resumed an earlier session.
     package let resumedTLSSessions = Atomic<Int>(0)
@@ -69,13 +69,13 @@ package final class MockHTTPServer: Sendable {
                             stream.useTLS(session)
                         }
                         let connection = MockServerConnection(stream: stream, server: self)
-                        self.connections.withLock { $0[ObjectIdentifier(connection)] = UnsafeSendable(connection) }
+                        self.connections.withLock { $0[ObjectIdentifier(connection)] = UnsafeTransfer(connection) }
                         connection.start()
                     },
                     onAcceptError: { _ in }
                 )
                 listener.start()
-                self.listeners.withLock { $0.append(UnsafeSendable(listener)) }
+                self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
                 ready.add(1, ordering: .releasing)
             }
         }
@@ -111,10 +111,4 @@ package final class MockHTTPServer: Sendable {
         if case .unix(let path) = self.address.withLock({ $0 }) { unlink(path) }
         self.listenFD.withLock { $0 = nil }
     }
-}
-
-/// Carries a loop-confined object in a Sendable container; only touched on its own loop.
-package struct UnsafeSendable<Value>: @unchecked Sendable {
-    package let value: Value
-    package init(_ value: Value) { self.value = value }
 }

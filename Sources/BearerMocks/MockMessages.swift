@@ -4,6 +4,14 @@ import BearerHTTP
 package struct MockRequest: Sendable {
     package var head: RequestHead
     package var body: [UInt8]
+    /// 1 for the first request on its connection, 2 for the next, … (tests of pooled connections).
+    package var sequenceOnConnection: Int
+
+    package init(head: RequestHead, body: [UInt8], sequenceOnConnection: Int = 1) {
+        self.head = head
+        self.body = body
+        self.sequenceOnConnection = sequenceOnConnection
+    }
 
     package var method: String { self.head.string(self.head.methodRange) }
     package var target: String { self.head.string(self.head.target) }

@@ -14,6 +14,7 @@ final class MockServerConnection: StreamConnectionDelegate {
     private var isWaitingForResponse = false
     private var closesAfterResponse = false
     private var isClosed = false
+    private var requestsSeen = 0
 
     init(stream: StreamConnection, server: MockHTTPServer) {
         self.stream = stream
@@ -96,7 +97,10 @@ final class MockServerConnection: StreamConnectionDelegate {
                 guard let head = self.currentHead else { return }
                 self.server.handledRequests.add(1, ordering: .relaxed)
                 if !head.wantsKeepAlive { self.closesAfterResponse = true }
-                let response = self.server.handler(MockRequest(head: head, body: self.body))
+                self.requestsSeen += 1
+                let response = self.server.handler(
+                    MockRequest(head: head, body: self.body, sequenceOnConnection: self.requestsSeen)
+                )
                 self.body = []
                 self.send(response, to: head)
             }

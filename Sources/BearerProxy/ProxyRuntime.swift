@@ -8,10 +8,9 @@ package final class ProxyRuntime: Sendable {
     package let router: Router
     package let requestGuard: RequestGuard
     package let session: TokenSession
-    package let resolver: Resolver
+    /// The one way out: upstreams, tunnels, token endpoints.
+    package let connector: OutboundConnector
     package let logger: Logger
-    /// Client TLS for https upstreams and token endpoints.
-    package let tls: TLSContext?
     /// One logfmt line per request, when access_log is on.
     package let accessLog: LogSink?
     package let openConnections = Atomic<Int>(0)
@@ -25,18 +24,16 @@ package final class ProxyRuntime: Sendable {
         router: Router,
         requestGuard: RequestGuard,
         session: TokenSession,
-        resolver: Resolver,
-        tls: TLSContext?,
+        connector: OutboundConnector,
         accessLog: LogSink? = nil,
         logger: Logger
     ) {
-        self.tls = tls
         self.accessLog = accessLog
         self.configuration = configuration
         self.router = router
         self.requestGuard = requestGuard
         self.session = session
-        self.resolver = resolver
+        self.connector = connector
         self.logger = logger
         self.refreshOn = Set(configuration.refreshOn)
     }

@@ -28,10 +28,13 @@ package final class ProxyServer: Sendable {
 
     /// Binds every listen address and starts accepting on every loop of `group` (a new group with
     /// `workers` loops when nil). Returns once all loops accept.
+    ///
+    /// `tlsFactory` replaces the TLS context built from the configuration (tests of failing TLS).
     package static func start(
         configuration: Configuration,
         logger: Logger,
-        group: EventLoopGroup? = nil
+        group: EventLoopGroup? = nil,
+        tlsFactory: (any TLSConnectionFactory)? = nil
     ) throws(StartError) -> ProxyServer {
         guard let upstream = configuration.upstream else { throw StartError(description: "no upstream configured") }
         var fds: [Int32] = []
@@ -99,13 +102,16 @@ package final class ProxyServer: Sendable {
         }
         let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
         let loops = group ?? EventLoopGroup(count: configuration.workers)
-        let resolver = Resolver()
+        let connector = OutboundConnector(
+            resolver: Resolver(),
+            tls: tlsFactory ?? tls,
+            connectTimeout: configuration.upstreamConnectTimeout
+        )
         let source = Self.makeTokenSource(
             configuration,
             store: store,
             loop: loops.loops[0],
-            resolver: resolver,
-            tls: tls,
+            connector: connector,
             logger: logger
         )
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
@@ -114,8 +120,7 @@ package final class ProxyServer: Sendable {
             router: router,
             requestGuard: RequestGuard(configuration: configuration, boundAddresses: addresses),
             session: session,
-            resolver: resolver,
-            tls: tls,
+            connector: connector,
             accessLog: accessLog,
             logger: logger
         )
@@ -133,8 +138,7 @@ package final class ProxyServer: Sendable {
                     configuration: configuration,
                     url: $0,
                     loop: loops.loops[0],
-                    resolver: resolver,
-                    tls: tls
+                    connector: connector
                 )
             }
             let admin = AdminServer(
@@ -157,8 +161,7 @@ package final class ProxyServer: Sendable {
         _ configuration: Configuration,
         store: RefreshTokenStore?,
         loop: EventLoop,
-        resolver: Resolver,
-        tls: TLSContext?,
+        connector: OutboundConnector,
         logger: Logger
     ) -> TokenSource? {
         if let url = configuration.tokenURL {
@@ -167,8 +170,7 @@ package final class ProxyServer: Sendable {
                 url: url,
                 store: store,
                 loop: loop,
-                resolver: resolver,
-                tls: tls,
+                connector: connector,
                 logger: logger
             )
         }

@@ -22,6 +22,7 @@ final class SessionFixture {
         tokenSettings: (inout MockTokenServer.Settings) -> Void = { _ in },
         acceptedTokens: Set<String>? = nil,
         upstreamTrustsTokenServer: Bool = true,
+        tlsFactory: (any TLSConnectionFactory)? = nil,
         _ configure: (inout Configuration, MockTokenServer) -> Void
     ) throws {
         var settings = MockTokenServer.Settings()
@@ -48,7 +49,11 @@ final class SessionFixture {
         configuration.acceptHosts = [.host("localhost")]
         configuration.refreshTimeout = .seconds(5)
         configure(&configuration, self.tokenServer)
-        self.proxy = try ProxyServer.start(configuration: configuration, logger: Logger(level: .debug, sink: self.logs))
+        self.proxy = try ProxyServer.start(
+            configuration: configuration,
+            logger: Logger(level: .debug, sink: self.logs),
+            tlsFactory: tlsFactory
+        )
     }
 
     deinit {

@@ -26,7 +26,7 @@ package struct FetchedToken: Sendable {
 /// Reads OAuth2 token endpoint answers (RFC 6749 §5.1 success, §5.2 error).
 package enum TokenEndpointResponse {
     /// Interprets a whole HTTP response from the token endpoint.
-    package static func interpret(_ response: ClientResponse, now: Double = wallClockSeconds()) -> TokenFetchOutcome {
+    package static func interpret(_ response: EndpointResponse, now: Double = wallClockSeconds()) -> TokenFetchOutcome {
         switch response.status {
         case 200..<300:
             guard let token = self.parseTokenJSON(response.body) else {

@@ -67,7 +67,7 @@ struct TokenRequestBuilder: Sendable {
     }
 
     private func post(_ body: String) -> [UInt8] {
-        let host = Origin(isHTTPS: self.url.isHTTPS, host: self.url.host, port: self.url.port).authority
+        let host = self.url.origin.authority
         var head = "POST \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
         head += "Host: \(host)\r\n"
         head += "Content-Type: application/x-www-form-urlencoded\r\n"

@@ -7,33 +7,29 @@ final class TokenRevocation: Sendable {
     let url: UpstreamURL
     let builder: TokenRequestBuilder
     let loop: EventLoop
-    let resolver: Resolver
-    let tls: TLSContext?
+    let connector: OutboundConnector
     let timeout: Duration
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
-    init(configuration: Configuration, url: UpstreamURL, loop: EventLoop, resolver: Resolver, tls: TLSContext?) {
+    init(configuration: Configuration, url: UpstreamURL, loop: EventLoop, connector: OutboundConnector) {
         self.url = url
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
         self.loop = loop
-        self.resolver = resolver
-        self.tls = tls
+        self.connector = connector
         self.timeout = configuration.refreshTimeout
     }
 
     func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
-        let origin = Origin(isHTTPS: self.url.isHTTPS, host: self.url.host, port: self.url.port)
-        HTTPClientExchange.run(
-            origin: origin,
-            request: self.builder.revocationRequest(token),
+        let origin = self.url.origin
+        EndpointClient.send(
+            self.builder.revocationRequest(token),
+            to: origin,
             on: self.loop,
-            resolver: self.resolver,
-            tls: self.tls,
-            connectTimeout: min(self.timeout, .seconds(5)),
-            totalTimeout: self.timeout
+            connector: self.connector,
+            timeout: self.timeout
         ) { result in
             switch result {
             case .success(let response) where (200..<300).contains(response.status):

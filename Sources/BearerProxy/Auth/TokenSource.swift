@@ -21,9 +21,7 @@ final class OAuth2TokenSource: TokenSource {
     let builder: TokenRequestBuilder
     let store: RefreshTokenStore?
     let loop: EventLoop
-    let resolver: Resolver
-    let tls: TLSContext?
-    let connectTimeout: Duration
+    let connector: OutboundConnector
     let timeout: Duration
     let logger: Logger
 
@@ -32,16 +30,13 @@ final class OAuth2TokenSource: TokenSource {
         url: UpstreamURL,
         store: RefreshTokenStore?,
         loop: EventLoop,
-        resolver: Resolver,
-        tls: TLSContext?,
+        connector: OutboundConnector,
         logger: Logger
     ) {
-        self.tls = tls
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
         self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
         self.loop = loop
-        self.resolver = resolver
-        self.connectTimeout = configuration.upstreamConnectTimeout
+        self.connector = connector
         self.timeout = configuration.refreshTimeout
         self.logger = logger
     }
@@ -61,14 +56,12 @@ final class OAuth2TokenSource: TokenSource {
                 return
             }
             let url = self.builder.url
-            HTTPClientExchange.run(
-                origin: Origin(isHTTPS: url.isHTTPS, host: url.host, port: url.port),
-                request: self.builder.request(refreshToken: lease?.token),
+            EndpointClient.send(
+                self.builder.request(refreshToken: lease?.token),
+                to: url.origin,
                 on: self.loop,
-                resolver: self.resolver,
-                tls: self.tls,
-                connectTimeout: self.connectTimeout,
-                totalTimeout: self.timeout
+                connector: self.connector,
+                timeout: self.timeout
             ) { result in
                 let outcome: TokenFetchOutcome
                 switch result {
@@ -76,8 +69,7 @@ final class OAuth2TokenSource: TokenSource {
                     outcome = TokenEndpointResponse.interpret(response)
                 case .failure(let error):
                     outcome = .transient(
-                        reason:
-                            "token endpoint \(Origin(isHTTPS: url.isHTTPS, host: url.host, port: url.port)): \(error.reason)",
+                        reason: "token endpoint \(url.origin): \(error.reason)",
                         timedOut: error.isTimeoutAfterConnect
                     )
                 }

@@ -19,6 +19,9 @@ package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
         "\(self.isHTTPS ? "https" : "http")://\(self.authority)\(self.pathPrefix)"
     }
 
+    /// Where connections for this URL go.
+    package var origin: Origin { Origin(isHTTPS: self.isHTTPS, host: self.host, port: self.port) }
+
     /// Parses `http[s]://host[:port][/prefix]`; returns a sentence saying what is wrong otherwise.
     package static func parse(_ text: String) -> Result<UpstreamURL, URLParseError> {
         let lower = text.lowercased()

@@ -63,13 +63,12 @@ extension ClientConnection {
     }
 
     var isUpstreamBackedUp: Bool {
-        (self.exchange?.upstream?.stream?.pendingWriteBytes ?? 0) > Self.highWatermark
+        (self.exchange?.upstream?.stream.pendingWriteBytes ?? 0) > Self.highWatermark
     }
 
     /// Forwards body bytes of the current request; returns whether to keep parsing.
     private func forwardRequestBody(_ exchange: Exchange) -> Bool {
-        guard !exchange.isRequestComplete, exchange.isRequestHeadSent, let upstream = exchange.upstream,
-            let upstreamStream = upstream.stream
+        guard !exchange.isRequestComplete, exchange.isRequestHeadSent, let upstreamStream = exchange.upstream?.stream
         else { return false }
         if upstreamStream.pendingWriteBytes > Self.highWatermark {
             self.stream.setReading(false)
@@ -245,18 +244,36 @@ extension ClientConnection {
             self.sendRequestHead(exchange, on: upstream)
             return
         }
-        let upstream = UpstreamConnection(origin: exchange.target.origin, loop: self.loop, pool: self.context.pool)
-        upstream.owner = self
-        exchange.upstream = upstream
         exchange.upstreamWasReused = false
-        self.setDeadline(.upstreamConnect, after: self.configuration.upstreamConnectTimeout)
-        upstream.connect(resolver: self.runtime.resolver, tls: self.runtime.tls)
+        self.setDeadline(.upstreamConnect, after: self.configuration.upstreamConnectTimeout + .seconds(1))
+        let origin = exchange.target.origin
+        exchange.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
+            exchange.connectAttempt = nil
+            guard !self.isClosed, self.exchange === exchange else {
+                if case .success(let stream) = result { stream.close() }
+                return
+            }
+            switch result {
+            case .success(let stream):
+                let upstream = UpstreamConnection(stream: stream, origin: origin, pool: self.context.pool)
+                upstream.owner = self
+                exchange.upstream = upstream
+                self.sendRequestHead(exchange, on: upstream)
+            case .failure(let error):
+                self.context.metrics.upstreamConnectErrors += 1
+                self.runtime.logger.info(
+                    "upstream connect failed",
+                    ["upstream": origin.description, "error": error.reason]
+                )
+                self.respond(with: ProxyError(error, origin: origin))
+            }
+        }
     }
 
     /// Writes the request head upstream, then the body bytes already read (on a replay or retry),
     /// then whatever else the client has sent.
     func sendRequestHead(_ exchange: Exchange, on upstream: UpstreamConnection) {
-        guard let stream = upstream.stream else { return }
+        let stream = upstream.stream
         upstream.parser.expectResponse(to: exchange.head.method)
         stream.withOutbound { buffer in
             buffer.writeForwardedRequestHead(

@@ -3,23 +3,6 @@ import BearerHTTP
 import BearerIO
 
 extension ClientConnection: UpstreamConnectionOwner {
-    func upstreamConnected(_ upstream: UpstreamConnection) {
-        guard let exchange = self.exchange, exchange.upstream === upstream else { return }
-        self.sendRequestHead(exchange, on: upstream)
-    }
-
-    func upstreamConnectFailed(_ upstream: UpstreamConnection, _ error: ProxyError) {
-        guard let exchange = self.exchange, exchange.upstream === upstream else { return }
-        exchange.upstream = nil
-        upstream.close()
-        self.context.metrics.upstreamConnectErrors += 1
-        self.runtime.logger.info(
-            "upstream connect failed",
-            ["upstream": upstream.origin.description, "error": error.shortName]
-        )
-        self.respond(with: error)
-    }
-
     func upstreamReceived(_ upstream: UpstreamConnection) {
         guard let exchange = self.exchange, exchange.upstream === upstream else { return }
         if !exchange.hasResponseStarted { exchange.hasResponseStarted = true }
@@ -74,7 +57,8 @@ extension ClientConnection: UpstreamConnectionOwner {
 
     /// Parses what the upstream sent and passes it to the client, while the client keeps up.
     func processUpstreamInput(_ upstream: UpstreamConnection) {
-        guard let exchange = self.exchange, let upstreamStream = upstream.stream else { return }
+        guard let exchange = self.exchange else { return }
+        let upstreamStream = upstream.stream
         while !self.isClosed && self.exchange === exchange {
             if self.stream.pendingWriteBytes > Self.highWatermark {
                 // Pause only if the kernel will not take the bytes now; then the client's

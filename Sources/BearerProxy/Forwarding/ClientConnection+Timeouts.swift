@@ -67,6 +67,8 @@ extension ClientConnection {
         case .upstreamConnect:
             guard let exchange = self.exchange else { return }
             let origin = exchange.target.origin.description
+            exchange.connectAttempt?.cancel()
+            exchange.connectAttempt = nil
             exchange.upstream?.close()
             exchange.upstream = nil
             self.respond(with: .upstreamConnectTimeout(origin: origin))

@@ -87,7 +87,7 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         exchange.isUpstreamPaused = false
         self.processUpstreamInput(upstream)
         if let current = self.exchange, current === exchange, !exchange.isUpstreamPaused {
-            upstream.stream?.setReading(true)
+            upstream.stream.setReading(true)
         }
     }
 
@@ -132,6 +132,7 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         }
         if let exchange = self.exchange {
             self.endExchange(exchange)
+            exchange.connectAttempt?.cancel()
             exchange.upstream?.close()
             exchange.upstream = nil
             self.exchange = nil
@@ -187,7 +188,7 @@ final class ClientConnection: StreamConnectionDelegate, TokenWaiter {
         let tunnel = Tunnel(client: self, origin: origin)
         self.tunnel = tunnel
         self.runtime.logger.debug("tunnel", ["to": origin.description])
-        tunnel.connect(resolver: self.runtime.resolver)
+        tunnel.connect(connector: self.runtime.connector)
     }
 
     func tunnelFailed(_ error: ProxyError) {

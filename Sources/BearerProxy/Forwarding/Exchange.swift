@@ -28,6 +28,7 @@ final class Exchange {
     var replayReserved = 0
 
     var upstream: UpstreamConnection?
+    var connectAttempt: ConnectAttempt?
     var upstreamWasReused = false
     var attempts = 0
 

@@ -29,6 +29,17 @@ package enum ProxyError: Error, Equatable, Sendable {
     /// A request that needed a token cannot have one (refresh failed, logged out, …).
     case session(SessionFailure)
 
+    /// An outbound connection to `origin` that could not be made.
+    init(_ error: OutboundError, origin: Origin) {
+        let name = origin.description
+        switch error {
+        case .resolveFailed(let reason): self = .upstreamResolveFailed(origin: name, reason: reason)
+        case .connectFailed(let reason): self = .upstreamConnectFailed(origin: name, reason: reason)
+        case .timedOut: self = .upstreamConnectTimeout(origin: name)
+        case .tlsUnavailable, .tlsFailed: self = .upstreamTLSFailed(origin: name, reason: error.reason)
+        }
+    }
+
     package var status: Int {
         switch self {
         case .malformedRequest(let error): error.status

@@ -7,8 +7,7 @@ final class Tunnel: StreamConnectionDelegate {
     private unowned let client: ClientConnection
     let origin: Origin
     private var upstream: StreamConnection?
-    private var remainingAddresses: [SocketAddress] = []
-    private var lastError: IOError?
+    private var attempt: ConnectAttempt?
     private var isEstablished = false
     private var isClosed = false
 
@@ -17,50 +16,27 @@ final class Tunnel: StreamConnectionDelegate {
         self.origin = origin
     }
 
-    func connect(resolver: Resolver) {
-        let this = UnsafeTransfer(self)
-        resolver.resolve(host: self.origin.host, port: self.origin.port, on: self.client.loop) { answer in
-            let tunnel = this.value
-            guard !tunnel.isClosed else { return }
-            switch answer {
-            case .addresses(let addresses):
-                tunnel.remainingAddresses = addresses
-                tunnel.connectNext()
-            case .failed(let reason):
-                tunnel.failBeforeEstablished(.upstreamResolveFailed(origin: tunnel.origin.description, reason: reason))
+    func connect(connector: OutboundConnector) {
+        self.attempt = connector.connect(to: self.origin, on: self.client.loop) { result in
+            self.attempt = nil
+            switch result {
+            case .success(let stream):
+                self.upstream = stream
+                stream.delegate = self
+                self.established()
+            case .failure(let error):
+                self.isClosed = true
+                self.client.tunnelFailed(ProxyError(error, origin: self.origin))
             }
         }
-    }
-
-    private func connectNext() {
-        guard !self.remainingAddresses.isEmpty else {
-            self.failBeforeEstablished(
-                .upstreamConnectFailed(origin: self.origin.description, reason: self.lastError?.reason ?? "no address")
-            )
-            return
-        }
-        let address = self.remainingAddresses.removeFirst()
-        do throws(IOError) {
-            let (fd, connected) = try Socket.connect(to: address)
-            let stream = StreamConnection(fd: fd, loop: self.client.loop, isConnecting: !connected)
-            self.upstream = stream
-            stream.start(delegate: self)
-            if connected { self.streamConnected(stream) }
-        } catch {
-            self.lastError = error
-            self.connectNext()
-        }
-    }
-
-    private func failBeforeEstablished(_ error: ProxyError) {
-        self.isClosed = true
-        self.client.tunnelFailed(error)
     }
 
     /// Ends both sides now.
     func close() {
         guard !self.isClosed else { return }
         self.isClosed = true
+        self.attempt?.cancel()
+        self.attempt = nil
         self.upstream?.close()
         self.upstream = nil
         self.client.tunnelEnded()
@@ -88,8 +64,9 @@ final class Tunnel: StreamConnectionDelegate {
 
     // MARK: Upstream side
 
-    func streamConnected(_ connection: StreamConnection) {
-        guard !self.isEstablished else { return }
+    func streamConnected(_ connection: StreamConnection) {}
+
+    private func established() {
         self.isEstablished = true
         let clientStream = self.client.stream
         clientStream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
@@ -118,11 +95,6 @@ final class Tunnel: StreamConnectionDelegate {
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         self.upstream = nil
-        if !self.isEstablished {
-            self.lastError = error
-            self.connectNext()
-            return
-        }
         self.close()
     }
 }

@@ -24,7 +24,7 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
         }
         let drainer = UpstreamDrainer(upstream: upstream, pool: pool)
         upstream.owner = drainer
-        drainer.timer = upstream.loop.schedule(after: Self.timeout) { [weak drainer] in drainer?.giveUp() }
+        drainer.timer = upstream.stream.loop.schedule(after: Self.timeout) { [weak drainer] in drainer?.giveUp() }
         drainer.process()
     }
 
@@ -34,7 +34,7 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
     }
 
     private func process() {
-        guard let upstream = self.upstreamConnection, let stream = upstream.stream else { return self.giveUp() }
+        guard let upstream = self.upstreamConnection, case let stream = upstream.stream else { return self.giveUp() }
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
@@ -75,7 +75,7 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
     }
 
     private func cancelTimer() {
-        if let timer = self.timer, let upstream = self.upstreamConnection { upstream.loop.cancel(timer) }
+        if let timer = self.timer, let upstream = self.upstreamConnection { upstream.stream.loop.cancel(timer) }
         self.timer = nil
     }
 

@@ -33,7 +33,7 @@ final class UpstreamPool {
             connection.close()
             return
         }
-        connection.stream?.setReading(true)
+        connection.stream.setReading(true)
         self.idle[connection.origin, default: []].append(connection)
         self.idleCount += 1
     }

@@ -20,7 +20,7 @@ package struct Router: Sendable {
         self.upstreamURL = upstream
         self.injectHosts = configuration.effectiveInjectHosts
         self.otherHosts = configuration.otherHosts
-        let origin = Origin(isHTTPS: upstream.isHTTPS, host: upstream.host, port: upstream.port)
+        let origin = upstream.origin
         self.upstream = Target(
             origin: origin,
             authority: Array(origin.authority.utf8),
