@@ -11,6 +11,11 @@ struct FieldSemantics {
     var nominatesOtherFields = false
     var expectsContinue = false
     var hasUnknownExpectation = false
+    /// `Connection` lists `upgrade`.
+    var connectionUpgrade = false
+    /// `Upgrade` names `websocket` (RFC 6455 §4.1).
+    var upgradeToWebSocket = false
+    var hasIdempotencyKey = false
 
     enum TransferEncoding: Equatable {
         case absent
@@ -60,6 +65,7 @@ struct FieldSemantics {
                         self.connectionKeepAlive = true
                     } else if field.knownName == .connection {
                         self.nominatesOtherFields = true
+                        if equalsCaseInsensitive(bytes, element, "upgrade") { self.connectionUpgrade = true }
                     }
                 }
             case .expect:
@@ -68,8 +74,13 @@ struct FieldSemantics {
                 } else {
                     self.hasUnknownExpectation = true
                 }
-            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .upgrade, .authorization, .via, .origin,
-                .secFetchSite:
+            case .upgrade:
+                forEachListElementIgnoringErrors(bytes, field.value) { element in
+                    if equalsCaseInsensitive(bytes, element, "websocket") { self.upgradeToWebSocket = true }
+                }
+            case .idempotencyKey:
+                self.hasIdempotencyKey = true
+            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .authorization, .via, .origin, .secFetchSite:
                 break
             }
         }

@@ -26,6 +26,7 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
     case via
     case origin
     case secFetchSite
+    case idempotencyKey
 
     init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
         func matches(_ name: StaticString) -> Bool { equalsCaseInsensitive(bytes, range, name) }
@@ -38,6 +39,7 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
         case 10: self = matches("connection") ? .connection : matches("keep-alive") ? .keepAlive : .other
         case 13: self = matches("authorization") ? .authorization : .other
         case 14: self = matches("content-length") ? .contentLength : matches("sec-fetch-site") ? .secFetchSite : .other
+        case 15: self = matches("idempotency-key") ? .idempotencyKey : .other
         case 16: self = matches("proxy-connection") ? .proxyConnection : .other
         case 17: self = matches("transfer-encoding") ? .transferEncoding : .other
         case 19: self = matches("proxy-authorization") ? .proxyAuthorization : .other
@@ -51,7 +53,7 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
         case .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer, .upgrade,
             .transferEncoding, .contentLength:
             true
-        case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite:
+        case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
             false
         }
     }

@@ -20,6 +20,14 @@ package struct RequestHead: ParsedHead, Sendable {
     /// `Connection` names fields other than close/keep-alive: they must be removed when forwarding.
     package let nominatesOtherFields: Bool
     package let expectsContinue: Bool
+    /// `Connection: upgrade` with `Upgrade: websocket` on an HTTP/1.1 GET (RFC 6455 §4.1).
+    package let upgradesToWebSocket: Bool
+    /// An `Idempotency-Key` field: the client says the request may be sent again safely.
+    package let hasIdempotencyKey: Bool
+
+    /// Whether sending the request twice cannot act twice: an idempotent method (RFC 9110 §9.2.2) or
+    /// an `Idempotency-Key`.
+    package var isSafeToResend: Bool { self.method.isIdempotent || self.hasIdempotencyKey }
 
     /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).
     package var wantsKeepAlive: Bool {
@@ -61,4 +69,9 @@ func forEachListElementIgnoringErrors(
     _ body: (Range<Int>) -> Void
 ) {
     try? forEachListElement(bytes, value) { element in body(element) }
+}
+
+/// Heads are equal when their bytes are: everything else is parsed from them.
+extension RequestHead: Equatable {
+    package static func == (lhs: RequestHead, rhs: RequestHead) -> Bool { lhs.bytes == rhs.bytes }
 }

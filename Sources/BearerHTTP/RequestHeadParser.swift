@@ -18,7 +18,10 @@ enum RequestHeadParser {
             connectionClose: parsed.semantics.connectionClose,
             keepAliveRequested: parsed.semantics.connectionKeepAlive,
             nominatesOtherFields: parsed.semantics.nominatesOtherFields,
-            expectsContinue: parsed.semantics.expectsContinue
+            expectsContinue: parsed.semantics.expectsContinue,
+            upgradesToWebSocket: parsed.semantics.connectionUpgrade && parsed.semantics.upgradeToWebSocket
+                && parsed.method == .get && parsed.version == .http11,
+            hasIdempotencyKey: parsed.semantics.hasIdempotencyKey
         )
     }
 

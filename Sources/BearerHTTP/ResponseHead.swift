@@ -99,3 +99,8 @@ enum ResponseHeadParser {
         }
     }
 }
+
+/// Heads are equal when their bytes are: everything else is parsed from them.
+extension ResponseHead: Equatable {
+    package static func == (lhs: ResponseHead, rhs: ResponseHead) -> Bool { lhs.bytes == rhs.bytes }
+}

@@ -32,7 +32,10 @@ package final class StreamConnection: Selectable {
     private var outbound = ByteBuffer()
     private var state: State
     private var isReadingEnabled = true
-    private var hasReadEnded = false
+    /// The peer sent its last byte (FIN).
+    package private(set) var hasReadEnded = false
+    /// Bytes the kernel accepted so far: whether a request reached the connection at all.
+    package private(set) var bytesSent = 0
     private var isWaitingForWritable = false
     private var lingerTimer: TimerID?
     private var registeredInterest: Interest = .none
@@ -90,7 +93,6 @@ package final class StreamConnection: Selectable {
     package var isOpen: Bool { self.state == .open }
     package var isClosed: Bool { self.state == .closed }
     package var isConnecting: Bool { self.state == .connecting || self.state == .handshaking }
-    package var readHasEnded: Bool { self.hasReadEnded }
     package var pendingWriteBytes: Int { self.outbound.readableBytes }
 
     /// Starts or stops reading (backpressure: stop while the other side cannot take more).
@@ -196,6 +198,7 @@ package final class StreamConnection: Selectable {
         if let tls = self.tls {
             switch tls.write(bytes) {
             case .done(let count):
+                self.bytesSent += count
                 if self.tlsWantsRead {
                     self.tlsWantsRead = false
                     self.updateInterest()
@@ -215,7 +218,10 @@ package final class StreamConnection: Selectable {
         }
         while true {
             let result = Glibc.send(self.fd, bytes.baseAddress, bytes.count, CBL_MSG_NOSIGNAL)
-            if result >= 0 { return .sent(result) }
+            if result >= 0 {
+                self.bytesSent += result
+                return .sent(result)
+            }
             switch errno {
             case EINTR: continue
             case EAGAIN: return .wouldBlock

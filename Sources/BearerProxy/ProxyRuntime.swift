@@ -15,9 +15,9 @@ package final class ProxyRuntime: Sendable {
     package let accessLog: LogSink?
     package let openConnections = Atomic<Int>(0)
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
-    package let replayMemoryInUse = Atomic<Int>(0)
-    /// Statuses that mean "token expired": refresh and replay.
-    let refreshOn: Set<Int>
+    package let replayBudget: ReplayMemoryBudget
+    /// What every client connection's state machine needs of the configuration.
+    let connectionSettings: ClientConnectionStateMachine.Settings
 
     package init(
         configuration: Configuration,
@@ -35,21 +35,8 @@ package final class ProxyRuntime: Sendable {
         self.session = session
         self.connector = connector
         self.logger = logger
-        self.refreshOn = Set(configuration.refreshOn)
-    }
-
-    /// Takes `bytes` from the replay memory budget; false when it would pass replay_memory_limit.
-    func reserveReplayMemory(_ bytes: Int) -> Bool {
-        let total = self.replayMemoryInUse.add(bytes, ordering: .relaxed).newValue
-        if total > self.configuration.replayMemoryLimit {
-            self.replayMemoryInUse.subtract(bytes, ordering: .relaxed)
-            return false
-        }
-        return true
-    }
-
-    func releaseReplayMemory(_ bytes: Int) {
-        if bytes > 0 { self.replayMemoryInUse.subtract(bytes, ordering: .relaxed) }
+        self.replayBudget = ReplayMemoryBudget(limit: configuration.replayMemoryLimit)
+        self.connectionSettings = ClientConnectionStateMachine.Settings(configuration)
     }
 }
 

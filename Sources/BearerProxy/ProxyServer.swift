@@ -100,7 +100,8 @@ package final class ProxyServer: Sendable {
         if configuration.tlsInsecureSkipVerify {
             logger.warn("tls_insecure_skip_verify is on: upstream and token endpoint certificates are NOT verified")
         }
-        let router = Router(configuration: configuration, upstream: upstream, boundAddresses: addresses)
+        let names = ProxyNames(boundAddresses: addresses, acceptHosts: configuration.acceptHosts)
+        let router = Router(configuration: configuration, upstream: upstream, names: names)
         let loops = group ?? EventLoopGroup(count: configuration.workers)
         let connector = OutboundConnector(
             resolver: Resolver(),
@@ -118,7 +119,7 @@ package final class ProxyServer: Sendable {
         let runtime = ProxyRuntime(
             configuration: configuration,
             router: router,
-            requestGuard: RequestGuard(configuration: configuration, boundAddresses: addresses),
+            requestGuard: RequestGuard(configuration: configuration, names: names),
             session: session,
             connector: connector,
             accessLog: accessLog,
@@ -283,10 +284,7 @@ package final class ProxyServer: Sendable {
         let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
         let client = ClientConnection(stream: stream, context: context, isFromUnixSocket: isUnix)
         client.start()
-        if open > self.runtime.configuration.maxConnections {
-            client.closesAfterExchange = true
-            client.respond(with: .overCapacity)
-        }
+        if open > self.runtime.configuration.maxConnections { client.rejectOverCapacity() }
     }
 
     /// Stops accepting, closes every connection, stops the loops (if the server made them), and
@@ -336,10 +334,7 @@ package final class ProxyServer: Sendable {
                     listener.value.stop()
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
-                    for client in Array(context.value.clients.values) {
-                        client.stream.close()
-                        client.cleanUp()
-                    }
+                    for client in Array(context.value.clients.values) { client.closeNow() }
                     context.value.pool.closeAll()
                 }
                 done.signal()

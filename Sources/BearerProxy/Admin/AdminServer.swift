@@ -30,7 +30,10 @@ final class AdminServer: Sendable {
         self.loops = loops
         self.contexts = contexts
         self.isUnixSocket = address.isUnix
-        self.requestGuard = RequestGuard(configuration: runtime.configuration, boundAddresses: [address])
+        self.requestGuard = RequestGuard(
+            configuration: runtime.configuration,
+            names: ProxyNames(boundAddresses: [address], acceptHosts: runtime.configuration.acceptHosts)
+        )
     }
 
     func start() {

@@ -16,6 +16,8 @@ package struct Configuration: Sendable {
     package var upstreamTimeout: Duration = .seconds(60)
     package var clientHeaderTimeout: Duration = .seconds(10)
     package var clientIdleTimeout: Duration = .seconds(60)
+    /// How long a CONNECT tunnel or a WebSocket connection may carry no byte either way.
+    package var tunnelIdleTimeout: Duration = .seconds(3600)
     package var logLevel: Logger.Level = .info
     package var shutdownTimeout: Duration = .seconds(10)
     package var adminListen: ListenAddressSpec?

@@ -94,6 +94,7 @@ extension Configuration {
         durationKey("upstream_timeout", \.upstreamTimeout),
         durationKey("client_header_timeout", \.clientHeaderTimeout),
         durationKey("client_idle_timeout", \.clientIdleTimeout),
+        durationKey("tunnel_idle_timeout", \.tunnelIdleTimeout),
         ConfigurationKey("log_level", show: { $0.logLevel.name }) { value, config in
             guard let level = Logger.Level(name: value) else {
                 return "expected error, warn, info or debug, got '\(value)'"

@@ -7,13 +7,13 @@ extension ByteBuffer {
     /// The request line gets the forwarded target and HTTP/1.1; `Host` becomes the target's authority;
     /// the token (a whole `Authorization` line) replaces any the client sent; hop-by-hop fields
     /// (RFC 9110 §7.6.1) are dropped; framing is re-declared from what was parsed, so the upstream
-    /// reads exactly the body the proxy read; `Via` is appended.
+    /// reads exactly the body the proxy read; `Via` is appended. A WebSocket handshake keeps its
+    /// `Connection: upgrade` and `Upgrade: websocket` (RFC 6455 §4.1); no other upgrade is forwarded.
     mutating func writeForwardedRequestHead(
         _ head: RequestHead,
         target: Target,
         path: ForwardedPath,
-        authorization: [UInt8]?,
-        framing: RequestFraming
+        authorization: [UInt8]?
     ) {
         head.bytes.withUnsafeBytes { raw in
             self.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.methodRange]))
@@ -43,13 +43,14 @@ extension ByteBuffer {
                 case .contentLength, .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization,
                     .te, .trailer, .upgrade:
                     continue
-                case .other, .expect, .via, .origin, .secFetchSite:
+                case .other, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
                 if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
                 self.writeField(raw, field)
             }
-            switch framing {
+            if head.upgradesToWebSocket { self.writeStaticString("Connection: upgrade\r\nUpgrade: websocket\r\n") }
+            switch head.framing {
             case .none:
                 break
             case .contentLength(let length):

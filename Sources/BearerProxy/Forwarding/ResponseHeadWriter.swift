@@ -34,7 +34,7 @@ extension ByteBuffer {
                 case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
                     .upgrade:
                     continue
-                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite:
+                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
                 if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
@@ -65,13 +65,28 @@ extension ByteBuffer {
     mutating func writeInformationalHead(_ head: ResponseHead) {
         head.bytes.withUnsafeBytes { raw in
             self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
-            for index in head.fields.indices {
-                let field = head.fields[index]
-                if field.knownName.isHopByHopOrFraming { continue }
-                if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
-                self.writeField(raw, field)
-            }
+            self.writeEndToEndFields(head, raw)
             self.writeStaticString("\r\n")
+        }
+    }
+
+    /// Writes the upstream's `101 Switching Protocols` to a WebSocket handshake: its own fields (the
+    /// `Sec-WebSocket-*` answers) with `Connection: upgrade` and `Upgrade: websocket`.
+    mutating func writeSwitchingProtocolsHead(_ head: ResponseHead) {
+        head.bytes.withUnsafeBytes { raw in
+            self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            self.writeEndToEndFields(head, raw)
+            self.writeStaticString("Connection: upgrade\r\nUpgrade: websocket\r\nVia: 1.1 bearer-proxy\r\n\r\n")
+        }
+    }
+
+    /// The head's fields except hop-by-hop and framing ones.
+    private mutating func writeEndToEndFields(_ head: ResponseHead, _ raw: UnsafeRawBufferPointer) {
+        for index in head.fields.indices {
+            let field = head.fields[index]
+            if field.knownName.isHopByHopOrFraming { continue }
+            if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
+            self.writeField(raw, field)
         }
     }
 

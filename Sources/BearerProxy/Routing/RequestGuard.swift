@@ -13,25 +13,11 @@ import BearerIO
 ///   `accept_origins`, or `Sec-Fetch-Site: cross-site/same-site` without an allowed Origin. curl,
 ///   scripts and SDKs send neither.
 package struct RequestGuard: Sendable {
-    /// `host:port` (lower-case, IPv6 bracketed) of the proxy's own names.
-    private let ownAuthorities: Set<String>
-    /// The same, as bytes, for the fast path: a Host that names the proxy exactly as curl sends it.
-    private let ownAuthorityBytes: [[UInt8]]
-    private let acceptHosts: [HostPattern]
+    private let names: ProxyNames
     private let acceptOrigins: Set<String>
 
-    package init(configuration: Configuration, boundAddresses: [SocketAddress]) {
-        var authorities = Set<String>()
-        for address in boundAddresses {
-            guard let port = address.port else { continue }
-            for host in ["localhost", "127.0.0.1", "[::1]"] { authorities.insert("\(host):\(port)") }
-            if let text = address.hostText {
-                authorities.insert(text.contains(":") ? "[\(text)]:\(port)" : "\(text):\(port)")
-            }
-        }
-        self.ownAuthorities = authorities
-        self.ownAuthorityBytes = authorities.map { Array($0.utf8) }
-        self.acceptHosts = configuration.acceptHosts
+    package init(configuration: Configuration, names: ProxyNames) {
+        self.names = names
         self.acceptOrigins = Set(configuration.acceptOrigins)
     }
 
@@ -52,19 +38,9 @@ package struct RequestGuard: Sendable {
         guard let hostField = head.hostField else { return nil }
         guard let authority = head.hostAuthority else { return .hostRefused("") }
         let value = head.fields[hostField].value
-        let matchesOwnName = head.bytes.withUnsafeBytes { raw in
-            self.ownAuthorityBytes.contains { candidate in
-                candidate.count == value.count
-                    && zip(candidate, value).allSatisfy { expected, index in raw[index] | 0x20 == expected | 0x20 }
-            }
-        }
-        if matchesOwnName { return nil }
-        var host = head.string(authority.host).lowercased()
-        let port = authority.port ?? 80
-        if self.ownAuthorities.contains("\(host):\(port)") { return nil }
-        if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
-        if self.acceptHosts.contains(where: { $0.matches(host: host, port: port) }) { return nil }
-        return .hostRefused(head.string(head.fields[head.hostField!].value))
+        if self.names.matchesExactly(value, in: head) { return nil }
+        if self.names.contains(authority, in: head, defaultPort: 80) { return nil }
+        return .hostRefused(head.string(value))
     }
 
     private func checkFetchMetadata(_ head: RequestHead) -> ProxyError? {

@@ -13,10 +13,10 @@ package struct Router: Sendable {
     private let upstreamURL: UpstreamURL
     private let injectHosts: [HostPattern]
     private let otherHosts: OtherHostsPolicy
-    /// `host:port` values (lower-cased) that name this proxy.
-    private let selfAuthorities: Set<String>
+    /// The names that make an absolute-form request one for the proxy itself.
+    private let names: ProxyNames
 
-    package init(configuration: Configuration, upstream: UpstreamURL, boundAddresses: [SocketAddress]) {
+    package init(configuration: Configuration, upstream: UpstreamURL, names: ProxyNames) {
         self.upstreamURL = upstream
         self.injectHosts = configuration.effectiveInjectHosts
         self.otherHosts = configuration.otherHosts
@@ -27,18 +27,7 @@ package struct Router: Sendable {
             pathPrefix: Array(upstream.pathPrefix.utf8),
             injectsToken: self.injectHosts.contains { $0.matches(host: upstream.host, port: upstream.port) }
         )
-        var authorities = Set<String>()
-        for address in boundAddresses {
-            guard let port = address.port else { continue }
-            for host in ["localhost", "127.0.0.1", "::1", address.hostText ?? "127.0.0.1"] {
-                authorities.insert(Self.authorityKey(host: host, port: port))
-            }
-        }
-        self.selfAuthorities = authorities
-    }
-
-    static func authorityKey(host: String, port: Int) -> String {
-        "\(host.lowercased()):\(port)"
+        self.names = names
     }
 
     package func route(_ head: RequestHead) -> Route {
@@ -48,7 +37,7 @@ package struct Router: Sendable {
         case .asterisk:
             return .forward(self.upstream, path: .asterisk)
         case .authority(let authority):
-            let host = Self.host(head.string(authority.host))
+            let host = ProxyNames.normalizedHost(head.string(authority.host))
             let port = authority.port ?? 443
             let origin = Origin(isHTTPS: false, host: host, port: port)
             if self.injectHosts.contains(where: { $0.matches(host: host, port: port) }) {
@@ -61,9 +50,9 @@ package struct Router: Sendable {
             return .tunnel(origin)
         case .absolute(let absolute):
             let authority = absolute.parsedAuthority
-            let host = Self.host(head.string(authority.host))
+            let host = ProxyNames.normalizedHost(head.string(authority.host))
             let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
-            if self.selfAuthorities.contains(Self.authorityKey(host: host, port: port)) {
+            if self.names.contains(host: host, port: port) {
                 return .forward(self.upstream, path: .prefixed(absolute.pathAndQuery))
             }
             let target = self.target(host: host, port: port, namedPort: authority.port, isHTTPS: absolute.isHTTPS)
@@ -90,16 +79,10 @@ package struct Router: Sendable {
             injectsToken: self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) }
         )
     }
-
-    /// Lower-cased, brackets of an IPv6 literal removed.
-    static func host(_ text: String) -> String {
-        let lower = text.lowercased()
-        return lower.hasPrefix("[") ? String(lower.dropFirst().dropLast()) : lower
-    }
 }
 
 /// Where one request goes.
-package struct Target: Sendable {
+package struct Target: Equatable, Sendable {
     package var origin: Origin
     /// The `Host` value sent upstream.
     package var authority: [UInt8]
@@ -119,7 +102,7 @@ package enum Route: Sendable {
 }
 
 /// How the request-target sent upstream is made from the client's.
-package enum ForwardedPath: Sendable {
+package enum ForwardedPath: Equatable, Sendable {
     /// The target's path prefix, then these bytes of the request head (an origin-form path).
     case prefixed(Range<Int>)
     /// These bytes of the head (path and query of an absolute-form target); `/` is added when empty.

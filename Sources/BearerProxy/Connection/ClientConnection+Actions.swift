@@ -1,0 +1,293 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+
+/// Performing the machine's actions: the only place where a decision turns into I/O.
+extension ClientConnection {
+    typealias Action = ClientConnectionStateMachine.Action
+
+    /// Performs `action`, and the actions of the answers that come at once (the token session, a
+    /// pooled connection), in a loop: one event never nests another.
+    func run(_ first: Action) {
+        self.eventCount &+= 1
+        var action = first
+        while true {
+            let now = self.loop.now
+            switch action {
+            case .none:
+                return
+
+            case .requestToken:
+                let answer = self.runtime.session.tokenForRequest(loop: self.loop, waiter: self)
+                action = self.machine.tokenAnswered(answer, now: now)
+
+            case .connectUpstream(let origin, let allowReuse, let isReplay):
+                if isReplay { self.context.metrics.replays += 1 }
+                if allowReuse, let pooled = self.context.pool.lease(origin) {
+                    self.hold(pooled)
+                    action = self.machine.upstreamReady(isReused: true, now: now)
+                } else {
+                    self.connectUpstream(to: origin)
+                    return
+                }
+
+            case .sendRequest(let request):
+                self.send(request)
+                return
+
+            case .forwardRequestBody, .forwardResponseBody:
+                preconditionFailure("Body actions are performed where the bytes are parsed")
+
+            case .endRequestBody(let chunked):
+                if chunked { self.upstream?.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
+                return
+
+            case .reportRejection(let generation, let isReplay, let isReplayable):
+                self.context.metrics.upstreamRejections += 1
+                let answer = self.runtime.session.upstreamRejected(
+                    generation: generation,
+                    isReplay: isReplay,
+                    isReplayable: isReplayable,
+                    loop: self.loop,
+                    waiter: self
+                )
+                action = self.machine.rejectionAnswered(answer, now: now)
+
+            case .discardResponse(let reusable, let next):
+                if let upstream = self.upstream {
+                    self.upstream = nil
+                    UpstreamDrainer.drain(upstream, pool: self.context.pool, reusable: reusable)
+                }
+                switch next {
+                case .wait: return
+                case .connect(let origin): action = .connectUpstream(origin, allowReuse: true, isReplay: true)
+                }
+
+            case .writeInformational(let head):
+                self.stream.withOutbound { $0.writeInformationalHead(head) }
+                // 100 Continue must reach the client now: it is waiting for it before sending its body.
+                self.stream.flush()
+                return
+
+            case .forwardResponseHead(let response):
+                if let generation = response.acceptedGeneration {
+                    self.runtime.session.upstreamAccepted(generation: generation)
+                }
+                self.stream.withOutbound { buffer in
+                    buffer.writeForwardedResponseHead(
+                        response.head,
+                        framing: response.framing,
+                        keepAlive: response.keepAlive,
+                        clientVersion: response.clientVersion
+                    )
+                }
+                return
+
+            case .finishExchange(let end):
+                self.finish(end)
+                return
+
+            case .respond(let response):
+                self.respond(response)
+                return
+
+            case .openTunnel(let origin):
+                self.runtime.logger.debug("tunnel", ["to": origin.description])
+                self.openTunnel(to: origin)
+                return
+
+            case .writeTunnelEstablished(let record), .acceptServedTunnel(let record):
+                self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
+                self.recordCompletion(record, status: 200, bytes: 0, isReplay: false)
+                return
+
+            case .switchProtocols(let head, let record, let generation):
+                if let generation { self.runtime.session.upstreamAccepted(generation: generation) }
+                self.stream.withOutbound { $0.writeSwitchingProtocolsHead(head) }
+                self.recordCompletion(record, status: 101, bytes: 0, isReplay: false)
+                return
+
+            case .shutDownUpstreamWrite:
+                self.upstream?.stream.shutdownWriteAfterFlush()
+                return
+
+            case .shutDownClientWrite:
+                self.stream.shutdownWriteAfterFlush()
+                return
+
+            case .closeAfterFlush:
+                self.stream.closeAfterFlush()
+                return
+
+            case .close(let reason):
+                self.log(reason)
+                self.releaseEverything(cancelling: reason.cancelsWaiter)
+                self.stream.close()
+                return
+            }
+        }
+    }
+
+    // MARK: Upstream connections
+
+    /// Makes this connection the owner of `upstream`.
+    private func hold(_ upstream: UpstreamConnection) {
+        upstream.owner = self
+        self.upstream = upstream
+    }
+
+    private func connectUpstream(to origin: Origin) {
+        self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
+            self.connectAttempt = nil
+            switch result {
+            case .success(let stream):
+                self.hold(UpstreamConnection(stream: stream, origin: origin, pool: self.context.pool))
+                self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
+            case .failure(let error):
+                self.context.metrics.upstreamConnectErrors += 1
+                self.runtime.logger.info(
+                    "upstream connect failed",
+                    ["upstream": origin.description, "error": error.reason]
+                )
+                self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
+            }
+            self.pump()
+        }
+    }
+
+    private func openTunnel(to origin: Origin) {
+        self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
+            self.connectAttempt = nil
+            switch result {
+            case .success(let stream):
+                self.hold(UpstreamConnection(stream: stream, origin: origin, pool: self.context.pool))
+                self.run(self.machine.tunnelConnected(now: self.loop.now))
+            case .failure(let error):
+                self.run(self.machine.tunnelConnectFailed(ProxyError(error, origin: origin)))
+            }
+            self.pump()
+        }
+    }
+
+    /// Writes the request head upstream, then the body bytes already read (a replay or a resend).
+    private func send(_ request: ClientConnectionStateMachine.RequestToSend) {
+        guard let upstream = self.upstream else { preconditionFailure("Invalid state: a request to send, no upstream") }
+        upstream.parser.expectResponse(to: request.head.method)
+        self.upstreamBytesSentBeforeRequest = upstream.stream.bytesSent
+        upstream.stream.withOutbound { buffer in
+            buffer.writeForwardedRequestHead(
+                request.head,
+                target: request.target,
+                path: request.path,
+                authorization: request.authorization
+            )
+            let kept = request.keptBody.readableBytes
+            if request.head.framing == .chunked {
+                if kept > 0 {
+                    buffer.writeHexadecimal(kept)
+                    buffer.writeStaticString("\r\n")
+                    buffer.writeBuffer(request.keptBody)
+                    buffer.writeStaticString("\r\n")
+                }
+                if request.endsChunkedBody { buffer.writeStaticString("0\r\n\r\n") }
+            } else if kept > 0 {
+                buffer.writeBuffer(request.keptBody)
+            }
+        }
+    }
+
+    // MARK: Ending exchanges
+
+    private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
+        if end.writesChunkedEnd { self.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
+        self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, isReplay: end.isReplay)
+        if let upstream = self.upstream {
+            self.upstream = nil
+            if end.poolsUpstream {
+                upstream.completedExchanges += 1
+                self.context.pool.release(upstream)
+            } else {
+                upstream.close()
+            }
+        }
+        if end.closesConnection { self.stream.closeAfterFlush() }
+    }
+
+    private func respond(_ response: ClientConnectionStateMachine.LocalResponse) {
+        if response.endsExchange {
+            self.connectAttempt?.cancel()
+            self.connectAttempt = nil
+            self.dropUpstream()
+        }
+        if let id = response.cancelsWaiter { self.runtime.session.cancel(id) }
+        let error = response.error
+        self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
+        if let record = response.record {
+            self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, isReplay: false)
+        } else {
+            self.context.metrics.recordRequest(status: error.status, seconds: 0)
+        }
+        self.stream.withOutbound {
+            $0.writeProxyResponse(
+                status: error.status,
+                message: error.message,
+                close: response.closesConnection,
+                extraFields: error.extraFields
+            )
+        }
+        if response.closesConnection { self.stream.closeAfterFlush() }
+    }
+
+    /// Lets go of everything the connection holds outside itself. Runs once, when the machine closes.
+    private func releaseEverything(cancelling waiter: TokenSession.WaiterID?) {
+        self.cancelTimer()
+        if let id = waiter { self.runtime.session.cancel(id) }
+        self.connectAttempt?.cancel()
+        self.connectAttempt = nil
+        self.dropUpstream()
+        self.context.clients[ObjectIdentifier(self)] = nil
+        self.runtime.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    private func log(_ reason: ClientConnectionStateMachine.CloseReason) {
+        let logger = self.runtime.logger
+        switch reason {
+        case .idle:
+            logger.debug("closing idle client connection")
+        case .tunnelIdle:
+            logger.debug("closing idle tunnel", ["tunnel_idle_timeout": "\(self.runtime.configuration.tunnelIdleTimeout)"])
+        case .relayEnded, .clientGone:
+            break
+        case .aborted(let reason, _):
+            logger.debug("exchange aborted", ["reason": reason])
+        case .tlsInsideServedTunnel(let origin):
+            logger.warn(
+                "client started TLS inside a CONNECT tunnel to an inject host; closing: the proxy cannot add a token inside TLS, send plain http:// requests instead",
+                ["to": origin?.description ?? "-"]
+            )
+        }
+    }
+
+    // MARK: Accounting
+
+    /// Counts a finished request and writes its access log line.
+    func recordCompletion(
+        _ record: ClientConnectionStateMachine.RequestRecord,
+        status: Int,
+        bytes: Int,
+        isReplay: Bool
+    ) {
+        let seconds = (self.loop.now - record.startedAt).seconds
+        self.context.metrics.recordRequest(status: status, seconds: seconds)
+        guard let accessLog = self.runtime.accessLog else { return }
+        let head = record.head
+        var line = formatTimestamp(wallClockSeconds())
+        line += " method=" + (head.map { logfmtValue($0.string($0.methodRange)) } ?? "-")
+        let host = record.target?.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-"
+        line += " host=" + logfmtValue(host)
+        line += " path=" + (head.map { logfmtValue(oneLine($0.string($0.target), limit: 512)) } ?? "-")
+        line +=
+            " status=\(status) bytes=\(bytes) duration_ms=\(String(format: "%.2f", seconds * 1000)) replayed=\(isReplay ? "yes" : "no")\n"
+        accessLog.write(line)
+    }
+}

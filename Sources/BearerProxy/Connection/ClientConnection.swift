@@ -1,0 +1,223 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+
+/// One client connection on its loop: moves bytes, parses them, and performs what its
+/// `ClientConnectionStateMachine` decides. Nothing is decided here but the mechanics of I/O: when to
+/// parse (the machine says which side it reads), when to pause reading (buffers above their
+/// watermarks), when to flush (once per pass over the input).
+///
+/// Every entry point (a stream event, a token grant, a finished connect, the timer) feeds the
+/// machine and then runs `pump()`, which parses what can be parsed now. Actions never call back into
+/// the pump, so nothing recurses however many pipelined requests arrive at once. Confined to its loop.
+final class ClientConnection {
+    let stream: StreamConnection
+    let context: LoopContext
+    var machine: ClientConnectionStateMachine
+    var parser: HTTPRequestParser
+    /// The upstream connection in use: leased for the current exchange, or the far end of a relay.
+    var upstream: UpstreamConnection?
+    /// `upstream.stream.bytesSent` when the current request was written on it: unchanged means not a
+    /// byte of it reached the connection.
+    var upstreamBytesSentBeforeRequest = 0
+    /// An outbound connection being made for this connection.
+    var connectAttempt: ConnectAttempt?
+    private var timer: TimerID?
+    private var timerDeadline: Instant?
+    private var isPumping = false
+    private var needsAnotherPass = false
+    /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
+    var eventCount = 0
+
+    /// Pending writes above this stop reading from the other side.
+    static let highWatermark = 256 * 1024
+    /// Bytes read ahead from the client (pipelined requests, a body that cannot be forwarded yet)
+    /// above this stop reading from it.
+    static let readAheadLimit = 64 * 1024
+
+    var runtime: ProxyRuntime { self.context.runtime }
+    var loop: EventLoop { self.context.loop }
+
+    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool) {
+        let runtime = context.runtime
+        self.stream = stream
+        self.context = context
+        self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
+        self.machine = ClientConnectionStateMachine(
+            settings: runtime.connectionSettings,
+            router: runtime.router,
+            requestGuard: runtime.requestGuard,
+            replayBudget: runtime.replayBudget,
+            isFromUnixSocket: isFromUnixSocket,
+            now: context.loop.now
+        )
+    }
+
+    func start() {
+        self.context.clients[ObjectIdentifier(self)] = self
+        self.stream.start(delegate: self)
+        self.armTimer()
+    }
+
+    // MARK: Entry points besides stream events
+
+    /// Accepted beyond max_connections: answer 503 and close.
+    func rejectOverCapacity() {
+        self.run(self.machine.overCapacity())
+        self.pump()
+    }
+
+    /// Shutting down: an idle connection closes now; a busy one closes once its response is out.
+    func drain() {
+        self.run(self.machine.drainRequested())
+        self.pump()
+    }
+
+    /// Stopping at once: the connection and everything it holds is closed.
+    func closeNow() {
+        self.run(self.machine.clientClosed())
+    }
+
+    // MARK: The pump
+
+    /// Parses and forwards whatever the state allows now, from both sides, then settles reading,
+    /// flushing and the timer. Re-entered (a callback during an action), it only asks for another pass.
+    func pump() {
+        if self.isPumping {
+            self.needsAnotherPass = true
+            return
+        }
+        self.isPumping = true
+        var passes = 0
+        repeat {
+            // The end of an exchange on the upstream side lets the client side parse the next request.
+            self.needsAnotherPass = false
+            let before = self.eventCount
+            self.processClientInput()
+            self.processUpstreamInput()
+            if self.eventCount != before { self.needsAnotherPass = true }
+            passes += 1
+        } while self.needsAnotherPass && !self.machine.isClosed && passes < 16
+        self.isPumping = false
+        if self.needsAnotherPass && !self.machine.isClosed {
+            // Still work to do after many passes: finish it on this loop turn's end, letting other
+            // connections run first.
+            self.loop.defer { self.pump() }
+        }
+        guard !self.machine.isClosed else { return }
+        self.stream.flush()
+        self.upstream?.stream.flush()
+        guard !self.machine.isClosed else { return }
+        self.updateReading()
+        self.armTimer()
+    }
+
+    /// Reading a side pauses while its bytes have nowhere to go: the other side's writes are backed
+    /// up, or (for the client) too much is buffered that cannot be used yet, or the client is not
+    /// reading the answers to requests it keeps sending.
+    private func updateReading() {
+        let clientBackedUp = self.stream.pendingWriteBytes > Self.highWatermark
+        let upstreamBackedUp = (self.upstream?.stream.pendingWriteBytes ?? 0) > Self.highWatermark
+        self.stream.setReading(
+            self.stream.inbound.readableBytes < Self.readAheadLimit && !clientBackedUp && !upstreamBackedUp
+        )
+        if let upstream = self.upstream {
+            upstream.stream.setReading(self.machine.upstreamInput != .none && !clientBackedUp)
+        }
+    }
+
+    // MARK: The timer
+
+    /// Keeps one timer at or before the machine's deadline. Moving a deadline later costs nothing
+    /// (keep-alive traffic does it on every request); the timer fires, finds the deadline later,
+    /// and is armed again. (Timers hold the connection strongly; closing cancels them.)
+    private func armTimer() {
+        guard let deadline = self.machine.deadline else { return }
+        if let scheduled = self.timerDeadline, scheduled <= deadline { return }
+        if let timer = self.timer { self.loop.cancel(timer) }
+        self.timerDeadline = deadline
+        self.timer = self.loop.schedule(at: deadline) { self.timerFired() }
+    }
+
+    private func timerFired() {
+        self.timer = nil
+        self.timerDeadline = nil
+        self.run(self.machine.timerFired(now: self.loop.now))
+        self.pump()
+    }
+
+    func cancelTimer() {
+        if let timer = self.timer { self.loop.cancel(timer) }
+        self.timer = nil
+        self.timerDeadline = nil
+    }
+}
+
+// MARK: Client stream events
+
+extension ClientConnection: StreamConnectionDelegate {
+    func streamReceived(_ connection: StreamConnection) {
+        self.pump()
+    }
+
+    func streamReadEnded(_ connection: StreamConnection) {
+        // Reported to the machine once the requests before the end are parsed (`pump`).
+        self.pump()
+    }
+
+    func streamWritable(_ connection: StreamConnection) {
+        self.pump()
+    }
+
+    func streamConnected(_ connection: StreamConnection) {}
+
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        if let error { self.runtime.logger.debug("client connection failed", ["error": error.description]) }
+        self.run(self.machine.clientClosed())
+    }
+}
+
+// MARK: Upstream events
+
+extension ClientConnection: UpstreamConnectionOwner {
+    func upstreamReceived(_ upstream: UpstreamConnection) {
+        self.pump()
+    }
+
+    func upstreamReadEnded(_ upstream: UpstreamConnection) {
+        self.pump()
+    }
+
+    func upstreamWritable(_ upstream: UpstreamConnection) {
+        self.pump()
+    }
+
+    func upstreamClosed(_ upstream: UpstreamConnection, error: IOError?) {
+        precondition(upstream === self.upstream, "events of an upstream connection this one no longer holds")
+        let endsResponse = upstream.parser.canEndAtEndOfInput
+        let sentNothing = upstream.stream.bytesSent == self.upstreamBytesSentBeforeRequest
+        self.upstream = nil
+        upstream.close()
+        self.run(
+            self.machine.upstreamEnded(
+                endsResponse: endsResponse && error == nil,
+                sentNothing: sentNothing,
+                reset: error != nil,
+                now: self.loop.now
+            )
+        )
+        self.pump()
+    }
+}
+
+// MARK: The token session
+
+extension ClientConnection: TokenWaiter {
+    func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
+        self.run(self.machine.tokenGranted(id, grant, now: self.loop.now))
+        self.pump()
+    }
+}
+
+@available(*, unavailable)
+extension ClientConnection: Sendable {}

@@ -1,0 +1,174 @@
+import BearerCore
+import BearerHTTP
+
+extension ClientConnectionStateMachine {
+    /// What `ClientConnection` must do after an event. Each event returns one action; an action
+    /// whose I/O produces an answer at once (the token session, a pooled connection) is followed by
+    /// the matching event, never by a second action of the same event.
+    enum Action: Equatable {
+        case none
+
+        // MARK: Token and upstream
+
+        /// Ask the token session for the token (`tokenForRequest`); answer with `tokenAnswered`.
+        case requestToken
+        /// Lease an idle pooled connection to `origin` (when `allowReuse`), else make one; answer with
+        /// `upstreamReady` or `upstreamConnectFailed`. `isReplay`: this send is a replay (counted).
+        case connectUpstream(Origin, allowReuse: Bool, isReplay: Bool)
+        /// Write the request head upstream, then the body kept so far, then the chunked terminator
+        /// when the body is complete.
+        case sendRequest(RequestToSend)
+        /// Write the body bytes just parsed upstream (as one chunk when `chunked`).
+        case forwardRequestBody(chunked: Bool)
+        /// The body is complete: write the chunked terminator when `chunked`.
+        case endRequestBody(chunked: Bool)
+        /// Tell the token session the upstream refused the token; answer with `rejectionAnswered`.
+        case reportRejection(generation: Int, isReplay: Bool, isReplayable: Bool)
+        /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
+        /// when `reusable`, else closed), then do `next`.
+        case discardResponse(reusable: Bool, next: AfterDiscard)
+
+        // MARK: Client
+
+        /// Relay a 1xx head (100 Continue must reach the client at once: flush).
+        case writeInformational(ResponseHead)
+        /// Write the response head; tell the token session its token worked when
+        /// `acceptedGeneration` is set.
+        case forwardResponseHead(ResponseToForward)
+        /// Write the response body bytes just parsed to the client (as one chunk when `chunked`).
+        case forwardResponseBody(chunked: Bool)
+        /// The response is complete.
+        case finishExchange(ExchangeEnd)
+        /// The proxy answers itself: status and a one-line body.
+        case respond(LocalResponse)
+
+        // MARK: Tunnels and WebSocket
+
+        /// CONNECT to a host that gets no token: connect; answer with `tunnelConnected` or
+        /// `tunnelConnectFailed`.
+        case openTunnel(Origin)
+        /// The tunnel's upstream connection is up: write `200 Connection established`, relay.
+        case writeTunnelEstablished(RequestRecord)
+        /// CONNECT to an inject host on a plain port: write `200 Connection established`; the
+        /// requests inside are served by this connection.
+        case acceptServedTunnel(RequestRecord)
+        /// The upstream switched to WebSocket: write its 101, relay bytes both ways from now on.
+        case switchProtocols(ResponseHead, RequestRecord, acceptedGeneration: Int?)
+        /// One side of a relay finished sending: half-close the other.
+        case shutDownUpstreamWrite
+        case shutDownClientWrite
+
+        // MARK: Closing
+
+        /// Send what is buffered, then close.
+        case closeAfterFlush
+        /// Close both sides now and let go of everything the connection holds.
+        case close(CloseReason)
+    }
+
+    /// What to do once a refused response is handed to a drainer.
+    enum AfterDiscard: Equatable {
+        /// The request is parked in the token session.
+        case wait
+        /// A newer token exists: send again (a replay) on another connection.
+        case connect(Origin)
+    }
+
+    /// Everything needed to write one request upstream.
+    struct RequestToSend: Equatable {
+        var head: RequestHead
+        var target: Target
+        var path: ForwardedPath
+        /// The whole `Authorization: Bearer …` line, when the target gets the token.
+        var authorization: [UInt8]?
+        /// The body read so far, sent again after the head (a replay or a resend); empty otherwise.
+        var keptBody: ByteBuffer
+        var endsChunkedBody: Bool
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.head == rhs.head && lhs.target == rhs.target && lhs.path == rhs.path
+                && lhs.authorization == rhs.authorization && lhs.keptBody == rhs.keptBody
+                && lhs.endsChunkedBody == rhs.endsChunkedBody
+        }
+    }
+
+    struct ResponseToForward: Equatable {
+        var head: ResponseHead
+        var framing: ClientFraming
+        var keepAlive: Bool
+        var clientVersion: HTTPVersion
+        var acceptedGeneration: Int?
+    }
+
+    /// A request for the access log and the request metrics.
+    struct RequestRecord: Equatable {
+        /// Nil when no complete head arrived (a head that timed out).
+        var head: RequestHead?
+        var startedAt: Instant
+        /// Where it went, when it was routed.
+        var target: Origin?
+
+        init(head: RequestHead?, startedAt: Instant, target: Origin? = nil) {
+            self.head = head
+            self.startedAt = startedAt
+            self.target = target
+        }
+    }
+
+    struct ExchangeEnd: Equatable {
+        var record: RequestRecord
+        var status: Int
+        var bodyBytes: Int
+        var isReplay: Bool
+        var writesChunkedEnd: Bool
+        /// Return the upstream connection to the pool (else close it).
+        var poolsUpstream: Bool
+        var closesConnection: Bool
+    }
+
+    struct LocalResponse: Equatable {
+        var error: ProxyError
+        var closesConnection: Bool
+        /// A place in the token session's queue to give up.
+        var cancelsWaiter: TokenSession.WaiterID?
+        var record: RequestRecord?
+        /// An exchange ends with it: close its upstream connection (or connection attempt).
+        var endsExchange: Bool
+
+        init(
+            error: ProxyError,
+            closesConnection: Bool,
+            cancelsWaiter: TokenSession.WaiterID? = nil,
+            record: RequestRecord? = nil,
+            endsExchange: Bool = false
+        ) {
+            self.error = error
+            self.closesConnection = closesConnection
+            self.cancelsWaiter = cancelsWaiter
+            self.record = record
+            self.endsExchange = endsExchange
+        }
+    }
+
+    enum CloseReason: Equatable {
+        /// Idle past `client_idle_timeout`.
+        case idle
+        /// A relay carried nothing for `tunnel_idle_timeout`.
+        case tunnelIdle
+        /// Both sides of a relay finished, or one side closed.
+        case relayEnded
+        /// The client is gone.
+        case clientGone(cancelsWaiter: TokenSession.WaiterID?)
+        /// An exchange cannot be completed (the client vanished mid-request, the upstream mid-response).
+        case aborted(reason: String, cancelsWaiter: TokenSession.WaiterID?)
+        /// The client started TLS inside a tunnel the proxy serves itself.
+        case tlsInsideServedTunnel(Origin?)
+
+        var cancelsWaiter: TokenSession.WaiterID? {
+            switch self {
+            case .clientGone(let id), .aborted(_, let id): id
+            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel: nil
+            }
+        }
+    }
+}

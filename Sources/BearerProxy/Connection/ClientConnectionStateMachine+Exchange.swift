@@ -1,0 +1,369 @@
+import BearerCore
+import BearerHTTP
+
+/// Events of the request in flight: the token, the upstream connection, the body both ways.
+extension ClientConnectionStateMachine {
+    /// Runs `body` on the exchange in place (the state is `.modifying` meanwhile, so nothing is
+    /// copied); unless `body` moves the connection to another state, the exchange is put back.
+    /// Returns nil when there is no exchange: the event came for one that has ended.
+    private mutating func modifyExchange(_ body: (inout Self, inout Exchange) -> Action) -> Action? {
+        guard case .exchange(var exchange) = self.state else { return nil }
+        self.state = .modifying
+        let action = body(&self, &exchange)
+        if case .modifying = self.state { self.state = .exchange(exchange) }
+        return action
+    }
+
+    // MARK: The token
+
+    /// The token session answered at once (`requestToken`).
+    mutating func tokenAnswered(_ answer: TokenSession.RequestResult, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .routed = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+            switch answer {
+            case .ready(let line, let generation):
+                exchange.token = InjectedToken(line: line, generation: generation)
+                exchange.phase = .connecting
+                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: false)
+            case .noToken:
+                exchange.phase = .connecting
+                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: false)
+            case .parked(let id):
+                exchange.phase = .waitingForToken(id, since: now, afterRejection: false)
+                return .none
+            case .failed(let failure):
+                exchange.phase = .connecting
+                return machine.answerLocally(&exchange, .session(failure), closes: false)
+            }
+        } ?? { preconditionFailure("Invalid state for a token answer: \(self.state)") }()
+    }
+
+    /// The token session resumed parked request `id` (later, on this loop).
+    mutating func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .waitingForToken(let waiting, _, let afterRejection) = exchange.phase, waiting == id else {
+                return .none
+            }
+            exchange.phase = .connecting
+            switch grant {
+            case .token(let line, let generation):
+                exchange.token = InjectedToken(line: line, generation: generation)
+                exchange.isReplay = afterRejection
+                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: afterRejection)
+            case .failed(let failure):
+                return machine.answerLocally(&exchange, .session(failure), closes: false)
+            }
+        } ?? .none
+    }
+
+    // MARK: The upstream connection
+
+    /// An upstream connection is ready (pooled, or just made): send the request on it.
+    mutating func upstreamReady(isReused: Bool, now: Instant) -> Action {
+        self.modifyExchange { _, exchange in
+            guard case .connecting = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+            exchange.attempts += 1
+            exchange.phase = .sent(.init(response: .awaitingHead, lastActivity: now, isReusedConnection: isReused))
+            var kept = ByteBuffer()
+            if case .kept(let bytes, _) = exchange.body { kept = bytes }
+            exchange.forwardedBodyBytes = kept.readableBytes
+            return .sendRequest(
+                RequestToSend(
+                    head: exchange.head,
+                    target: exchange.target,
+                    path: exchange.path,
+                    authorization: exchange.token?.line,
+                    keptBody: kept,
+                    endsChunkedBody: exchange.isRequestComplete && exchange.head.framing == .chunked
+                )
+            )
+        } ?? { preconditionFailure("Invalid state for a ready upstream: \(self.state)") }()
+    }
+
+    /// No upstream connection could be made.
+    mutating func upstreamConnectFailed(_ error: ProxyError) -> Action {
+        self.modifyExchange { machine, exchange in
+            machine.answerLocally(&exchange, error, closes: false)
+        } ?? .none
+    }
+
+    /// The upstream connection ended before the response did: it sent its last byte, closed or
+    /// reset. `endsResponse`: the response is close-delimited, so this ends it properly.
+    /// `sentNothing`: not a byte of the request reached the connection.
+    mutating func upstreamEnded(endsResponse: Bool, sentNothing: Bool, reset: Bool, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(let sent) = exchange.phase else { return .none }
+            switch sent.response {
+            case .streaming(let status, let framing, _, let bodyBytes):
+                if endsResponse {
+                    return machine.finish(&exchange, status, framing, bodyBytes, poolsUpstream: false, now: now)
+                }
+                // Part of the response is out: cut the client's connection so it sees a truncated
+                // response (a missing last chunk or a short body), never a complete-looking one.
+                return machine.abort(&exchange, reason: "upstream ended mid-response")
+            case .refused:
+                preconditionFailure("Invalid phase: the token session answers a refusal at once")
+            case .awaitingHead:
+                // A pooled connection the upstream closed while idle: the request may not have
+                // reached it. Send again only when that cannot act twice (RFC 9110 §9.2.2).
+                let mayResend =
+                    sent.isReusedConnection && exchange.attempts < 3 && exchange.isReplayable
+                    && (sentNothing || exchange.head.isSafeToResend)
+                if mayResend {
+                    exchange.phase = .connecting
+                    return .connectUpstream(exchange.target.origin, allowReuse: false, isReplay: false)
+                }
+                let origin = exchange.target.origin.description
+                let error: ProxyError = reset ? .upstreamReset(origin: origin) : .upstreamClosed(origin: origin)
+                return machine.answerLocally(&exchange, error, closes: false)
+            }
+        } ?? self.relayUpstreamEnded(closed: reset)
+    }
+
+    /// The upstream sent bytes that are not a valid response.
+    mutating func upstreamResponseMalformed(_ error: HTTPParseError) -> Action {
+        self.modifyExchange { machine, exchange in
+            let origin = exchange.target.origin.description
+            return machine.answerLocally(&exchange, .upstreamMalformed(origin: origin, error), closes: false)
+        } ?? .none
+    }
+
+    // MARK: The request body
+
+    /// Body bytes of the current request were parsed; they are forwarded, and kept while the
+    /// request may have to be sent again.
+    mutating func requestBodyReceived(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(var sent) = exchange.phase, !exchange.isRequestComplete else {
+                preconditionFailure("Invalid phase for body bytes: \(exchange.phase)")
+            }
+            exchange.forwardedBodyBytes += bytes.count
+            machine.keep(bytes, in: &exchange)
+            sent.lastActivity = now
+            exchange.phase = .sent(sent)
+            return .forwardRequestBody(chunked: exchange.head.framing == .chunked)
+        } ?? { preconditionFailure("Invalid state for body bytes: \(self.state)") }()
+    }
+
+    /// The request body is complete.
+    mutating func requestEnded(now: Instant) -> Action {
+        self.modifyExchange { _, exchange in
+            guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+            exchange.isRequestComplete = true
+            // From now on the upstream's silence is what is timed.
+            sent.lastActivity = now
+            exchange.phase = .sent(sent)
+            return .endRequestBody(chunked: exchange.head.framing == .chunked)
+        } ?? { preconditionFailure("Invalid state for the end of a body: \(self.state)") }()
+    }
+
+    /// Keeps forwarded body bytes while the request is replayable: bodies up to replay_body_limit,
+    /// within the proxy-wide replay_memory_limit (chunked bodies reserve 64 KiB at a time).
+    private func keep(_ bytes: UnsafeRawBufferPointer, in exchange: inout Exchange) {
+        guard case .kept(var kept, var reserved) = exchange.body else {
+            exchange.body = .lost
+            return
+        }
+        exchange.body = .lost  // no second reference while `kept` grows
+        let needed = kept.readableBytes + bytes.count
+        if needed > reserved {
+            let more = max(needed - reserved, 64 * 1024)
+            guard needed <= self.settings.replayBodyLimit, self.replayBudget.reserve(more) else {
+                self.replayBudget.release(reserved)
+                return
+            }
+            reserved += more
+        }
+        kept.writeBytes(bytes)
+        exchange.body = .kept(kept, reserved: reserved)
+    }
+
+    // MARK: The response
+
+    /// A 1xx head arrived: relayed to HTTP/1.1 clients; a 101 switches a WebSocket request to a relay.
+    mutating func informationalReceived(_ head: ResponseHead, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+            sent.lastActivity = now
+            exchange.phase = .sent(sent)
+            if head.status == 101 {
+                guard exchange.head.upgradesToWebSocket else {
+                    // Only WebSocket upgrades are forwarded: a switch nobody asked for is the upstream's mistake.
+                    let error = ProxyError.upstreamMalformed(
+                        origin: exchange.target.origin.description,
+                        .invalidStatusLine
+                    )
+                    return machine.answerLocally(&exchange, error, closes: true)
+                }
+                machine.releaseReplayCopy(&exchange)
+                let record = exchange.record
+                machine.state = .relay(Relay(kind: .webSocket(exchange.target.origin), record: record, now: now))
+                return .switchProtocols(head, record, acceptedGeneration: exchange.token?.generation)
+            }
+            guard exchange.head.version == .http11 else { return .none }
+            return .writeInformational(head)
+        } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
+    }
+
+    /// The final response head arrived. A refresh_on status (401) to a request that carried the
+    /// token goes to the token session before the client sees anything.
+    mutating func responseHeadReceived(_ head: ResponseHead, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(var sent) = exchange.phase, case .awaitingHead = sent.response else {
+                preconditionFailure("Invalid phase for a response head: \(exchange.phase)")
+            }
+            sent.lastActivity = now
+            if let token = exchange.token, machine.settings.refreshOn.contains(head.status) {
+                sent.response = .refused(head)
+                exchange.phase = .sent(sent)
+                return .reportRejection(
+                    generation: token.generation,
+                    isReplay: exchange.isReplay,
+                    isReplayable: exchange.isReplayable && !exchange.isReplay
+                )
+            }
+            exchange.phase = .sent(sent)
+            return machine.forwardResponseHead(head, &exchange, acceptedGeneration: exchange.token?.generation)
+        } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
+    }
+
+    /// The token session decided about a refused token (`reportRejection`).
+    mutating func rejectionAnswered(_ answer: TokenSession.RejectionResult, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(let sent) = exchange.phase, case .refused(let head) = sent.response else {
+                preconditionFailure("Invalid phase for a rejection answer: \(exchange.phase)")
+            }
+            switch answer {
+            case .forwardToClient:
+                return machine.forwardResponseHead(head, &exchange, acceptedGeneration: nil)
+            case .replay(let line, let generation):
+                exchange.token = InjectedToken(line: line, generation: generation)
+                exchange.isReplay = true
+                exchange.phase = .connecting
+                return .discardResponse(
+                    reusable: exchange.leavesConnectionReusable(after: head),
+                    next: .connect(exchange.target.origin)
+                )
+            case .parked(let id):
+                exchange.phase = .waitingForToken(id, since: now, afterRejection: true)
+                return .discardResponse(reusable: exchange.leavesConnectionReusable(after: head), next: .wait)
+            }
+        } ?? { preconditionFailure("Invalid state for a rejection answer: \(self.state)") }()
+    }
+
+    private mutating func forwardResponseHead(
+        _ head: ResponseHead,
+        _ exchange: inout Exchange,
+        acceptedGeneration: Int?
+    ) -> Action {
+        guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+        // The status is known: the body copy is no longer needed.
+        self.releaseReplayCopy(&exchange)
+        let version = exchange.head.version
+        let framing: ClientFraming
+        switch head.framing(requestMethod: exchange.head.method) {
+        case .none: framing = .none
+        case .contentLength(let length): framing = .contentLength(length)
+        case .chunked, .untilClose: framing = version == .http11 ? .chunked : .closeDelimited
+        }
+        // A body the client is still sending when the answer comes cannot be skipped safely.
+        if framing == .closeDelimited || !exchange.isRequestComplete { exchange.closesConnection = true }
+        sent.response = .streaming(
+            status: head.status,
+            framing: framing,
+            upstreamKeepsAlive: head.allowsReuse,
+            bodyBytes: 0
+        )
+        exchange.phase = .sent(sent)
+        return .forwardResponseHead(
+            ResponseToForward(
+                head: head,
+                framing: framing,
+                keepAlive: !exchange.closesConnection,
+                clientVersion: version,
+                acceptedGeneration: acceptedGeneration
+            )
+        )
+    }
+
+    /// Response body bytes were parsed; they go to the client.
+    mutating func responseBodyReceived(count: Int, now: Instant) -> Action {
+        self.modifyExchange { _, exchange in
+            guard case .sent(var sent) = exchange.phase,
+                case .streaming(let status, let framing, let keepsAlive, let bodyBytes) = sent.response
+            else { preconditionFailure("Invalid phase for response body bytes: \(exchange.phase)") }
+            sent.response = .streaming(
+                status: status,
+                framing: framing,
+                upstreamKeepsAlive: keepsAlive,
+                bodyBytes: bodyBytes + count
+            )
+            sent.lastActivity = now
+            exchange.phase = .sent(sent)
+            return .forwardResponseBody(chunked: framing == .chunked)
+        } ?? { preconditionFailure("Invalid state for response body bytes: \(self.state)") }()
+    }
+
+    /// The response is complete. `upstreamSentMore`: bytes after it arrived (the connection cannot be
+    /// pooled).
+    mutating func responseEnded(upstreamSentMore: Bool, now: Instant) -> Action {
+        self.modifyExchange { machine, exchange in
+            guard case .sent(let sent) = exchange.phase,
+                case .streaming(let status, let framing, let keepsAlive, let bodyBytes) = sent.response
+            else { preconditionFailure("Invalid phase for the end of a response: \(exchange.phase)") }
+            let pools = keepsAlive && exchange.isRequestComplete && !upstreamSentMore
+            return machine.finish(&exchange, status, framing, bodyBytes, poolsUpstream: pools, now: now)
+        } ?? { preconditionFailure("Invalid state for the end of a response: \(self.state)") }()
+    }
+
+    private mutating func finish(
+        _ exchange: inout Exchange,
+        _ status: Int,
+        _ framing: ClientFraming,
+        _ bodyBytes: Int,
+        poolsUpstream: Bool,
+        now: Instant
+    ) -> Action {
+        self.releaseReplayCopy(&exchange)
+        self.state = exchange.closesConnection ? .closing : .idle(since: now)
+        return .finishExchange(
+            ExchangeEnd(
+                record: exchange.record,
+                status: status,
+                bodyBytes: bodyBytes,
+                isReplay: exchange.isReplay,
+                writesChunkedEnd: framing == .chunked,
+                poolsUpstream: poolsUpstream,
+                closesConnection: exchange.closesConnection
+            )
+        )
+    }
+
+    // MARK: Time
+
+    mutating func exchangeTimedOut(_ exchange: inout Exchange, now: Instant) -> Action {
+        switch exchange.phase {
+        case .routed, .connecting:
+            preconditionFailure("Invalid phase with a deadline: \(exchange.phase)")
+        case .waitingForToken:
+            let failure = SessionFailure.timedOut(reason: "no new token within refresh_timeout")
+            return self.answerLocally(&exchange, .session(failure), closes: false)
+        case .sent(let sent):
+            if exchange.isWaitingForRequestBody(sent) {
+                return self.answerLocally(&exchange, .requestBodyTimeout, closes: true)
+            }
+            return self.answerLocally(
+                &exchange,
+                .upstreamTimeout(origin: exchange.target.origin.description),
+                closes: false
+            )
+        }
+    }
+}
+
+extension Exchange {
+    /// Whether the upstream connection can be pooled once the rest of `head`'s response is read.
+    func leavesConnectionReusable(after head: ResponseHead) -> Bool {
+        head.allowsReuse && self.isRequestComplete && head.framing(requestMethod: self.head.method) != .untilClose
+    }
+}

@@ -1,0 +1,387 @@
+import BearerCore
+import BearerHTTP
+
+/// The logic of one client connection: what it is doing, what it waits for, and what each event
+/// means for it.
+///
+/// A value type with no I/O, no clock and no logging: events come in (a request head parsed, the
+/// upstream answered, the token session granted a token, a timer fired), one `Action` goes out, and
+/// `ClientConnection` performs it on the loop. The deadline in force follows from the state
+/// (`deadline`). Implements CONTRACT.md "Routing", "Errors the client sees" and the per-request half
+/// of "The session and 401".
+///
+/// The connection's `State` has a few cases; one request in flight is an `Exchange` carried by the
+/// `.exchange` case (its request and response progress, its kept body, the token it carries), in the
+/// way async-http-client nests its request machine in its connection machine.
+struct ClientConnectionStateMachine {
+    /// What the machine needs to know of the configuration.
+    struct Settings: Sendable {
+        var clientHeaderTimeout: Duration
+        var clientIdleTimeout: Duration
+        var upstreamTimeout: Duration
+        /// A parked request's safety net behind the session's own `refresh_timeout`.
+        var tokenWaitLimit: Duration
+        var tunnelIdleTimeout: Duration
+        var replayBodyLimit: Int
+        var refreshOn: Set<Int>
+
+        init(_ configuration: Configuration) {
+            self.clientHeaderTimeout = configuration.clientHeaderTimeout
+            self.clientIdleTimeout = configuration.clientIdleTimeout
+            self.upstreamTimeout = configuration.upstreamTimeout
+            self.tokenWaitLimit = configuration.refreshTimeout + .seconds(5)
+            self.tunnelIdleTimeout = configuration.tunnelIdleTimeout
+            self.replayBodyLimit = configuration.replayBodyLimit
+            self.refreshOn = Set(configuration.refreshOn)
+        }
+    }
+
+    enum State {
+        /// Between requests, nothing of the next one read. Deadline: `client_idle_timeout`.
+        /// Valid transitions: .readingHead, .exchange, .relay, .closing, .closed.
+        case idle(since: Instant)
+        /// Part of a request head arrived. Deadline: `client_header_timeout` from its first byte.
+        /// Valid transitions: .exchange, .relay, .closing, .closed.
+        case readingHead(startedAt: Instant)
+        /// One request and its response. Deadline: the exchange's (see `Exchange.deadline`).
+        /// Valid transitions: .idle, .relay (WebSocket), .closing, .closed.
+        case exchange(Exchange)
+        /// The proxy answered a CONNECT to an inject host and serves the tunnel itself; the first
+        /// bytes inside decide whether it can (TLS cannot be served). Deadline: `client_idle_timeout`.
+        /// Valid transitions: .readingHead, .exchange, .closed.
+        case servedTunnelOpened(since: Instant)
+        /// Bytes both ways: a CONNECT tunnel, or a WebSocket after its 101. Deadline:
+        /// `tunnel_idle_timeout` after the last byte. Valid transitions: .closed.
+        case relay(Relay)
+        /// The last response is being flushed; the connection closes after it. No deadline (the
+        /// stream's own linger bound applies). Valid transitions: .closed.
+        case closing
+        /// Nothing left. Every event is ignored.
+        case closed
+        /// Transient, while the payload of `.exchange` is mutated in place (no copy-on-write).
+        case modifying
+    }
+
+    let settings: Settings
+    let router: Router
+    let requestGuard: RequestGuard
+    let replayBudget: ReplayMemoryBudget
+    /// Accepted on a unix socket: no browser can reach it, so any Host is fine.
+    let isFromUnixSocket: Bool
+    /// Set only by the machine's own events (in this file and its extensions).
+    var state: State
+    /// After a CONNECT to an inject host: every request on this connection goes to this target.
+    private(set) var servedTunnelTarget: Target?
+    /// The client sent its last byte (FIN). Requests already received are still answered.
+    private(set) var hasClientFinished = false
+
+    init(
+        settings: Settings,
+        router: Router,
+        requestGuard: RequestGuard,
+        replayBudget: ReplayMemoryBudget,
+        isFromUnixSocket: Bool,
+        now: Instant
+    ) {
+        self.settings = settings
+        self.router = router
+        self.requestGuard = requestGuard
+        self.replayBudget = replayBudget
+        self.isFromUnixSocket = isFromUnixSocket
+        self.state = .idle(since: now)
+    }
+
+    // MARK: What the connection wants from its sides
+
+    /// What the connection reads from the client now.
+    enum ClientInput: Equatable {
+        /// Nothing: bytes wait in the buffer (a request parked, a response in progress, closing).
+        case none
+        /// The next request head.
+        case head
+        /// The first bytes inside a served tunnel (TLS or plain HTTP?).
+        case tunnelFirstBytes
+        /// The current request's body, forwarded as it comes.
+        case body
+        /// Raw bytes for the relay.
+        case relay
+    }
+
+    var clientInput: ClientInput {
+        switch self.state {
+        case .idle, .readingHead: .head
+        case .servedTunnelOpened: .tunnelFirstBytes
+        case .exchange(let exchange): exchange.wantsRequestBody ? .body : .none
+        case .relay(let relay): relay.isEstablished && !relay.hasClientFinished ? .relay : .none
+        case .closing, .closed, .modifying: .none
+        }
+    }
+
+    /// What the connection reads from the upstream now.
+    enum UpstreamInput: Equatable {
+        case none
+        case response
+        case relay
+    }
+
+    var upstreamInput: UpstreamInput {
+        switch self.state {
+        case .exchange(let exchange): exchange.isSent ? .response : .none
+        case .relay(let relay): relay.isEstablished && !relay.hasUpstreamFinished ? .relay : .none
+        case .idle, .readingHead, .servedTunnelOpened, .closing, .closed, .modifying: .none
+        }
+    }
+
+    /// When the connection gives up on what it waits for; nil when it waits for nothing time-bound.
+    var deadline: Instant? {
+        switch self.state {
+        case .idle(let since): since + self.settings.clientIdleTimeout
+        case .readingHead(let startedAt): startedAt + self.settings.clientHeaderTimeout
+        case .exchange(let exchange): exchange.deadline(self.settings)
+        case .servedTunnelOpened(let since): since + self.settings.clientIdleTimeout
+        case .relay(let relay): relay.isEstablished ? relay.lastActivity + self.settings.tunnelIdleTimeout : nil
+        case .closing, .closed, .modifying: nil
+        }
+    }
+
+    var isClosed: Bool {
+        if case .closed = self.state { return true }
+        return false
+    }
+
+    // MARK: Requests
+
+    /// Bytes of a request head arrived, not all of it.
+    mutating func requestHeadStarted(now: Instant) {
+        if case .idle = self.state { self.state = .readingHead(startedAt: now) }
+    }
+
+    /// The client sent bytes that are not HTTP: 400, then close.
+    mutating func requestMalformed(_ error: HTTPParseError) -> Action {
+        switch self.state {
+        case .idle, .readingHead, .servedTunnelOpened:
+            self.state = .closing
+            return .respond(LocalResponse(error: .malformedRequest(error), closesConnection: true))
+        case .exchange(var exchange):
+            // Bad framing inside a body: the request cannot be finished.
+            self.state = .modifying
+            let response = self.answerLocally(&exchange, .malformedRequest(error), closes: true)
+            return response
+        case .relay, .closing, .closed, .modifying:
+            preconditionFailure("Invalid state for a parse error: \(self.state)")
+        }
+    }
+
+    /// A complete request head arrived.
+    mutating func requestHeadReceived(_ head: RequestHead, now: Instant) -> Action {
+        switch self.state {
+        case .idle, .readingHead, .servedTunnelOpened:
+            break
+        case .exchange, .relay, .closing, .closed, .modifying:
+            preconditionFailure("Invalid state for a request head: \(self.state)")
+        }
+        let record = RequestRecord(head: head, startedAt: now)
+        let hasBody = head.framing != .none && head.framing != .contentLength(0)
+        let isInsideServedTunnel = self.servedTunnelTarget != nil
+        // A request refused with its body unread leaves the connection mid-message: close it.
+        var closes = !head.wantsKeepAlive || hasBody || self.hasClientFinished
+        if let refusal = self.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel) {
+            return self.refuse(refusal, record: record, closes: closes)
+        }
+        let route: Route
+        if let target = self.servedTunnelTarget, head.targetForm == .origin {
+            // Inside a served tunnel, requests name their target through the tunnel, not Host.
+            route = .forward(target, path: .absolute(head.target))
+        } else {
+            route = self.router.route(head)
+        }
+        switch route {
+        case .reject(let error):
+            return self.refuse(error, record: record, closes: closes)
+        case .tunnel(let origin):
+            self.state = .relay(Relay(kind: .connectTunnel(origin), record: record, now: now))
+            return .openTunnel(origin)
+        case .serveTunnel(let target):
+            // The CONNECT's own `Connection: close` (undici sends one) ends the CONNECT exchange, not
+            // the tunnel: the requests inside carry their own keep-alive rules.
+            self.servedTunnelTarget = target
+            self.state = .servedTunnelOpened(since: now)
+            return .acceptServedTunnel(record)
+        case .forward(let target, let path):
+            closes = !head.wantsKeepAlive || self.hasClientFinished
+            let body: Exchange.BodyCopy
+            switch head.framing {
+            case .none, .contentLength(0):
+                body = .kept(ByteBuffer(), reserved: 0)
+            case .contentLength(let length):
+                let fits = length <= self.settings.replayBodyLimit && self.replayBudget.reserve(length)
+                body = fits ? .kept(ByteBuffer(), reserved: length) : .untouched
+            case .chunked:
+                body = .kept(ByteBuffer(), reserved: 0)
+            }
+            let exchange = Exchange(
+                head: head,
+                target: target,
+                path: path,
+                startedAt: now,
+                closesConnection: closes,
+                isRequestComplete: !hasBody,
+                body: body,
+                phase: target.injectsToken ? .routed : .connecting
+            )
+            self.state = .exchange(exchange)
+            return target.injectsToken ? .requestToken : .connectUpstream(target.origin, allowReuse: true, isReplay: false)
+        }
+    }
+
+    private mutating func refuse(_ error: ProxyError, record: RequestRecord, closes: Bool) -> Action {
+        self.state = closes ? .closing : .idle(since: record.startedAt)
+        return .respond(LocalResponse(error: error, closesConnection: closes, record: record))
+    }
+
+    /// The connection was accepted beyond `max_connections`: 503, then close.
+    mutating func overCapacity() -> Action {
+        guard case .idle = self.state else { return .none }
+        self.state = .closing
+        return .respond(LocalResponse(error: .overCapacity, closesConnection: true))
+    }
+
+    /// The first bytes inside a served tunnel arrived: a TLS ClientHello cannot be served.
+    mutating func servedTunnelReceivedFirstBytes(startsTLS: Bool, now: Instant) -> Action {
+        guard case .servedTunnelOpened = self.state else { return .none }
+        if startsTLS {
+            self.state = .closed
+            return .close(.tlsInsideServedTunnel(self.servedTunnelTarget?.origin))
+        }
+        self.state = .idle(since: now)
+        return .none
+    }
+
+    // MARK: The client's side ending
+
+    /// The client sent its last byte (FIN). Requests it sent before are answered; a request cut
+    /// short is abandoned.
+    mutating func clientFinished() -> Action {
+        self.hasClientFinished = true
+        switch self.state {
+        case .idle, .readingHead, .servedTunnelOpened:
+            // Nothing more will come (the caller parsed every complete request first).
+            self.state = .closing
+            return .closeAfterFlush
+        case .exchange(var exchange):
+            self.state = .modifying
+            if exchange.isRequestComplete {
+                exchange.closesConnection = true
+                self.state = .exchange(exchange)
+                return .none
+            }
+            return self.abort(&exchange, reason: "client closed the connection mid-request")
+        case .relay(var relay):
+            relay.hasClientFinished = true
+            if !relay.isEstablished || relay.hasUpstreamFinished {
+                self.state = .closed
+                return .close(.relayEnded)
+            }
+            self.state = .relay(relay)
+            return .shutDownUpstreamWrite
+        case .closing, .closed, .modifying:
+            return .none
+        }
+    }
+
+    /// The client connection is gone (reset, or closed after the last flush): release everything.
+    mutating func clientClosed() -> Action {
+        switch self.state {
+        case .exchange(var exchange):
+            self.state = .modifying
+            self.releaseReplayCopy(&exchange)
+            self.state = .closed
+            return .close(.clientGone(cancelsWaiter: exchange.waiterID))
+        case .idle, .readingHead, .servedTunnelOpened, .relay, .closing:
+            self.state = .closed
+            return .close(.clientGone(cancelsWaiter: nil))
+        case .closed, .modifying:
+            return .none
+        }
+    }
+
+    /// Shutting down: an idle connection closes now, a busy one after its response.
+    mutating func drainRequested() -> Action {
+        switch self.state {
+        case .idle, .readingHead, .servedTunnelOpened:
+            self.state = .closing
+            return .closeAfterFlush
+        case .exchange(var exchange):
+            self.state = .modifying
+            exchange.closesConnection = true
+            self.state = .exchange(exchange)
+            return .none
+        case .relay, .closing, .closed, .modifying:
+            return .none
+        }
+    }
+
+    // MARK: Time
+
+    /// The connection's timer fired; acts only when the deadline in force has passed (a timer armed
+    /// for an earlier state may fire after that state ended).
+    mutating func timerFired(now: Instant) -> Action {
+        guard let deadline = self.deadline, deadline <= now else { return .none }
+        switch self.state {
+        case .idle, .servedTunnelOpened:
+            self.state = .closed
+            return .close(.idle)
+        case .readingHead(let startedAt):
+            return self.refuse(.requestHeadTimeout, record: RequestRecord(head: nil, startedAt: startedAt), closes: true)
+        case .exchange(var exchange):
+            self.state = .modifying
+            return self.exchangeTimedOut(&exchange, now: now)
+        case .relay:
+            self.state = .closed
+            return .close(.tunnelIdle)
+        case .closing, .closed, .modifying:
+            preconditionFailure("Invalid state with a deadline: \(self.state)")
+        }
+    }
+
+    // MARK: Ending an exchange
+
+    /// Answers the current request with the proxy's own response and ends the exchange.
+    /// Call with the state set to `.modifying`.
+    mutating func answerLocally(_ exchange: inout Exchange, _ error: ProxyError, closes: Bool) -> Action {
+        if exchange.isResponseHeadSent {
+            // Part of the response is out: a second head cannot follow; cut the connection instead.
+            return self.abort(&exchange, reason: error.shortName)
+        }
+        let waiter = exchange.waiterID
+        self.releaseReplayCopy(&exchange)
+        let closesConnection = closes || exchange.closesConnection || !exchange.isRequestComplete
+        self.state = closesConnection ? .closing : .idle(since: exchange.startedAt)
+        return .respond(
+            LocalResponse(
+                error: error,
+                closesConnection: closesConnection,
+                cancelsWaiter: waiter,
+                record: exchange.record,
+                endsExchange: true
+            )
+        )
+    }
+
+    /// Ends the connection at once: the client sees a cut response, never a complete-looking one.
+    mutating func abort(_ exchange: inout Exchange, reason: String) -> Action {
+        self.releaseReplayCopy(&exchange)
+        self.state = .closed
+        return .close(.aborted(reason: reason, cancelsWaiter: exchange.waiterID))
+    }
+
+    func releaseReplayCopy(_ exchange: inout Exchange) {
+        if case .kept(_, let reserved) = exchange.body {
+            self.replayBudget.release(reserved)
+            exchange.body = exchange.hasForwardedBody ? .lost : .untouched
+        }
+    }
+}
+
+@available(*, unavailable)
+extension ClientConnectionStateMachine: Sendable {}
