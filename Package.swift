@@ -14,7 +14,7 @@ let package = Package(
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
         .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
-        .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
+        .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
         .executableTarget(
             name: "bearer-bench",

@@ -138,6 +138,12 @@ package final class BlockingHTTPClient {
 
     /// Reads the next 1xx head only (to see `100 Continue` before sending a body).
     package func readInformational() throws(ClientError) -> Int {
+        try self.readHead().status
+    }
+
+    /// Reads the next response head, 1xx included (a `101 Switching Protocols`), leaving what follows
+    /// it buffered (`takeBuffered`).
+    package func readHead() throws(ClientError) -> ResponseHead {
         self.parser.expectResponse(to: .get)
         while true {
             let event = try? self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in
@@ -145,10 +151,23 @@ package final class BlockingHTTPClient {
             }
             if case .head(let head, let consumed) = event {
                 self.pending.moveReaderIndex(forwardBy: consumed)
-                return head.status
+                return head
             }
             if try !self.fill() { throw .closedBeforeResponse }
         }
+    }
+
+    /// The bytes read but not parsed yet (after a 101: the first bytes of the new protocol).
+    package func takeBuffered() -> [UInt8] {
+        let bytes = self.pending.readableBytesArray
+        self.pending.clear()
+        return bytes
+    }
+
+    /// Whatever one read returns; nil at the end of the stream or on timeout.
+    package func readSome() -> [UInt8]? {
+        guard (try? self.fill()) == true else { return nil }
+        return self.takeBuffered()
     }
 
     /// Everything until the peer closes (or the timeout).

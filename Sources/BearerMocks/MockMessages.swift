@@ -57,6 +57,9 @@ package struct MockResponse: Sendable {
         case resetMidBody(length: Int, after: Int)
         /// Wait, then send these bytes with Content-Length (a slow upstream).
         case delayed(Duration, [UInt8])
+        /// Accept a WebSocket handshake (101 with Sec-WebSocket-Accept), send `greeting` as a text
+        /// frame in the same write as the 101, then echo every frame back.
+        case webSocketEcho(greeting: String)
     }
 
     package init(status: Int, headers: [(String, String)] = [], body: Body = .fixed([])) {

@@ -15,6 +15,8 @@ final class MockServerConnection: StreamConnectionDelegate {
     private var closesAfterResponse = false
     private var isClosed = false
     private var requestsSeen = 0
+    /// After a WebSocket handshake: frames are echoed, HTTP is over.
+    private var isWebSocket = false
 
     init(stream: StreamConnection, server: MockHTTPServer) {
         self.stream = stream
@@ -33,7 +35,11 @@ final class MockServerConnection: StreamConnectionDelegate {
     }
 
     func streamReceived(_ connection: StreamConnection) {
-        self.process()
+        if self.isWebSocket {
+            self.echoFrames()
+        } else {
+            self.process()
+        }
     }
 
     func streamReadEnded(_ connection: StreamConnection) {
@@ -167,6 +173,18 @@ final class MockServerConnection: StreamConnectionDelegate {
                 if !isHead { self.stream.write(bytes) }
                 self.finishResponse()
             }
+        case .webSocketEcho(let greeting):
+            let key = head.value(of: "sec-websocket-key") ?? ""
+            self.stream.withOutbound { buffer in
+                buffer.writeString(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Accept: \(WebSocketFrames.acceptValue(for: key))\r\n\r\n"
+                )
+                buffer.writeBytes(WebSocketFrames.encode(.text(greeting), masked: false))
+            }
+            self.stream.flush()
+            self.isWebSocket = true
+            if !self.stream.inbound.isEmpty { self.echoFrames() }
         case .resetMidBody(let length, let after):
             writeHead("Content-Length: \(length)\r\n")
             self.stream.write((0..<after).map(mockPatternByte))
@@ -175,6 +193,25 @@ final class MockServerConnection: StreamConnectionDelegate {
             self.isWaitingForResponse = true
             self.stream.loop.schedule(after: .milliseconds(100)) { [weak self] in self?.reset() }
         }
+    }
+
+    /// Echoes each complete client frame unmasked; answers a close with a close and ends.
+    private func echoFrames() {
+        var bytes = self.stream.inbound.readableBytesArray[...]
+        var consumed = 0
+        while let (frame, count) = WebSocketFrames.decode(bytes) {
+            bytes = bytes.dropFirst(count)
+            consumed += count
+            let reply = frame.opcode == 0x9 ? WebSocketFrames.Frame(opcode: 0xA, payload: frame.payload) : frame
+            self.stream.write(WebSocketFrames.encode(reply, masked: false))
+            if frame.opcode == 0x8 {
+                self.stream.inbound.clear()
+                self.stream.closeAfterFlush()
+                return
+            }
+        }
+        self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+        self.stream.flush()
     }
 
     private func continueStreaming() {

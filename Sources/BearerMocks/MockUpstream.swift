@@ -8,6 +8,7 @@ import Synchronization
 /// Paths: `/bytes/N` (N streamed bytes with Content-Length), `/chunked/N`, `/close/N`
 /// (close-delimited), `/status/NNN`, `/echo` (the request body back), `/hang` (never answers),
 /// `/reset`, anything else: a JSON description of the request (method, target, headers, body size).
+/// A WebSocket handshake on any path is accepted (with a valid token) and echoes frames.
 package final class MockUpstream: Sendable {
     package let server: MockHTTPServer
     /// Tokens the API accepts; when nil (and there is no authority), any request is accepted.
@@ -124,6 +125,9 @@ package final class MockUpstream: Sendable {
         }
         self.accepted.add(1, ordering: .relaxed)
         if request.path == "/bench" { return Self.benchResponse }
+        if request.head.upgradesToWebSocket {
+            return MockResponse(status: 101, body: .webSocketEcho(greeting: "welcome to \(request.path)"))
+        }
         let parts = request.path.split(separator: "/").map(String.init)
         switch (parts.first, parts.count) {
         case ("whoami", 1):

@@ -176,6 +176,21 @@ import Testing
         #expect(seen.header("authorization") == "Bearer \(ProxyFixture.token)")
     }
 
+    /// `printf 'GET /a …GET /b …' | nc`: requests sent before the client's FIN are all answered.
+    @Test func everyRequestPipelinedBeforeAHalfCloseIsAnswered() throws {
+        let fixture = try ProxyFixture()
+        let client = try fixture.client()
+        client.send((0..<3).map { "GET /piped/\($0) HTTP/1.1\r\nHost: localhost\r\n\r\n" }.joined())
+        client.shutdownWrite()
+        for index in 0..<3 {
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.text.contains("piped\\/\(index)"))
+        }
+        #expect(client.waitForClose())
+        #expect(fixture.upstream.requests.map(\.target) == ["/piped/0", "/piped/1", "/piped/2"])
+    }
+
     /// Node's undici ProxyAgent: `CONNECT` with `connection: close`, then plain requests inside.
     @Test func anUndiciTunnelKeepsServingDespiteConnectionCloseOnTheConnect() throws {
         let fixture = try ProxyFixture()

@@ -255,7 +255,10 @@ extension ClientConnection {
         case .idle:
             logger.debug("closing idle client connection")
         case .tunnelIdle:
-            logger.debug("closing idle tunnel", ["tunnel_idle_timeout": "\(self.runtime.configuration.tunnelIdleTimeout)"])
+            logger.debug(
+                "closing idle tunnel",
+                ["tunnel_idle_timeout": "\(self.runtime.configuration.tunnelIdleTimeout)"]
+            )
         case .relayEnded, .clientGone:
             break
         case .aborted(let reason, _):

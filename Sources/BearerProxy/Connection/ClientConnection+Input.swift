@@ -113,7 +113,7 @@ extension ClientConnection {
     /// The client's end is reported once every complete request before it has been parsed, and only
     /// while the machine reads from the client: a parked request's buffered body is not cut short.
     private func reportClientEndIfReached() {
-        guard self.stream.hasReadEnded, !self.machine.hasClientFinished else { return }
+        guard self.stream.hasReadEnded else { return }
         self.run(self.machine.clientFinished())
     }
 
@@ -175,7 +175,9 @@ extension ClientConnection {
             if upstreamStream.hasReadEnded {
                 let endsResponse = upstream.parser.canEndAtEndOfInput
                 self.dropUpstream()
-                self.run(self.machine.upstreamEnded(endsResponse: endsResponse, sentNothing: false, reset: false, now: now))
+                self.run(
+                    self.machine.upstreamEnded(endsResponse: endsResponse, sentNothing: false, reset: false, now: now)
+                )
             }
             return false
         case .head(let head, let consumed):

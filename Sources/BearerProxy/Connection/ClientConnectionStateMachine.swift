@@ -72,8 +72,6 @@ struct ClientConnectionStateMachine {
     var state: State
     /// After a CONNECT to an inject host: every request on this connection goes to this target.
     private(set) var servedTunnelTarget: Target?
-    /// The client sent its last byte (FIN). Requests already received are still answered.
-    private(set) var hasClientFinished = false
 
     init(
         settings: Settings,
@@ -184,7 +182,7 @@ struct ClientConnectionStateMachine {
         let hasBody = head.framing != .none && head.framing != .contentLength(0)
         let isInsideServedTunnel = self.servedTunnelTarget != nil
         // A request refused with its body unread leaves the connection mid-message: close it.
-        var closes = !head.wantsKeepAlive || hasBody || self.hasClientFinished
+        var closes = !head.wantsKeepAlive || hasBody
         if let refusal = self.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel) {
             return self.refuse(refusal, record: record, closes: closes)
         }
@@ -208,7 +206,7 @@ struct ClientConnectionStateMachine {
             self.state = .servedTunnelOpened(since: now)
             return .acceptServedTunnel(record)
         case .forward(let target, let path):
-            closes = !head.wantsKeepAlive || self.hasClientFinished
+            closes = !head.wantsKeepAlive
             let body: Exchange.BodyCopy
             switch head.framing {
             case .none, .contentLength(0):
@@ -230,7 +228,8 @@ struct ClientConnectionStateMachine {
                 phase: target.injectsToken ? .routed : .connecting
             )
             self.state = .exchange(exchange)
-            return target.injectsToken ? .requestToken : .connectUpstream(target.origin, allowReuse: true, isReplay: false)
+            return target.injectsToken
+                ? .requestToken : .connectUpstream(target.origin, allowReuse: true, isReplay: false)
         }
     }
 
@@ -259,24 +258,21 @@ struct ClientConnectionStateMachine {
 
     // MARK: The client's side ending
 
-    /// The client sent its last byte (FIN). Requests it sent before are answered; a request cut
-    /// short is abandoned.
+    /// The client sent its last byte (FIN), and every complete request before it has been parsed
+    /// (the caller reports it only then). Requests it sent are answered; a request cut short is
+    /// abandoned.
     mutating func clientFinished() -> Action {
-        self.hasClientFinished = true
         switch self.state {
         case .idle, .readingHead, .servedTunnelOpened:
-            // Nothing more will come (the caller parsed every complete request first).
             self.state = .closing
             return .closeAfterFlush
         case .exchange(var exchange):
+            // The answer to a complete request still goes out; the end is seen again once idle.
+            guard !exchange.isRequestComplete else { return .none }
             self.state = .modifying
-            if exchange.isRequestComplete {
-                exchange.closesConnection = true
-                self.state = .exchange(exchange)
-                return .none
-            }
             return self.abort(&exchange, reason: "client closed the connection mid-request")
         case .relay(var relay):
+            guard !relay.hasClientFinished else { return .none }
             relay.hasClientFinished = true
             if !relay.isEstablished || relay.hasUpstreamFinished {
                 self.state = .closed
@@ -332,7 +328,11 @@ struct ClientConnectionStateMachine {
             self.state = .closed
             return .close(.idle)
         case .readingHead(let startedAt):
-            return self.refuse(.requestHeadTimeout, record: RequestRecord(head: nil, startedAt: startedAt), closes: true)
+            return self.refuse(
+                .requestHeadTimeout,
+                record: RequestRecord(head: nil, startedAt: startedAt),
+                closes: true
+            )
         case .exchange(var exchange):
             self.state = .modifying
             return self.exchangeTimedOut(&exchange, now: now)

@@ -1,0 +1,505 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Testing
+
+@testable import BearerProxy
+
+typealias ConnectionMachine = ClientConnectionStateMachine
+typealias Action = ClientConnectionStateMachine.Action
+
+/// The client connection's logic without sockets: events in, whole action lists out, time by hand.
+@Suite struct ClientConnectionStateMachineTests {
+    static let upstream = Origin(isHTTPS: false, host: "api.test", port: 8000)
+    static let proxy = SocketAddress(ipAddress: "127.0.0.1", port: 8080)!
+    static let line1 = Array("Authorization: Bearer one\r\n".utf8)
+    static let line2 = Array("Authorization: Bearer two\r\n".utf8)
+
+    static func configuration(_ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
+        var configuration = Configuration()
+        configuration.upstream = try? UpstreamURL.parse("http://api.test:8000").get()
+        configuration.replayBodyLimit = 16
+        configure(&configuration)
+        return configuration
+    }
+
+    static func machine(
+        budget: ReplayMemoryBudget = ReplayMemoryBudget(limit: 1 << 20),
+        _ configure: (inout Configuration) -> Void = { _ in }
+    ) -> ConnectionMachine {
+        let configuration = Self.configuration(configure)
+        let names = ProxyNames(boundAddresses: [Self.proxy], acceptHosts: configuration.acceptHosts)
+        return ConnectionMachine(
+            settings: .init(configuration),
+            router: Router(configuration: configuration, upstream: configuration.upstream!, names: names),
+            requestGuard: RequestGuard(configuration: configuration, names: names),
+            replayBudget: budget,
+            isFromUnixSocket: false,
+            now: at(0)
+        )
+    }
+
+    static func request(_ text: String) -> RequestHead {
+        var parser = HTTPRequestParser()
+        let bytes = Array(text.utf8)
+        let event = bytes.withUnsafeBytes { try? parser.next($0) }
+        guard case .head(let head, _) = event else { preconditionFailure("not a request head: \(text)") }
+        return head
+    }
+
+    static func response(_ text: String, to method: HTTPMethod = .get) -> ResponseHead {
+        var parser = HTTPResponseParser()
+        parser.expectResponse(to: method)
+        let bytes = Array(text.utf8)
+        let event = bytes.withUnsafeBytes { try? parser.next($0) }
+        guard case .head(let head, _) = event else { preconditionFailure("not a response head: \(text)") }
+        return head
+    }
+
+    static let get = request("GET /items HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
+    static let post10 = request("POST /upload HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 10\r\n\r\n")
+    static let ok = response("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+    static let unauthorized = response("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+
+    static func send(
+        _ head: RequestHead,
+        authorization: [UInt8]? = line1,
+        kept: String = "",
+        endsChunkedBody: Bool = false
+    ) -> Action {
+        .sendRequest(
+            .init(
+                head: head,
+                target: Self.upstreamTarget,
+                path: .prefixed(head.target),
+                authorization: authorization,
+                keptBody: ByteBuffer(string: kept),
+                endsChunkedBody: endsChunkedBody
+            )
+        )
+    }
+
+    static let upstreamTarget = Target(
+        origin: upstream,
+        authority: Array("api.test:8000".utf8),
+        pathPrefix: [],
+        injectsToken: true
+    )
+
+    static func forward(
+        _ head: ResponseHead,
+        _ framing: ClientFraming,
+        keepAlive: Bool = true,
+        generation: Int?
+    )
+        -> Action
+    {
+        .forwardResponseHead(
+            .init(
+                head: head,
+                framing: framing,
+                keepAlive: keepAlive,
+                clientVersion: .http11,
+                acceptedGeneration: generation
+            )
+        )
+    }
+
+    static func end(
+        _ head: RequestHead,
+        status: Int = 200,
+        bytes: Int = 2,
+        replay: Bool = false,
+        pools: Bool = true,
+        closes: Bool = false,
+        startedAt: Double = 0
+    ) -> Action {
+        .finishExchange(
+            .init(
+                record: .init(head: head, startedAt: at(startedAt), target: Self.upstream),
+                status: status,
+                bodyBytes: bytes,
+                isReplay: replay,
+                writesChunkedEnd: false,
+                poolsUpstream: pools,
+                closesConnection: closes
+            )
+        )
+    }
+
+    static func bytes(_ text: String, _ body: (UnsafeRawBufferPointer) -> Action) -> Action {
+        Array(text.utf8).withUnsafeBytes(body)
+    }
+
+    // MARK: The plain path
+
+    @Test func aRequestWithTheTokenFromHeadToPooledConnection() {
+        var machine = Self.machine()
+        #expect(machine.deadline == at(60))
+        var actions: [Action] = []
+        actions.append(machine.requestHeadReceived(Self.get, now: at(1)))
+        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(1)))
+        #expect(machine.deadline == nil, "connecting is bounded by the connector")
+        actions.append(machine.upstreamReady(isReused: true, now: at(1)))
+        #expect(machine.deadline == at(61), "upstream_timeout from the send")
+        #expect(machine.clientInput == .none, "a bodiless request reads nothing more until its answer")
+        actions.append(machine.responseHeadReceived(Self.ok, now: at(2)))
+        actions.append(machine.responseBodyReceived(count: 2, now: at(2)))
+        actions.append(machine.responseEnded(upstreamSentMore: false, now: at(3)))
+        #expect(
+            actions == [
+                .requestToken,
+                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                Self.send(Self.get),
+                Self.forward(Self.ok, .contentLength(2), generation: 1),
+                .forwardResponseBody(chunked: false),
+                Self.end(Self.get, startedAt: 1),
+            ]
+        )
+        #expect(machine.clientInput == .head)
+        #expect(machine.deadline == at(63), "client_idle_timeout from the end of the exchange")
+    }
+
+    // MARK: Orders that are easy to get wrong
+
+    /// The upstream refuses the token while the client is still sending the body: the response is
+    /// drained (the connection cannot be pooled: the body was cut), the request parks, and the
+    /// replay sends the bytes kept so far before the rest of the body.
+    @Test func a401WhileTheClientIsStillSendingTheBody() {
+        var machine = Self.machine()
+        var actions: [Action] = []
+        actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
+        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.upstreamReady(isReused: false, now: at(0)))
+        #expect(machine.clientInput == .body)
+        actions.append(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0.1)) })
+        actions.append(machine.responseHeadReceived(Self.unauthorized, now: at(0.2)))
+        actions.append(machine.rejectionAnswered(.parked(7), now: at(0.2)))
+        #expect(machine.clientInput == .none, "the rest of the body waits in the buffer while parked")
+        #expect(machine.deadline == at(35.2), "refresh_timeout plus the margin")
+        actions.append(machine.tokenGranted(7, .token(line: Self.line2, generation: 2), now: at(0.5)))
+        actions.append(machine.upstreamReady(isReused: false, now: at(0.5)))
+        actions.append(Self.bytes("efghij") { machine.requestBodyReceived($0, now: at(0.6)) })
+        actions.append(machine.requestEnded(now: at(0.6)))
+        actions.append(machine.responseHeadReceived(Self.ok, now: at(0.7)))
+        actions.append(machine.responseBodyReceived(count: 2, now: at(0.7)))
+        actions.append(machine.responseEnded(upstreamSentMore: false, now: at(0.8)))
+        #expect(
+            actions == [
+                .requestToken,
+                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                Self.send(Self.post10),
+                .forwardRequestBody(chunked: false),
+                .reportRejection(generation: 1, isReplay: false, isReplayable: true),
+                .discardResponse(reusable: false, next: .wait),
+                .connectUpstream(Self.upstream, allowReuse: true, isReplay: true),
+                Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
+                .forwardRequestBody(chunked: false),
+                .endRequestBody(chunked: false),
+                Self.forward(Self.ok, .contentLength(2), generation: 2),
+                .forwardResponseBody(chunked: false),
+                Self.end(Self.post10, replay: true),
+            ]
+        )
+    }
+
+    @Test func theClientClosingWhileParkedGivesUpItsPlaceAndLaterEventsAreIgnored() {
+        let budget = ReplayMemoryBudget(limit: 1 << 20)
+        var machine = Self.machine(budget: budget)
+        var actions: [Action] = []
+        actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
+        #expect(budget.bytesInUse == 10, "a body within replay_body_limit reserves its size")
+        actions.append(machine.tokenAnswered(.parked(3), now: at(0)))
+        actions.append(machine.clientClosed())
+        actions.append(machine.tokenGranted(3, .token(line: Self.line2, generation: 2), now: at(1)))
+        actions.append(machine.timerFired(now: at(100)))
+        actions.append(machine.clientClosed())
+        #expect(actions == [.requestToken, .none, .close(.clientGone(cancelsWaiter: 3)), .none, .none, .none])
+        #expect(budget.bytesInUse == 0)
+        #expect(machine.isClosed)
+    }
+
+    /// Pipelined requests wait behind a request that is replayed: the next head is read only once
+    /// the replayed exchange has ended, so answers stay in order.
+    @Test func pipelinedRequestsWaitBehindAReplay() {
+        var machine = Self.machine()
+        var actions: [Action] = []
+        actions.append(machine.requestHeadReceived(Self.get, now: at(0)))
+        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.upstreamReady(isReused: true, now: at(0)))
+        actions.append(machine.responseHeadReceived(Self.unauthorized, now: at(0.1)))
+        // A newer token exists already: replay at once, on another connection.
+        actions.append(machine.rejectionAnswered(.replay(line: Self.line2, generation: 2), now: at(0.1)))
+        #expect(machine.clientInput == .none)
+        actions.append(machine.upstreamReady(isReused: true, now: at(0.1)))
+        #expect(machine.clientInput == .none, "the second request stays in the buffer")
+        actions.append(machine.responseHeadReceived(Self.ok, now: at(0.2)))
+        actions.append(machine.responseBodyReceived(count: 2, now: at(0.2)))
+        actions.append(machine.responseEnded(upstreamSentMore: false, now: at(0.3)))
+        #expect(machine.clientInput == .head)
+        actions.append(machine.requestHeadReceived(Self.get, now: at(0.3)))
+        #expect(
+            actions == [
+                .requestToken,
+                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                Self.send(Self.get),
+                .reportRejection(generation: 1, isReplay: false, isReplayable: true),
+                .discardResponse(reusable: true, next: .connect(Self.upstream)),
+                Self.send(Self.get, authorization: Self.line2),
+                Self.forward(Self.ok, .contentLength(2), generation: 2),
+                .forwardResponseBody(chunked: false),
+                Self.end(Self.get, replay: true),
+                .requestToken,
+            ]
+        )
+    }
+
+    @Test func aTimerFiringAfterTheExchangeEndedDoesNothing() {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(Self.get, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        let upstreamDeadline = machine.deadline
+        #expect(upstreamDeadline == at(60))
+        _ = machine.responseHeadReceived(Self.ok, now: at(1))
+        _ = machine.responseBodyReceived(count: 2, now: at(1))
+        _ = machine.responseEnded(upstreamSentMore: false, now: at(1))
+        // The timer armed for the upstream deadline fires; the connection is idle since 1 s.
+        #expect(machine.timerFired(now: at(60)) == .none)
+        #expect(machine.deadline == at(61))
+        #expect(machine.timerFired(now: at(61)) == .close(.idle))
+        #expect(machine.timerFired(now: at(62)) == .none)
+    }
+
+    @Test func aParkedRequestGivesUpAtTheTokenWaitLimit() {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(Self.get, now: at(0))
+        _ = machine.tokenAnswered(.parked(9), now: at(0))
+        #expect(machine.timerFired(now: at(30)) == .none)
+        let failure = SessionFailure.timedOut(reason: "no new token within refresh_timeout")
+        #expect(
+            machine.timerFired(now: at(35))
+                == .respond(
+                    .init(
+                        error: .session(failure),
+                        closesConnection: false,
+                        cancelsWaiter: 9,
+                        record: .init(head: Self.get, startedAt: at(0), target: Self.upstream),
+                        endsExchange: true
+                    )
+                )
+        )
+        #expect(machine.clientInput == .head)
+    }
+
+    // MARK: Resending after a pooled connection died
+
+    static func diedBeforeAnswering(_ head: RequestHead, sentNothing: Bool, reused: Bool = true) -> Action {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(head, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: reused, now: at(0))
+        if head.framing != .none {
+            _ = Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
+            _ = machine.requestEnded(now: at(0))
+        }
+        return machine.upstreamEnded(endsResponse: false, sentNothing: sentNothing, reset: false, now: at(0.1))
+    }
+
+    @Test func aRequestIsResentOnlyWhenThatCannotActTwice() {
+        let fresh = Action.connectUpstream(Self.upstream, allowReuse: false, isReplay: false)
+        #expect(Self.diedBeforeAnswering(Self.get, sentNothing: false) == fresh)
+        #expect(Self.diedBeforeAnswering(Self.post10, sentNothing: true) == fresh)
+        let keyed = Self.request(
+            "POST /pay HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nIdempotency-Key: k1\r\nContent-Length: 10\r\n\r\n"
+        )
+        #expect(Self.diedBeforeAnswering(keyed, sentNothing: false) == fresh)
+        #expect(
+            Self.diedBeforeAnswering(Self.post10, sentNothing: false)
+                == .respond(
+                    .init(
+                        error: .upstreamClosed(origin: "api.test:8000"),
+                        closesConnection: false,
+                        record: .init(head: Self.post10, startedAt: at(0), target: Self.upstream),
+                        endsExchange: true
+                    )
+                )
+        )
+        // A fresh connection that dies is the upstream failing, not a stale pool.
+        #expect(Self.diedBeforeAnswering(Self.get, sentNothing: false, reused: false) != fresh)
+    }
+
+    /// An upload larger than replay_body_limit refused before a byte of its body left the client
+    /// (Expect: 100-continue) is still replayable; once a byte went out without a copy, it is not.
+    @Test func aLargeBodyIsReplayableUntilAByteOfItIsForwarded() {
+        let head = Self.request(
+            "PUT /big HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n"
+        )
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(head, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: false, now: at(0))
+        #expect(
+            machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
+                == .reportRejection(generation: 1, isReplay: false, isReplayable: true)
+        )
+        _ = machine.rejectionAnswered(.replay(line: Self.line2, generation: 2), now: at(0.1))
+        _ = machine.upstreamReady(isReused: false, now: at(0.2))
+        #expect(
+            machine.informationalReceived(Self.response("HTTP/1.1 100 Continue\r\n\r\n"), now: at(0.3))
+                == .writeInformational(Self.response("HTTP/1.1 100 Continue\r\n\r\n"))
+        )
+        _ = Self.bytes("x") { machine.requestBodyReceived($0, now: at(0.4)) }
+        #expect(
+            machine.responseHeadReceived(Self.unauthorized, now: at(0.5))
+                == .reportRejection(generation: 2, isReplay: true, isReplayable: false)
+        )
+    }
+
+    // MARK: Tunnels and WebSocket
+
+    @Test func aWebSocketHandshakeBecomesARelay() {
+        var machine = Self.machine()
+        let head = Self.request(
+            "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+        )
+        let switching = Self.response(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        )
+        var actions: [Action] = []
+        actions.append(machine.requestHeadReceived(head, now: at(0)))
+        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.upstreamReady(isReused: true, now: at(0)))
+        actions.append(machine.informationalReceived(switching, now: at(0.1)))
+        #expect(machine.clientInput == .relay && machine.upstreamInput == .relay)
+        #expect(machine.deadline == at(3600.1), "tunnel_idle_timeout")
+        machine.relayed(now: at(10))
+        #expect(machine.deadline == at(3610))
+        actions.append(machine.clientFinished())
+        #expect(machine.clientInput == .none && machine.upstreamInput == .relay)
+        actions.append(machine.relayUpstreamEnded(closed: false))
+        let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstream)
+        #expect(
+            actions == [
+                .requestToken,
+                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                Self.send(head),
+                .switchProtocols(switching, record, acceptedGeneration: 1),
+                .shutDownUpstreamWrite,
+                .close(.relayEnded),
+            ]
+        )
+    }
+
+    @Test func aSwitchNobodyAskedForIs502() {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(Self.get, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        let action = machine.informationalReceived(
+            Self.response("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"),
+            now: at(0.1)
+        )
+        guard case .respond(let response) = action else {
+            Issue.record("expected a 502, got \(action)")
+            return
+        }
+        #expect(response.error.status == 502)
+        #expect(response.closesConnection)
+    }
+
+    /// undici's ProxyAgent: CONNECT with `Connection: close`, then plain requests inside.
+    @Test func aServedTunnelOutlivesTheConnectsOwnConnectionClose() {
+        var machine = Self.machine()
+        let connect = Self.request(
+            "CONNECT api.test:8000 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nConnection: close\r\n\r\n"
+        )
+        let record = ConnectionMachine.RequestRecord(head: connect, startedAt: at(0))
+        #expect(machine.requestHeadReceived(connect, now: at(0)) == .acceptServedTunnel(record))
+        #expect(machine.clientInput == .tunnelFirstBytes)
+        #expect(machine.servedTunnelReceivedFirstBytes(startsTLS: false, now: at(0.1)) == .none)
+        let inside = Self.request("GET /inside HTTP/1.1\r\nHost: api.test:8000\r\n\r\n")
+        #expect(machine.requestHeadReceived(inside, now: at(0.1)) == .requestToken)
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0.1))
+        guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: at(0.1)) else {
+            Issue.record("expected the request to be sent")
+            return
+        }
+        #expect(request.path == .absolute(inside.target))
+        #expect(request.target.origin == Self.upstream)
+    }
+
+    @Test func tlsInsideAServedTunnelCloses() {
+        var machine = Self.machine()
+        let connect = Self.request("CONNECT api.test:8000 HTTP/1.1\r\nHost: api.test:8000\r\n\r\n")
+        _ = machine.requestHeadReceived(connect, now: at(0))
+        #expect(
+            machine.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.1))
+                == .close(.tlsInsideServedTunnel(Self.upstream))
+        )
+    }
+
+    @Test func aConnectToAnotherHostOpensAByteTunnel() {
+        var machine = Self.machine()
+        let connect = Self.request("CONNECT elsewhere.test:443 HTTP/1.1\r\nHost: elsewhere.test:443\r\n\r\n")
+        let origin = Origin(isHTTPS: false, host: "elsewhere.test", port: 443)
+        #expect(machine.requestHeadReceived(connect, now: at(0)) == .openTunnel(origin))
+        #expect(machine.clientInput == .none && machine.deadline == nil)
+        let record = ConnectionMachine.RequestRecord(head: connect, startedAt: at(0))
+        #expect(machine.tunnelConnected(now: at(0.5)) == .writeTunnelEstablished(record))
+        #expect(machine.clientInput == .relay)
+        #expect(machine.relayUpstreamEnded(closed: true) == .close(.relayEnded))
+    }
+
+    // MARK: Refusals and the client's end
+
+    @Test func malformedRequestsAre400AndClose() {
+        var machine = Self.machine()
+        #expect(
+            machine.requestMalformed(.invalidRequestLine)
+                == .respond(.init(error: .malformedRequest(.invalidRequestLine), closesConnection: true))
+        )
+        #expect(machine.clientInput == .none)
+    }
+
+    @Test func aRefusedRequestWithABodyClosesTheConnection() {
+        var machine = Self.machine()
+        let head = Self.request("POST /x HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 3\r\n\r\n")
+        let action = machine.requestHeadReceived(head, now: at(0))
+        #expect(
+            action
+                == .respond(
+                    .init(
+                        error: .hostRefused("evil.test"),
+                        closesConnection: true,
+                        record: .init(head: head, startedAt: at(0))
+                    )
+                )
+        )
+    }
+
+    @Test func aHalfCloseAfterACompleteRequestStillGetsTheAnswer() {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(Self.get, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        #expect(machine.clientFinished() == .none)
+        _ = machine.responseHeadReceived(Self.ok, now: at(0.1))
+        _ = machine.responseBodyReceived(count: 2, now: at(0.1))
+        #expect(machine.responseEnded(upstreamSentMore: false, now: at(0.2)) == Self.end(Self.get))
+        #expect(machine.clientFinished() == .closeAfterFlush)
+    }
+
+    @Test func aHalfCloseMidBodyAbandonsTheRequest() {
+        let budget = ReplayMemoryBudget(limit: 1 << 20)
+        var machine = Self.machine(budget: budget)
+        _ = machine.requestHeadReceived(Self.post10, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        #expect(
+            machine.clientFinished()
+                == .close(.aborted(reason: "client closed the connection mid-request", cancelsWaiter: nil))
+        )
+        #expect(budget.bytesInUse == 0)
+    }
+}

@@ -1,0 +1,64 @@
+import BearerCore
+import Foundation
+import Glibc
+
+/// Real programs some tests talk to. On a developer's machine a missing one skips its tests with a
+/// line naming the Debian package; under CI (`CI=true`, where `.ci/run` installs them) the tests run
+/// and fail instead, so nothing is skipped there.
+enum ExternalTools {
+    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    /// Debian's python3 (`/usr/bin/python3`: the `python3` first on PATH may be another build
+    /// without Debian's packages) with the `websockets` package (python3-websockets).
+    static let debianPython = "/usr/bin/python3"
+
+    static let hasPythonWebSockets: Bool = {
+        (try? run([debianPython, "-c", "import websockets"], timeout: .seconds(20)))?.status == 0
+    }()
+
+    static var pythonWebSocketsOrCI: Bool { hasPythonWebSockets || isCI }
+
+    struct Outcome {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+    }
+
+    /// Runs `arguments`, killing it (by PID) if it outlives `timeout`.
+    static func run(_ arguments: [String], timeout: Duration) throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let finished = DispatchGroup()
+        let collected = Locked<(Data, Data)>((Data(), Data()))
+        finished.enter()
+        DispatchQueue.global().async {
+            let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+            collected.withLock { $0.1 = errorData }
+            finished.leave()
+        }
+        finished.enter()
+        DispatchQueue.global().async {
+            let outputData = output.fileHandleForReading.readDataToEndOfFile()
+            collected.withLock { $0.0 = outputData }
+            finished.leave()
+        }
+        if finished.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            finished.wait()
+        }
+        process.waitUntilExit()
+        let (out, err) = collected.withLock { $0 }
+        return Outcome(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: out, as: UTF8.self),
+            standardError: String(decoding: err, as: UTF8.self)
+        )
+    }
+}
