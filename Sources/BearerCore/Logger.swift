@@ -38,9 +38,6 @@ package struct Logger: Sendable {
     /// A logger that drops everything (tests of pieces that log as a side effect).
     package static var silent: Logger { Logger(level: .error, sink: LogSink(discarding: ())) }
 
-    @inlinable
-    package func isEnabled(_ level: Level) -> Bool { level >= self.level }
-
     package func log(
         _ level: Level,
         _ message: @autoclosure () -> String,

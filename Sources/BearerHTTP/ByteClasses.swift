@@ -4,13 +4,11 @@ enum ByteClass {
     static let token: UInt8 = 1 << 0  // tchar
     static let fieldValue: UInt8 = 1 << 1  // field-vchar, SP, HTAB, obs-text
     static let target: UInt8 = 1 << 2  // what may stand in a request-target (visible ASCII, obs-text)
-    static let regName: UInt8 = 1 << 3  // unreserved / pct-encoded / sub-delims (a host name)
     static let reason: UInt8 = 1 << 4  // reason-phrase: HTAB, SP, VCHAR, obs-text
 
     static let table: [UInt8] = {
         var table = [UInt8](repeating: 0, count: 256)
         let tokenSymbols = Array("!#$%&'*+-.^_`|~".utf8)
-        let subDelims = Array("!$&'()*+,;=".utf8)
         for byte in 0..<256 {
             let b = UInt8(byte)
             var classes: UInt8 = 0
@@ -19,7 +17,6 @@ enum ByteClass {
             if isAlpha || isDigit || tokenSymbols.contains(b) { classes |= token }
             if b == 0x09 || (b >= 0x20 && b <= 0x7E) || b >= 0x80 { classes |= fieldValue | reason }
             if (b >= 0x21 && b <= 0x7E) || b >= 0x80 { classes |= target }
-            if isAlpha || isDigit || Array("-._~%".utf8).contains(b) || subDelims.contains(b) { classes |= regName }
             table[byte] = classes
         }
         return table
@@ -30,7 +27,6 @@ extension UInt8 {
     @inline(__always) var isTokenCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.token != 0 }
     @inline(__always) var isFieldValueCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.fieldValue != 0 }
     @inline(__always) var isTargetCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.target != 0 }
-    @inline(__always) var isRegNameCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.regName != 0 }
     @inline(__always) var isDigit: Bool { self >= 0x30 && self <= 0x39 }
     @inline(__always) var isOptionalWhitespace: Bool { self == 0x20 || self == 0x09 }
     @inline(__always) var asciiLowercased: UInt8 { (self >= 0x41 && self <= 0x5A) ? self | 0x20 : self }

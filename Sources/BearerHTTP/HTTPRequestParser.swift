@@ -15,12 +15,6 @@ package struct HTTPRequestParser: Sendable {
         self.maximumFieldCount = maximumFieldCount
     }
 
-    /// Whether part of a request head has arrived but not all of it.
-    package var isInsideHead: Bool {
-        if case .head = self.state { return self.scanner.hasStarted }
-        return false
-    }
-
     package var isExpectingHead: Bool {
         if case .head = self.state { return true }
         return false

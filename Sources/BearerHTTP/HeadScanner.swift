@@ -59,7 +59,4 @@ package struct HeadScanner: Sendable {
         self.lineStart = 0
         self.headStart = 0
     }
-
-    /// Whether any byte of a head has been seen (a request has started arriving).
-    package var hasStarted: Bool { self.scanned > self.headStart }
 }

@@ -23,8 +23,10 @@ package final class EventLoop: @unchecked Sendable {
     private var bufferPool: [ByteBuffer] = []
     /// Work for the end of this loop turn, queued from the loop itself (no wake-up needed).
     private var deferredWork: [() -> Void] = []
+    /// Where time comes from: the system's monotonic clock, or a test's manual one.
+    private let clock: any TimeSource
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
-    package private(set) var now: Instant = .now()
+    package private(set) var now: Instant
 
     private struct Slot {
         var generation: UInt32 = 0
@@ -35,8 +37,10 @@ package final class EventLoop: @unchecked Sendable {
 
     private static let wakeToken: UInt64 = .max
 
-    package init(index: Int) {
+    package init(index: Int, clock: any TimeSource = SystemTimeSource()) {
         self.index = index
+        self.clock = clock
+        self.now = clock.now()
         self.epollFD = cbl_epoll_create()
         precondition(self.epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
         self.wakeFD = cbl_eventfd()
@@ -158,7 +162,7 @@ package final class EventLoop: @unchecked Sendable {
 
     @discardableResult
     package func schedule(after delay: Duration, _ action: @escaping () -> Void) -> TimerID {
-        self.schedule(at: Instant.now() + delay, action)
+        self.schedule(at: self.clock.now() + delay, action)
     }
 
     package func cancel(_ timer: TimerID) {
@@ -206,7 +210,7 @@ package final class EventLoop: @unchecked Sendable {
                 Int32(maximumEvents),
                 timeout
             )
-            self.now = .now()
+            self.now = self.clock.now()
             if count < 0 {
                 precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
                 continue
@@ -261,7 +265,7 @@ package final class EventLoop: @unchecked Sendable {
     private func epollTimeout() -> Int32 {
         if self.wakePending.load(ordering: .relaxed) || !self.deferredWork.isEmpty { return 0 }
         guard let deadline = self.timers.nextDeadline() else { return -1 }
-        let remaining = deadline.nanoseconds - Instant.now().nanoseconds
+        let remaining = deadline.nanoseconds - self.clock.now().nanoseconds
         if remaining <= 0 { return 0 }
         return Int32(clamping: (remaining + 999_999) / 1_000_000)
     }

@@ -1,3 +1,4 @@
+import BearerCore
 import CBearerLinux
 import Glibc
 import Synchronization
@@ -5,23 +6,16 @@ import Synchronization
 /// A fixed set of event loops, one thread each.
 package final class EventLoopGroup: Sendable {
     package let loops: [EventLoop]
-    private let nextIndex = Atomic<Int>(0)
 
-    package init(count: Int, name: String = "bearer-loop") {
+    package init(count: Int, name: String = "bearer-loop", clock: any TimeSource = SystemTimeSource()) {
         precondition(count > 0)
         // OpenSSL writes to sockets with write(2), which raises SIGPIPE on a connection the peer
         // closed; the error must come back as EPIPE instead of killing the process.
         signal(SIGPIPE, SIG_IGN)
-        self.loops = (0..<count).map { EventLoop(index: $0) }
+        self.loops = (0..<count).map { EventLoop(index: $0, clock: clock) }
         for loop in self.loops {
             loop.start(name: "\(name)-\(loop.index)")
         }
-    }
-
-    /// Loops in turn, for spreading work that has no loop of its own yet.
-    package func next() -> EventLoop {
-        let index = self.nextIndex.add(1, ordering: .relaxed).newValue
-        return self.loops[index % self.loops.count]
     }
 
     package func shutdown() {

@@ -31,26 +31,3 @@ package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
 }
-
-/// Runs a system call, retrying on EINTR; returns nil on EAGAIN and throws any other error.
-///
-/// Errors that can only be a bug in this program (a bad descriptor, a bad address) crash instead of
-/// throwing: carrying on after them would corrupt some other connection's state.
-@inline(__always)
-package func systemCall<T: FixedWidthInteger>(_ function: StaticString, _ body: () -> T) throws(IOError) -> T? {
-    while true {
-        let result = body()
-        if result >= 0 { return result }
-        let code = errno
-        switch code {
-        case EINTR:
-            continue
-        case EAGAIN:
-            return nil
-        case EBADF, EFAULT:
-            preconditionFailure("\(function) failed with \(String(cString: strerror(code))): a bug, not an I/O error")
-        default:
-            throw IOError(errnoCode: code, function: "\(function)")
-        }
-    }
-}

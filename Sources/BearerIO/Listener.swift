@@ -9,6 +9,8 @@ import Glibc
 /// lives on the loop that accepted it. Confined to its loop.
 package final class Listener: Selectable {
     package let fd: Int32
+    /// Unowned and unchecked: a loop outlives everything registered on it (it closes them when it
+    /// stops), and a checked reference would cost an atomic operation per access.
     package unowned(unsafe) let loop: EventLoop
     private let onAccept: (Int32) -> Void
     private let onAcceptError: (IOError) -> Void

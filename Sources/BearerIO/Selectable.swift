@@ -33,5 +33,4 @@ package struct Interest: Equatable, Sendable {
     package static let none = Interest(readable: false, writable: false)
     package static let read = Interest(readable: true, writable: false)
     package static let write = Interest(readable: false, writable: true)
-    package static let readWrite = Interest(readable: true, writable: true)
 }

@@ -33,19 +33,30 @@ func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool
     }
 
     @Test func firesTimersInDeadlineOrderAndSkipsCancelledOnes() {
-        let group = EventLoopGroup(count: 1)
+        let clock = ManualTimeSource()
+        let group = EventLoopGroup(count: 1, clock: clock)
         defer { group.shutdown() }
         let loop = group.loops[0]
         let fired = Locked<[String]>([])
+        let start = clock.now()
         loop.execute {
-            let start = Instant.now()
-            loop.schedule(at: start + .milliseconds(30)) { fired.withLock { $0.append("late") } }
-            loop.schedule(at: start + .milliseconds(10)) { fired.withLock { $0.append("early") } }
-            let cancelled = loop.schedule(at: start + .milliseconds(20)) { fired.withLock { $0.append("cancelled") } }
+            loop.schedule(at: start + .seconds(30)) { fired.withLock { $0.append("late") } }
+            loop.schedule(at: start + .seconds(10)) { fired.withLock { $0.append("early") } }
+            let cancelled = loop.schedule(at: start + .seconds(20)) { fired.withLock { $0.append("cancelled") } }
             loop.cancel(cancelled)
         }
-        #expect(waitUntil { fired.withLock { $0.count } == 2 })
-        usleep(50_000)
+        /// Moves the clock and waits for one loop turn: a task queued now runs after that turn's timers.
+        func advance(by duration: Duration) {
+            clock.advance(by: duration)
+            let turned = Atomic<Bool>(false)
+            loop.execute { turned.store(true, ordering: .releasing) }
+            #expect(waitUntil { turned.load(ordering: .acquiring) })
+        }
+        advance(by: .seconds(9))
+        #expect(fired.withLock { $0 }.isEmpty)
+        advance(by: .seconds(12))
+        #expect(fired.withLock { $0 } == ["early"])
+        advance(by: .seconds(10))
         #expect(fired.withLock { $0 } == ["early", "late"])
     }
 }

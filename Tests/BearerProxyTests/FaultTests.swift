@@ -26,9 +26,9 @@ import Testing
             "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n"
                 + String(repeating: "a", count: 5000)
         )
-        usleep(50_000)
+        // Reset once the proxy is forwarding the body (it connected upstream).
+        #expect(waitUntil { fixture.upstream.server.acceptedConnections.load(ordering: .relaxed) == 1 })
         client.reset()
-        usleep(50_000)
         fixture.expectStillServing()
         #expect(waitUntil { fixture.proxy.runtime.openConnections.load(ordering: .relaxed) == 0 })
     }

@@ -77,7 +77,8 @@ import Testing
         let client = try fixture.client()
         client.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
         client.send("4\r\nabcd\r\n")
-        usleep(20_000)
+        // The rest arrives once the proxy has started forwarding (it connected upstream).
+        #expect(waitUntil { fixture.upstream.server.acceptedConnections.load(ordering: .relaxed) >= 1 })
         client.send("6;x=y\r\nefghij\r\n0\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -240,13 +241,13 @@ import Testing
         }
         #expect(fixture.waitForTokenCalls(1))
         let client = try fixture.client()
-        let end = Instant.now() + .milliseconds(4500)
+        // Requests flow until two proactive refreshes have happened (bounded).
+        let end = Instant.now() + .seconds(20)
         var count = 0
-        while Instant.now() < end {
+        while fixture.tokenServer.callCount < 3 && Instant.now() < end {
             client.send("GET /steady HTTP/1.1\r\nHost: localhost\r\n\r\n")
             #expect(try client.readResponse().status == 200)
             count += 1
-            usleep(5000)
         }
         #expect(count > 10)
         #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0, "a 401 reached the upstream")
@@ -259,11 +260,11 @@ import Testing
         }
         #expect(fixture.waitForTokenCalls(1))
         let client = try fixture.client()
-        let end = Instant.now() + .milliseconds(3500)
-        while Instant.now() < end {
+        // Requests flow until the JWT's expiry caused a proactive refresh (bounded).
+        let end = Instant.now() + .seconds(20)
+        while fixture.tokenServer.callCount < 2 && Instant.now() < end {
             client.send("GET /jwt HTTP/1.1\r\nHost: localhost\r\n\r\n")
             #expect(try client.readResponse().status == 200)
-            usleep(10_000)
         }
         #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
         #expect(fixture.tokenServer.callCount >= 2)

@@ -108,7 +108,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
     @Test func demoServesWhoamiWithAFetchedToken() throws {
         let proxy = try ProxyProcess(["--demo", "--listen", "127.0.0.1:0"])
         let listening = try #require(proxy.waitUntilListening())
-        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let port = try tcpPort(of: listening)
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
         let response = try httpRequest(address, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         #expect(response.status == 200)
@@ -148,7 +148,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         )
         let proxy = try ProxyProcess(["--config", config], environment: ["E2E_CLIENT_SECRET": "e2e-client-secret-xyz"])
         let listening = try #require(proxy.waitUntilListening())
-        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let port = try tcpPort(of: listening)
         let response = try httpRequest(
             SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             "GET /e2e HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
@@ -231,7 +231,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         )
         let proxy = try ProxyProcess(["--config", config])
         let listening = try #require(proxy.waitUntilListening())
-        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let port = try tcpPort(of: listening)
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
         #expect(waitFor { proxy.standardError.contains("token refresh failed") })
         #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 401)
@@ -269,7 +269,7 @@ func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool 
             launcher: ["/bin/sh", "-c", "ulimit -n 48 && exec \"$0\" \"$@\""]
         )
         let listening = try #require(shell.waitUntilListening())
-        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else { return }
+        let port = try tcpPort(of: listening)
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
         var held: [BlockingHTTPClient] = []
         for _ in 0..<80 {
@@ -297,4 +297,16 @@ func processCPUSeconds(_ pid: Int32) -> Double {
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// The port of a `listening on HOST:PORT` address; a unix socket address fails the test.
+func tcpPort(of listening: String) throws -> Int {
+    guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else {
+        throw TestFailure(description: "expected a TCP address, got \(listening)")
+    }
+    return port
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
 }

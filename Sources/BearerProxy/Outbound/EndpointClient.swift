@@ -49,6 +49,7 @@ package enum EndpointError: Error, Equatable, Sendable {
 final class EndpointClient: StreamConnectionDelegate {
     typealias Completion = @Sendable (Result<EndpointResponse, EndpointError>) -> Void
 
+    /// Unowned and unchecked: the call runs on this loop, which outlives it.
     private unowned(unsafe) let loop: EventLoop
     private let request: [UInt8]
     private let maximumResponseBytes: Int

@@ -91,6 +91,7 @@ final class ConnectAttempt: StreamConnectionDelegate {
     private let host: String
     private let port: Int
     private let security: Security
+    /// Unowned and unchecked: the attempt runs on this loop, which outlives it.
     private unowned(unsafe) let loop: EventLoop
     private var completion: ((Result<StreamConnection, OutboundError>) -> Void)?
     private var remainingAddresses: [SocketAddress] = []
