@@ -30,12 +30,3 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-
-// Release builds optimize across modules (the data path spans BearerCore, BearerHTTP, BearerIO and
-// BearerProxy): generic helpers get specialized instead of looking up type metadata per request.
-for target in package.targets where target.type == .regular || target.type == .executable {
-    target.swiftSettings =
-        (target.swiftSettings ?? []) + [
-            .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
-        ]
-}

@@ -45,8 +45,15 @@ package final class StreamConnection: Selectable {
     private var tlsWantsRead = false
     private var tlsWantsWrite = false
     private var isReadScheduled = false
-    private var shutsDownWriteWhenFlushed = false
-    private var hasShutDownWrite = false
+    private var writeSide: WriteSide = .open
+
+    /// A relay passes a peer's end on as a half-close once everything before it is written.
+    private enum WriteSide {
+        case open
+        /// `shutdown(SHUT_WR)` once the outbound buffer is empty.
+        case shutDownWhenFlushed
+        case shutDown
+    }
 
     private enum State {
         case connecting
@@ -181,8 +188,8 @@ package final class StreamConnection: Selectable {
             self.isWaitingForWritable = false
             self.updateInterest()
         }
-        if self.shutsDownWriteWhenFlushed && !self.hasShutDownWrite {
-            self.hasShutDownWrite = true
+        if self.writeSide == .shutDownWhenFlushed {
+            self.writeSide = .shutDown
             _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
         }
         if self.state == .closingAfterFlush { self.beginLingering() }
@@ -254,7 +261,7 @@ package final class StreamConnection: Selectable {
     /// reading goes on.
     package func shutdownWriteAfterFlush() {
         guard self.state == .open else { return }
-        self.shutsDownWriteWhenFlushed = true
+        if self.writeSide == .open { self.writeSide = .shutDownWhenFlushed }
         self.flush()
     }
 
