@@ -1,8 +1,10 @@
 /// A parsed request head: the received bytes and where each part lies in them.
 ///
 /// The proxy forwards most of the head byte for byte, so the head keeps its bytes and describes them
-/// with ranges instead of copying each part into a `String`.
-package struct RequestHead: ParsedHead, Sendable {
+/// with ranges instead of copying each part into a `String`. A class: a head is passed around (the
+/// connection's state, its actions, the access log) far more often than it is made, and copying a
+/// pointer costs less than copying two hundred bytes and retaining what they hold. Immutable.
+package final class RequestHead: ParsedHead, Sendable {
     package let bytes: [UInt8]
     package let method: HTTPMethod
     package let methodRange: Range<Int>
@@ -24,6 +26,42 @@ package struct RequestHead: ParsedHead, Sendable {
     package let upgradesToWebSocket: Bool
     /// An `Idempotency-Key` field: the client says the request may be sent again safely.
     package let hasIdempotencyKey: Bool
+
+    package init(
+        bytes: [UInt8],
+        method: HTTPMethod,
+        methodRange: Range<Int>,
+        target: Range<Int>,
+        targetForm: RequestTargetForm,
+        version: HTTPVersion,
+        fields: [HTTPField],
+        framing: RequestFraming,
+        hostField: Int?,
+        hostAuthority: Authority?,
+        connectionClose: Bool,
+        keepAliveRequested: Bool,
+        nominatesOtherFields: Bool,
+        expectsContinue: Bool,
+        upgradesToWebSocket: Bool,
+        hasIdempotencyKey: Bool
+    ) {
+        self.bytes = bytes
+        self.method = method
+        self.methodRange = methodRange
+        self.target = target
+        self.targetForm = targetForm
+        self.version = version
+        self.fields = fields
+        self.framing = framing
+        self.hostField = hostField
+        self.hostAuthority = hostAuthority
+        self.connectionClose = connectionClose
+        self.keepAliveRequested = keepAliveRequested
+        self.nominatesOtherFields = nominatesOtherFields
+        self.expectsContinue = expectsContinue
+        self.upgradesToWebSocket = upgradesToWebSocket
+        self.hasIdempotencyKey = hasIdempotencyKey
+    }
 
     /// Whether sending the request twice cannot act twice: an idempotent method (RFC 9110 §9.2.2) or
     /// an `Idempotency-Key`.

@@ -1,5 +1,6 @@
-/// A parsed response head: the received bytes and where each part lies in them.
-package struct ResponseHead: ParsedHead, Sendable {
+/// A parsed response head: the received bytes and where each part lies in them. A class for the
+/// same reason as `RequestHead`. Immutable.
+package final class ResponseHead: ParsedHead, Sendable {
     package let bytes: [UInt8]
     package let version: HTTPVersion
     package let status: Int
@@ -11,6 +12,30 @@ package struct ResponseHead: ParsedHead, Sendable {
     package let connectionClose: Bool
     package let keepAliveRequested: Bool
     package let nominatesOtherFields: Bool
+
+    package init(
+        bytes: [UInt8],
+        version: HTTPVersion,
+        status: Int,
+        reason: Range<Int>,
+        fields: [HTTPField],
+        contentLength: Int?,
+        isChunked: Bool,
+        connectionClose: Bool,
+        keepAliveRequested: Bool,
+        nominatesOtherFields: Bool
+    ) {
+        self.bytes = bytes
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.fields = fields
+        self.contentLength = contentLength
+        self.isChunked = isChunked
+        self.connectionClose = connectionClose
+        self.keepAliveRequested = keepAliveRequested
+        self.nominatesOtherFields = nominatesOtherFields
+    }
 
     /// Whether the upstream lets the connection be reused after this response.
     package var allowsReuse: Bool {

@@ -13,20 +13,23 @@ package final class EventLoop: @unchecked Sendable {
     package let index: Int
     private let epollFD: Int32
     private let wakeFD: Int32
-    private var slots: [Slot] = []
-    private var timers = TimerHeap()
+    @exclusivity(unchecked) private var slots: [Slot] = []
+    @exclusivity(unchecked) private var timers = TimerHeap()
     private let queuedTasks = Locked<[@Sendable () -> Void]>([])
     private let wakePending = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
     private var thread: pthread_t?
     private let loopThreadID = Atomic<UInt>(0)
-    private var bufferPool: [ByteBuffer] = []
+    @exclusivity(unchecked) private var bufferPool: [ByteBuffer] = []
     /// Work for the end of this loop turn, queued from the loop itself (no wake-up needed).
-    private var deferredWork: [() -> Void] = []
+    @exclusivity(unchecked) private var deferredWork: [() -> Void] = []
     /// Where time comes from: the system's monotonic clock, or a test's manual one.
     private let clock: any TimeSource
+    @exclusivity(unchecked) private var currentTime: Instant
+
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
-    package private(set) var now: Instant
+    /// (Computed, so that reads from other modules pay no dynamic exclusivity check.)
+    package var now: Instant { self.currentTime }
 
     private struct Slot {
         var generation: UInt32 = 0
@@ -40,7 +43,7 @@ package final class EventLoop: @unchecked Sendable {
     package init(index: Int, clock: any TimeSource = SystemTimeSource()) {
         self.index = index
         self.clock = clock
-        self.now = clock.now()
+        self.currentTime = clock.now()
         self.epollFD = cbl_epoll_create()
         precondition(self.epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
         self.wakeFD = cbl_eventfd()
@@ -210,7 +213,7 @@ package final class EventLoop: @unchecked Sendable {
                 Int32(maximumEvents),
                 timeout
             )
-            self.now = self.clock.now()
+            self.currentTime = self.clock.now()
             if count < 0 {
                 precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
                 continue

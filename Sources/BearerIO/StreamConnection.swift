@@ -27,25 +27,25 @@ package final class StreamConnection: Selectable {
     /// Unowned and unchecked: loops outlive everything registered on them, and a checked reference
     /// would cost an atomic operation on every access of the data path.
     package unowned(unsafe) let loop: EventLoop
-    package var delegate: StreamConnectionDelegate?
-    package var inbound = ByteBuffer()
-    private var outbound = ByteBuffer()
-    private var state: State
-    private var isReadingEnabled = true
+    @exclusivity(unchecked) package var delegate: StreamConnectionDelegate?
+    @exclusivity(unchecked) private var inboundStorage = ByteBuffer()
+    @exclusivity(unchecked) private var outbound = ByteBuffer()
+    @exclusivity(unchecked) private var state: State
+    @exclusivity(unchecked) private var isReadingEnabled = true
     /// The peer sent its last byte (FIN).
-    package private(set) var hasReadEnded = false
+    @exclusivity(unchecked) package private(set) var hasReadEnded = false
     /// Bytes the kernel accepted so far: whether a request reached the connection at all.
-    package private(set) var bytesSent = 0
-    private var isWaitingForWritable = false
-    private var lingerTimer: TimerID?
-    private var registeredInterest: Interest = .none
+    @exclusivity(unchecked) package private(set) var bytesSent = 0
+    @exclusivity(unchecked) private var isWaitingForWritable = false
+    @exclusivity(unchecked) private var lingerTimer: TimerID?
+    @exclusivity(unchecked) private var registeredInterest: Interest = .none
     /// TLS over this stream, when there is one.
-    package private(set) var tls: TLSConnection?
+    @exclusivity(unchecked) package private(set) var tls: TLSConnection?
     /// OpenSSL needs readability to finish a write, or writability to finish a read or handshake.
-    private var tlsWantsRead = false
-    private var tlsWantsWrite = false
-    private var isReadScheduled = false
-    private var writeSide: WriteSide = .open
+    @exclusivity(unchecked) private var tlsWantsRead = false
+    @exclusivity(unchecked) private var tlsWantsWrite = false
+    @exclusivity(unchecked) private var isReadScheduled = false
+    @exclusivity(unchecked) private var writeSide: WriteSide = .open
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -101,6 +101,17 @@ package final class StreamConnection: Selectable {
     package var isClosed: Bool { self.state == .closed }
     package var isConnecting: Bool { self.state == .connecting || self.state == .handshaking }
     package var pendingWriteBytes: Int { self.outbound.readableBytes }
+
+    /// Bytes read and not yet consumed by the delegate; it consumes them in place.
+    ///
+    /// Computed over unchecked storage because the owners live in other modules, where every access
+    /// to a stored property of a class pays a dynamic exclusivity check (`@exclusivity(unchecked)` is
+    /// not seen across modules). Sound because the stream is confined to its loop and no access to
+    /// `inbound` is held across a call back into the owner.
+    package var inbound: ByteBuffer {
+        get { self.inboundStorage }
+        _modify { yield &self.inboundStorage }
+    }
 
     /// Starts or stops reading (backpressure: stop while the other side cannot take more).
     package func setReading(_ enabled: Bool) {

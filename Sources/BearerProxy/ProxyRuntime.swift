@@ -16,8 +16,8 @@ package final class ProxyRuntime: Sendable {
     package let openConnections = Atomic<Int>(0)
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
     package let replayBudget: ReplayMemoryBudget
-    /// What every client connection's state machine needs of the configuration.
-    let connectionSettings: ClientConnectionStateMachine.Settings
+    /// What every client connection's state machine shares.
+    let connectionRules: ClientConnectionStateMachine.Rules
 
     package init(
         configuration: Configuration,
@@ -36,7 +36,12 @@ package final class ProxyRuntime: Sendable {
         self.connector = connector
         self.logger = logger
         self.replayBudget = ReplayMemoryBudget(limit: configuration.replayMemoryLimit)
-        self.connectionSettings = ClientConnectionStateMachine.Settings(configuration)
+        self.connectionRules = ClientConnectionStateMachine.Rules(
+            settings: ClientConnectionStateMachine.Settings(configuration),
+            router: router,
+            requestGuard: requestGuard,
+            replayBudget: self.replayBudget
+        )
     }
 }
 
@@ -48,9 +53,9 @@ final class LoopContext {
     unowned(unsafe) let loop: EventLoop
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
-    var metrics = LoopMetrics()
+    @exclusivity(unchecked) var metrics = LoopMetrics()
     /// Client connections open on this loop, for shutdown.
-    var clients: [ObjectIdentifier: ClientConnection] = [:]
+    @exclusivity(unchecked) var clients: [ObjectIdentifier: ClientConnection] = [:]
 
     init(loop: EventLoop, runtime: ProxyRuntime) {
         self.loop = loop

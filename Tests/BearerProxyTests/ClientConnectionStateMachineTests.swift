@@ -29,14 +29,13 @@ typealias Action = ClientConnectionStateMachine.Action
     ) -> ConnectionMachine {
         let configuration = Self.configuration(configure)
         let names = ProxyNames(boundAddresses: [Self.proxy], acceptHosts: configuration.acceptHosts)
-        return ConnectionMachine(
+        let rules = ConnectionMachine.Rules(
             settings: .init(configuration),
             router: Router(configuration: configuration, upstream: configuration.upstream!, names: names),
             requestGuard: RequestGuard(configuration: configuration, names: names),
-            replayBudget: budget,
-            isFromUnixSocket: false,
-            now: at(0)
+            replayBudget: budget
         )
+        return ConnectionMachine(rules: rules, isFromUnixSocket: false, now: at(0))
     }
 
     static func request(_ text: String) -> RequestHead {
@@ -116,7 +115,7 @@ typealias Action = ClientConnectionStateMachine.Action
     ) -> Action {
         .finishExchange(
             .init(
-                record: .init(head: head, startedAt: at(startedAt), target: Self.upstream),
+                record: .init(head: head, startedAt: at(startedAt), target: Self.upstreamTarget),
                 status: status,
                 bodyBytes: bytes,
                 isReplay: replay,
@@ -284,7 +283,7 @@ typealias Action = ClientConnectionStateMachine.Action
                         error: .session(failure),
                         closesConnection: false,
                         cancelsWaiter: 9,
-                        record: .init(head: Self.get, startedAt: at(0), target: Self.upstream),
+                        record: .init(head: Self.get, startedAt: at(0), target: Self.upstreamTarget),
                         endsExchange: true
                     )
                 )
@@ -320,7 +319,7 @@ typealias Action = ClientConnectionStateMachine.Action
                     .init(
                         error: .upstreamClosed(origin: "api.test:8000"),
                         closesConnection: false,
-                        record: .init(head: Self.post10, startedAt: at(0), target: Self.upstream),
+                        record: .init(head: Self.post10, startedAt: at(0), target: Self.upstreamTarget),
                         endsExchange: true
                     )
                 )
@@ -378,7 +377,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.clientFinished())
         #expect(machine.clientInput == .none && machine.upstreamInput == .relay)
         actions.append(machine.relayUpstreamEnded(closed: false))
-        let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstream)
+        let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstreamTarget)
         #expect(
             actions == [
                 .requestToken,

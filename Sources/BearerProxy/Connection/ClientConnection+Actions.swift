@@ -8,12 +8,13 @@ extension ClientConnection {
 
     /// Performs `action`, and the actions of the answers that come at once (the token session, a
     /// pooled connection), in a loop: one event never nests another.
-    func run(_ first: Action) {
+    func run(_ first: consuming Action) {
         self.eventCount &+= 1
         var action = first
         while true {
             let now = self.loop.now
-            switch action {
+            // Consumed, not copied: an action's payload is moved out, never retained twice.
+            switch consume action {
             case .none:
                 return
 
@@ -286,7 +287,7 @@ extension ClientConnection {
         let head = record.head
         var line = formatTimestamp(wallClockSeconds())
         line += " method=" + (head.map { logfmtValue($0.string($0.methodRange)) } ?? "-")
-        let host = record.target?.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-"
+        let host = record.target?.origin.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-"
         line += " host=" + logfmtValue(host)
         line += " path=" + (head.map { logfmtValue(oneLine($0.string($0.target), limit: 512)) } ?? "-")
         line +=

@@ -13,21 +13,21 @@ import BearerIO
 final class ClientConnection {
     let stream: StreamConnection
     let context: LoopContext
-    var machine: ClientConnectionStateMachine
-    var parser: HTTPRequestParser
+    @exclusivity(unchecked) var machine: ClientConnectionStateMachine
+    @exclusivity(unchecked) var parser: HTTPRequestParser
     /// The upstream connection in use: leased for the current exchange, or the far end of a relay.
-    var upstream: UpstreamConnection?
+    @exclusivity(unchecked) var upstream: UpstreamConnection?
     /// `upstream.stream.bytesSent` when the current request was written on it: unchanged means not a
     /// byte of it reached the connection.
-    var upstreamBytesSentBeforeRequest = 0
+    @exclusivity(unchecked) var upstreamBytesSentBeforeRequest = 0
     /// An outbound connection being made for this connection.
-    var connectAttempt: ConnectAttempt?
-    private var timer: TimerID?
-    private var timerDeadline: Instant?
-    private var isPumping = false
-    private var needsAnotherPass = false
+    @exclusivity(unchecked) var connectAttempt: ConnectAttempt?
+    @exclusivity(unchecked) private var timer: TimerID?
+    @exclusivity(unchecked) private var timerDeadline: Instant?
+    @exclusivity(unchecked) private var isPumping = false
+    @exclusivity(unchecked) private var needsAnotherPass = false
     /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
-    var eventCount = 0
+    @exclusivity(unchecked) var eventCount = 0
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
@@ -44,10 +44,7 @@ final class ClientConnection {
         self.context = context
         self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
         self.machine = ClientConnectionStateMachine(
-            settings: runtime.connectionSettings,
-            router: runtime.router,
-            requestGuard: runtime.requestGuard,
-            replayBudget: runtime.replayBudget,
+            rules: runtime.connectionRules,
             isFromUnixSocket: isFromUnixSocket,
             now: context.loop.now
         )

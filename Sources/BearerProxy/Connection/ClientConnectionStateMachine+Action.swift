@@ -106,9 +106,9 @@ extension ClientConnectionStateMachine {
         var head: RequestHead?
         var startedAt: Instant
         /// Where it went, when it was routed.
-        var target: Origin?
+        var target: Target?
 
-        init(head: RequestHead?, startedAt: Instant, target: Origin? = nil) {
+        init(head: RequestHead?, startedAt: Instant, target: Target? = nil) {
             self.head = head
             self.startedAt = startedAt
             self.target = target

@@ -3,15 +3,11 @@ import BearerHTTP
 
 /// Events of the request in flight: the token, the upstream connection, the body both ways.
 extension ClientConnectionStateMachine {
-    /// Runs `body` on the exchange in place (the state is `.modifying` meanwhile, so nothing is
-    /// copied); unless `body` moves the connection to another state, the exchange is put back.
-    /// Returns nil when there is no exchange: the event came for one that has ended.
-    private mutating func modifyExchange(_ body: (inout Self, inout Exchange) -> Action) -> Action? {
-        guard case .exchange(var exchange) = self.state else { return nil }
-        self.state = .modifying
-        let action = body(&self, &exchange)
-        if case .modifying = self.state { self.state = .exchange(exchange) }
-        return action
+    /// Runs `body` on the exchange in flight; nil when there is none (the event came for one that
+    /// has ended).
+    private mutating func modifyExchange(_ body: (inout Self, Exchange) -> Action) -> Action? {
+        guard case .exchange(let exchange) = self.state else { return nil }
+        return body(&self, exchange)
     }
 
     // MARK: The token
@@ -33,7 +29,7 @@ extension ClientConnectionStateMachine {
                 return .none
             case .failed(let failure):
                 exchange.phase = .connecting
-                return machine.answerLocally(&exchange, .session(failure), closes: false)
+                return machine.answerLocally(exchange, .session(failure), closes: false)
             }
         } ?? { preconditionFailure("Invalid state for a token answer: \(self.state)") }()
     }
@@ -51,7 +47,7 @@ extension ClientConnectionStateMachine {
                 exchange.isReplay = afterRejection
                 return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: afterRejection)
             case .failed(let failure):
-                return machine.answerLocally(&exchange, .session(failure), closes: false)
+                return machine.answerLocally(exchange, .session(failure), closes: false)
             }
         } ?? .none
     }
@@ -83,7 +79,7 @@ extension ClientConnectionStateMachine {
     /// No upstream connection could be made.
     mutating func upstreamConnectFailed(_ error: ProxyError) -> Action {
         self.modifyExchange { machine, exchange in
-            machine.answerLocally(&exchange, error, closes: false)
+            machine.answerLocally(exchange, error, closes: false)
         } ?? .none
     }
 
@@ -96,11 +92,11 @@ extension ClientConnectionStateMachine {
             switch sent.response {
             case .streaming(let status, let framing, _, let bodyBytes):
                 if endsResponse {
-                    return machine.finish(&exchange, status, framing, bodyBytes, poolsUpstream: false, now: now)
+                    return machine.finish(exchange, status, framing, bodyBytes, poolsUpstream: false, now: now)
                 }
                 // Part of the response is out: cut the client's connection so it sees a truncated
                 // response (a missing last chunk or a short body), never a complete-looking one.
-                return machine.abort(&exchange, reason: "upstream ended mid-response")
+                return machine.abort(exchange, reason: "upstream ended mid-response")
             case .refused:
                 preconditionFailure("Invalid phase: the token session answers a refusal at once")
             case .awaitingHead:
@@ -115,7 +111,7 @@ extension ClientConnectionStateMachine {
                 }
                 let origin = exchange.target.origin.description
                 let error: ProxyError = reset ? .upstreamReset(origin: origin) : .upstreamClosed(origin: origin)
-                return machine.answerLocally(&exchange, error, closes: false)
+                return machine.answerLocally(exchange, error, closes: false)
             }
         } ?? self.relayUpstreamEnded(closed: reset)
     }
@@ -124,7 +120,7 @@ extension ClientConnectionStateMachine {
     mutating func upstreamResponseMalformed(_ error: HTTPParseError) -> Action {
         self.modifyExchange { machine, exchange in
             let origin = exchange.target.origin.description
-            return machine.answerLocally(&exchange, .upstreamMalformed(origin: origin, error), closes: false)
+            return machine.answerLocally(exchange, .upstreamMalformed(origin: origin, error), closes: false)
         } ?? .none
     }
 
@@ -138,7 +134,7 @@ extension ClientConnectionStateMachine {
                 preconditionFailure("Invalid phase for body bytes: \(exchange.phase)")
             }
             exchange.forwardedBodyBytes += bytes.count
-            machine.keep(bytes, in: &exchange)
+            machine.keep(bytes, in: exchange)
             sent.lastActivity = now
             exchange.phase = .sent(sent)
             return .forwardRequestBody(chunked: exchange.head.framing == .chunked)
@@ -159,7 +155,7 @@ extension ClientConnectionStateMachine {
 
     /// Keeps forwarded body bytes while the request is replayable: bodies up to replay_body_limit,
     /// within the proxy-wide replay_memory_limit (chunked bodies reserve 64 KiB at a time).
-    private func keep(_ bytes: UnsafeRawBufferPointer, in exchange: inout Exchange) {
+    private func keep(_ bytes: UnsafeRawBufferPointer, in exchange: Exchange) {
         guard case .kept(var kept, var reserved) = exchange.body else {
             exchange.body = .lost
             return
@@ -193,9 +189,9 @@ extension ClientConnectionStateMachine {
                         origin: exchange.target.origin.description,
                         .invalidStatusLine
                     )
-                    return machine.answerLocally(&exchange, error, closes: true)
+                    return machine.answerLocally(exchange, error, closes: true)
                 }
-                machine.releaseReplayCopy(&exchange)
+                machine.releaseReplayCopy(exchange)
                 let record = exchange.record
                 machine.state = .relay(Relay(kind: .webSocket(exchange.target.origin), record: record, now: now))
                 return .switchProtocols(head, record, acceptedGeneration: exchange.token?.generation)
@@ -223,7 +219,7 @@ extension ClientConnectionStateMachine {
                 )
             }
             exchange.phase = .sent(sent)
-            return machine.forwardResponseHead(head, &exchange, acceptedGeneration: exchange.token?.generation)
+            return machine.forwardResponseHead(head, exchange, acceptedGeneration: exchange.token?.generation)
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
@@ -235,7 +231,7 @@ extension ClientConnectionStateMachine {
             }
             switch answer {
             case .forwardToClient:
-                return machine.forwardResponseHead(head, &exchange, acceptedGeneration: nil)
+                return machine.forwardResponseHead(head, exchange, acceptedGeneration: nil)
             case .replay(let line, let generation):
                 exchange.token = InjectedToken(line: line, generation: generation)
                 exchange.isReplay = true
@@ -253,12 +249,12 @@ extension ClientConnectionStateMachine {
 
     private mutating func forwardResponseHead(
         _ head: ResponseHead,
-        _ exchange: inout Exchange,
+        _ exchange: Exchange,
         acceptedGeneration: Int?
     ) -> Action {
         guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
         // The status is known: the body copy is no longer needed.
-        self.releaseReplayCopy(&exchange)
+        self.releaseReplayCopy(exchange)
         let version = exchange.head.version
         let framing: ClientFraming
         switch head.framing(requestMethod: exchange.head.method) {
@@ -312,19 +308,19 @@ extension ClientConnectionStateMachine {
                 case .streaming(let status, let framing, let keepsAlive, let bodyBytes) = sent.response
             else { preconditionFailure("Invalid phase for the end of a response: \(exchange.phase)") }
             let pools = keepsAlive && exchange.isRequestComplete && !upstreamSentMore
-            return machine.finish(&exchange, status, framing, bodyBytes, poolsUpstream: pools, now: now)
+            return machine.finish(exchange, status, framing, bodyBytes, poolsUpstream: pools, now: now)
         } ?? { preconditionFailure("Invalid state for the end of a response: \(self.state)") }()
     }
 
     private mutating func finish(
-        _ exchange: inout Exchange,
+        _ exchange: Exchange,
         _ status: Int,
         _ framing: ClientFraming,
         _ bodyBytes: Int,
         poolsUpstream: Bool,
         now: Instant
     ) -> Action {
-        self.releaseReplayCopy(&exchange)
+        self.releaseReplayCopy(exchange)
         self.state = exchange.closesConnection ? .closing : .idle(since: now)
         return .finishExchange(
             ExchangeEnd(
@@ -341,19 +337,19 @@ extension ClientConnectionStateMachine {
 
     // MARK: Time
 
-    mutating func exchangeTimedOut(_ exchange: inout Exchange, now: Instant) -> Action {
+    mutating func exchangeTimedOut(_ exchange: Exchange, now: Instant) -> Action {
         switch exchange.phase {
         case .routed, .connecting:
             preconditionFailure("Invalid phase with a deadline: \(exchange.phase)")
         case .waitingForToken:
             let failure = SessionFailure.timedOut(reason: "no new token within refresh_timeout")
-            return self.answerLocally(&exchange, .session(failure), closes: false)
+            return self.answerLocally(exchange, .session(failure), closes: false)
         case .sent(let sent):
             if exchange.isWaitingForRequestBody(sent) {
-                return self.answerLocally(&exchange, .requestBodyTimeout, closes: true)
+                return self.answerLocally(exchange, .requestBodyTimeout, closes: true)
             }
             return self.answerLocally(
-                &exchange,
+                exchange,
                 .upstreamTimeout(origin: exchange.target.origin.description),
                 closes: false
             )

@@ -58,14 +58,10 @@ struct ClientConnectionStateMachine {
         case closing
         /// Nothing left. Every event is ignored.
         case closed
-        /// Transient, while the payload of `.exchange` is mutated in place (no copy-on-write).
-        case modifying
     }
 
-    let settings: Settings
-    let router: Router
-    let requestGuard: RequestGuard
-    let replayBudget: ReplayMemoryBudget
+    /// What every connection of the proxy shares.
+    let rules: Rules
     /// Accepted on a unix socket: no browser can reach it, so any Host is fine.
     let isFromUnixSocket: Bool
     /// Set only by the machine's own events (in this file and its extensions).
@@ -73,18 +69,27 @@ struct ClientConnectionStateMachine {
     /// After a CONNECT to an inject host: every request on this connection goes to this target.
     private(set) var servedTunnelTarget: Target?
 
-    init(
-        settings: Settings,
-        router: Router,
-        requestGuard: RequestGuard,
-        replayBudget: ReplayMemoryBudget,
-        isFromUnixSocket: Bool,
-        now: Instant
-    ) {
-        self.settings = settings
-        self.router = router
-        self.requestGuard = requestGuard
-        self.replayBudget = replayBudget
+    /// The configuration, routes and limits every connection of a proxy shares. A class, immutable:
+    /// the machine is copied whenever the connection reads it, and a pointer is cheaper to copy.
+    final class Rules: Sendable {
+        let settings: Settings
+        let router: Router
+        let requestGuard: RequestGuard
+        let replayBudget: ReplayMemoryBudget
+
+        init(settings: Settings, router: Router, requestGuard: RequestGuard, replayBudget: ReplayMemoryBudget) {
+            self.settings = settings
+            self.router = router
+            self.requestGuard = requestGuard
+            self.replayBudget = replayBudget
+        }
+    }
+
+    var settings: Settings { self.rules.settings }
+    var replayBudget: ReplayMemoryBudget { self.rules.replayBudget }
+
+    init(rules: Rules, isFromUnixSocket: Bool, now: Instant) {
+        self.rules = rules
         self.isFromUnixSocket = isFromUnixSocket
         self.state = .idle(since: now)
     }
@@ -111,7 +116,7 @@ struct ClientConnectionStateMachine {
         case .servedTunnelOpened: .tunnelFirstBytes
         case .exchange(let exchange): exchange.wantsRequestBody ? .body : .none
         case .relay(let relay): relay.isEstablished && !relay.hasClientFinished ? .relay : .none
-        case .closing, .closed, .modifying: .none
+        case .closing, .closed: .none
         }
     }
 
@@ -126,7 +131,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .exchange(let exchange): exchange.isSent ? .response : .none
         case .relay(let relay): relay.isEstablished && !relay.hasUpstreamFinished ? .relay : .none
-        case .idle, .readingHead, .servedTunnelOpened, .closing, .closed, .modifying: .none
+        case .idle, .readingHead, .servedTunnelOpened, .closing, .closed: .none
         }
     }
 
@@ -138,7 +143,7 @@ struct ClientConnectionStateMachine {
         case .exchange(let exchange): exchange.deadline(self.settings)
         case .servedTunnelOpened(let since): since + self.settings.clientIdleTimeout
         case .relay(let relay): relay.isEstablished ? relay.lastActivity + self.settings.tunnelIdleTimeout : nil
-        case .closing, .closed, .modifying: nil
+        case .closing, .closed: nil
         }
     }
 
@@ -160,12 +165,11 @@ struct ClientConnectionStateMachine {
         case .idle, .readingHead, .servedTunnelOpened:
             self.state = .closing
             return .respond(LocalResponse(error: .malformedRequest(error), closesConnection: true))
-        case .exchange(var exchange):
+        case .exchange(let exchange):
             // Bad framing inside a body: the request cannot be finished.
-            self.state = .modifying
-            let response = self.answerLocally(&exchange, .malformedRequest(error), closes: true)
+            let response = self.answerLocally(exchange, .malformedRequest(error), closes: true)
             return response
-        case .relay, .closing, .closed, .modifying:
+        case .relay, .closing, .closed:
             preconditionFailure("Invalid state for a parse error: \(self.state)")
         }
     }
@@ -175,7 +179,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .idle, .readingHead, .servedTunnelOpened:
             break
-        case .exchange, .relay, .closing, .closed, .modifying:
+        case .exchange, .relay, .closing, .closed:
             preconditionFailure("Invalid state for a request head: \(self.state)")
         }
         let record = RequestRecord(head: head, startedAt: now)
@@ -183,7 +187,10 @@ struct ClientConnectionStateMachine {
         let isInsideServedTunnel = self.servedTunnelTarget != nil
         // A request refused with its body unread leaves the connection mid-message: close it.
         var closes = !head.wantsKeepAlive || hasBody
-        if let refusal = self.requestGuard.check(head, fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel) {
+        if let refusal = self.rules.requestGuard.check(
+            head,
+            fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel
+        ) {
             return self.refuse(refusal, record: record, closes: closes)
         }
         let route: Route
@@ -191,7 +198,7 @@ struct ClientConnectionStateMachine {
             // Inside a served tunnel, requests name their target through the tunnel, not Host.
             route = .forward(target, path: .absolute(head.target))
         } else {
-            route = self.router.route(head)
+            route = self.rules.router.route(head)
         }
         switch route {
         case .reject(let error):
@@ -266,11 +273,10 @@ struct ClientConnectionStateMachine {
         case .idle, .readingHead, .servedTunnelOpened:
             self.state = .closing
             return .closeAfterFlush
-        case .exchange(var exchange):
+        case .exchange(let exchange):
             // The answer to a complete request still goes out; the end is seen again once idle.
             guard !exchange.isRequestComplete else { return .none }
-            self.state = .modifying
-            return self.abort(&exchange, reason: "client closed the connection mid-request")
+            return self.abort(exchange, reason: "client closed the connection mid-request")
         case .relay(var relay):
             guard !relay.hasClientFinished else { return .none }
             relay.hasClientFinished = true
@@ -280,7 +286,7 @@ struct ClientConnectionStateMachine {
             }
             self.state = .relay(relay)
             return .shutDownUpstreamWrite
-        case .closing, .closed, .modifying:
+        case .closing, .closed:
             return .none
         }
     }
@@ -288,15 +294,14 @@ struct ClientConnectionStateMachine {
     /// The client connection is gone (reset, or closed after the last flush): release everything.
     mutating func clientClosed() -> Action {
         switch self.state {
-        case .exchange(var exchange):
-            self.state = .modifying
-            self.releaseReplayCopy(&exchange)
+        case .exchange(let exchange):
+            self.releaseReplayCopy(exchange)
             self.state = .closed
             return .close(.clientGone(cancelsWaiter: exchange.waiterID))
         case .idle, .readingHead, .servedTunnelOpened, .relay, .closing:
             self.state = .closed
             return .close(.clientGone(cancelsWaiter: nil))
-        case .closed, .modifying:
+        case .closed:
             return .none
         }
     }
@@ -307,12 +312,10 @@ struct ClientConnectionStateMachine {
         case .idle, .readingHead, .servedTunnelOpened:
             self.state = .closing
             return .closeAfterFlush
-        case .exchange(var exchange):
-            self.state = .modifying
+        case .exchange(let exchange):
             exchange.closesConnection = true
-            self.state = .exchange(exchange)
             return .none
-        case .relay, .closing, .closed, .modifying:
+        case .relay, .closing, .closed:
             return .none
         }
     }
@@ -333,13 +336,12 @@ struct ClientConnectionStateMachine {
                 record: RequestRecord(head: nil, startedAt: startedAt),
                 closes: true
             )
-        case .exchange(var exchange):
-            self.state = .modifying
-            return self.exchangeTimedOut(&exchange, now: now)
+        case .exchange(let exchange):
+            return self.exchangeTimedOut(exchange, now: now)
         case .relay:
             self.state = .closed
             return .close(.tunnelIdle)
-        case .closing, .closed, .modifying:
+        case .closing, .closed:
             preconditionFailure("Invalid state with a deadline: \(self.state)")
         }
     }
@@ -347,14 +349,13 @@ struct ClientConnectionStateMachine {
     // MARK: Ending an exchange
 
     /// Answers the current request with the proxy's own response and ends the exchange.
-    /// Call with the state set to `.modifying`.
-    mutating func answerLocally(_ exchange: inout Exchange, _ error: ProxyError, closes: Bool) -> Action {
+    mutating func answerLocally(_ exchange: Exchange, _ error: ProxyError, closes: Bool) -> Action {
         if exchange.isResponseHeadSent {
             // Part of the response is out: a second head cannot follow; cut the connection instead.
-            return self.abort(&exchange, reason: error.shortName)
+            return self.abort(exchange, reason: error.shortName)
         }
         let waiter = exchange.waiterID
-        self.releaseReplayCopy(&exchange)
+        self.releaseReplayCopy(exchange)
         let closesConnection = closes || exchange.closesConnection || !exchange.isRequestComplete
         self.state = closesConnection ? .closing : .idle(since: exchange.startedAt)
         return .respond(
@@ -369,13 +370,13 @@ struct ClientConnectionStateMachine {
     }
 
     /// Ends the connection at once: the client sees a cut response, never a complete-looking one.
-    mutating func abort(_ exchange: inout Exchange, reason: String) -> Action {
-        self.releaseReplayCopy(&exchange)
+    mutating func abort(_ exchange: Exchange, reason: String) -> Action {
+        self.releaseReplayCopy(exchange)
         self.state = .closed
         return .close(.aborted(reason: reason, cancelsWaiter: exchange.waiterID))
     }
 
-    func releaseReplayCopy(_ exchange: inout Exchange) {
+    func releaseReplayCopy(_ exchange: Exchange) {
         if case .kept(_, let reserved) = exchange.body {
             self.replayBudget.release(reserved)
             exchange.body = exchange.hasForwardedBody ? .lost : .untouched

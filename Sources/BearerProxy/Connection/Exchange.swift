@@ -3,27 +3,52 @@ import BearerHTTP
 
 /// One request and its response, from its head to the end of its response: the data the
 /// connection machine's `.exchange` state carries.
-struct Exchange {
+///
+/// A class, so that the machine's events reach it through a pointer instead of copying (and
+/// retaining) all it holds at every event; only `ClientConnectionStateMachine` mutates it. Its
+/// mutable fields skip the dynamic exclusivity check: the machine's methods are pure and never call
+/// out while they mutate it, so no two accesses can overlap. Confined to its connection's loop.
+final class Exchange {
     let head: RequestHead
     let target: Target
     let path: ForwardedPath
     let startedAt: Instant
     /// The connection closes once this exchange ends (the client asked, HTTP/1.0, a body the
     /// response cut short, a close-delimited response, shutdown).
-    var closesConnection: Bool
+    @exclusivity(unchecked) var closesConnection: Bool
     /// Every byte of the request body has been read from the client.
-    var isRequestComplete: Bool
+    @exclusivity(unchecked) var isRequestComplete: Bool
     /// The body kept so that the request can be sent again.
-    var body: BodyCopy
-    var phase: Phase
+    @exclusivity(unchecked) var body: BodyCopy
+    @exclusivity(unchecked) var phase: Phase
     /// The token this request carries (nil: the target gets none).
-    var token: InjectedToken?
+    @exclusivity(unchecked) var token: InjectedToken?
     /// The current send is the replay after a refused token: a second refusal goes to the client.
-    var isReplay = false
+    @exclusivity(unchecked) var isReplay = false
     /// Connections the request was sent on (a pooled one found dead, then fresh ones).
-    var attempts = 0
+    @exclusivity(unchecked) var attempts = 0
     /// Body bytes written upstream on the current connection.
-    var forwardedBodyBytes = 0
+    @exclusivity(unchecked) var forwardedBodyBytes = 0
+
+    init(
+        head: RequestHead,
+        target: Target,
+        path: ForwardedPath,
+        startedAt: Instant,
+        closesConnection: Bool,
+        isRequestComplete: Bool,
+        body: BodyCopy,
+        phase: Phase
+    ) {
+        self.head = head
+        self.target = target
+        self.path = path
+        self.startedAt = startedAt
+        self.closesConnection = closesConnection
+        self.isRequestComplete = isRequestComplete
+        self.body = body
+        self.phase = phase
+    }
 
     /// Where the request is.
     enum Phase {
@@ -88,7 +113,7 @@ struct Exchange {
     var wantsRequestBody: Bool { self.isSent && !self.isRequestComplete }
 
     var record: ClientConnectionStateMachine.RequestRecord {
-        .init(head: self.head, startedAt: self.startedAt, target: self.target.origin)
+        .init(head: self.head, startedAt: self.startedAt, target: self.target)
     }
 
     /// When the exchange gives up: a parked request after the token wait limit; a request body that

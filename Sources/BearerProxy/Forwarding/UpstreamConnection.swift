@@ -16,13 +16,13 @@ final class UpstreamConnection: StreamConnectionDelegate {
     let origin: Origin
     let stream: StreamConnection
     /// Who hears of this connection's events; nil while idle in the pool.
-    var owner: UpstreamConnectionOwner?
+    @exclusivity(unchecked) var owner: UpstreamConnectionOwner?
     /// The loop's pool, which outlives its connections (a weak reference would slow every retain).
     let pool: UpstreamPool
-    var parser = HTTPResponseParser()
+    @exclusivity(unchecked) var parser = HTTPResponseParser()
     /// How many exchanges completed on it; above zero means a reused connection.
-    var completedExchanges = 0
-    private(set) var isClosed = false
+    @exclusivity(unchecked) var completedExchanges = 0
+    @exclusivity(unchecked) private(set) var isClosed = false
 
     /// Takes over a connected stream (its delegate becomes this connection).
     init(stream: StreamConnection, origin: Origin, pool: UpstreamPool) {

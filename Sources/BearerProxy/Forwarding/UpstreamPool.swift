@@ -7,8 +7,8 @@ import BearerIO
 /// reads: if the upstream closes it, the pool hears of it and drops it before anyone tries to use it.
 /// Confined to its loop.
 final class UpstreamPool {
-    private var idle: [Origin: [UpstreamConnection]] = [:]
-    private(set) var idleCount = 0
+    @exclusivity(unchecked) private var idle: [Origin: [UpstreamConnection]] = [:]
+    @exclusivity(unchecked) private(set) var idleCount = 0
     /// Idle connections kept per origin; beyond this, finished connections are closed.
     let maximumIdlePerOrigin: Int
 

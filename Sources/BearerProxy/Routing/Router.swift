@@ -82,13 +82,30 @@ package struct Router: Sendable {
 }
 
 /// Where one request goes.
-package struct Target: Equatable, Sendable {
-    package var origin: Origin
+///
+/// A class, immutable: the upstream's target is made once and shared by every request to it.
+package final class Target: Equatable, Sendable, CustomStringConvertible {
+    package let origin: Origin
     /// The `Host` value sent upstream.
-    package var authority: [UInt8]
+    package let authority: [UInt8]
     /// Prepended to origin-form paths.
-    package var pathPrefix: [UInt8]
-    package var injectsToken: Bool
+    package let pathPrefix: [UInt8]
+    package let injectsToken: Bool
+
+    package init(origin: Origin, authority: [UInt8], pathPrefix: [UInt8], injectsToken: Bool) {
+        self.origin = origin
+        self.authority = authority
+        self.pathPrefix = pathPrefix
+        self.injectsToken = injectsToken
+    }
+
+    package static func == (lhs: Target, rhs: Target) -> Bool {
+        lhs === rhs
+            || (lhs.origin == rhs.origin && lhs.authority == rhs.authority && lhs.pathPrefix == rhs.pathPrefix
+                && lhs.injectsToken == rhs.injectsToken)
+    }
+
+    package var description: String { "\(self.origin)\(self.injectsToken ? " (token)" : "")" }
 }
 
 package enum Route: Sendable {
