@@ -1,44 +1,47 @@
 /// A growable byte buffer with separate read and write positions.
 ///
 /// Connections read straight into its writable tail and parsers look at its readable bytes in place,
-/// so bytes are copied at most once between the kernel and the other side of the proxy. Backed by a
-/// `[UInt8]`, so it is a value type with copy-on-write; the hot path keeps one per connection and
-/// mutates it in place.
-package struct ByteBuffer: Sendable {
+/// so bytes are copied at most once between the kernel and the other side of the proxy. A value type
+/// with copy-on-write storage; the hot path keeps one per connection and mutates it in place.
+///
+/// Public, with its hot members `@inlinable public`, for one reason: this compiler inlines across
+/// modules only public inlinable bodies (`@inlinable package` ones are called, not inlined), and
+/// every module of the data path uses this type on every byte. Nothing outside the package uses it.
+public struct ByteBuffer: Sendable {
     /// Nil until the first byte is written: an idle connection's buffers hold no memory.
     @usableFromInline var storage: ByteStorage?
     @usableFromInline var _readerIndex: Int
     @usableFromInline var _writerIndex: Int
 
     @inlinable
-    package init(capacity: Int = 0) {
+    public init(capacity: Int = 0) {
         self.storage = capacity > 0 ? ByteStorage(capacity: capacity) : nil
         self._readerIndex = 0
         self._writerIndex = 0
     }
 
     @inlinable
-    package init(bytes: some Collection<UInt8>) {
+    public init(bytes: some Collection<UInt8>) {
         self.init(capacity: 0)
         self.writeBytes(Array(bytes))
     }
 
     @inlinable
-    package init(string: String) {
+    public init(string: String) {
         self.init(bytes: Array(string.utf8))
     }
 
-    @inlinable package var readerIndex: Int { self._readerIndex }
-    @inlinable package var writerIndex: Int { self._writerIndex }
-    @inlinable package var readableBytes: Int { self._writerIndex - self._readerIndex }
-    @inlinable package var writableBytes: Int { self.capacity - self._writerIndex }
-    @inlinable package var isEmpty: Bool { self._writerIndex == self._readerIndex }
-    @inlinable package var capacity: Int { self.storage?.capacity ?? 0 }
+    @inlinable public var readerIndex: Int { self._readerIndex }
+    @inlinable public var writerIndex: Int { self._writerIndex }
+    @inlinable public var readableBytes: Int { self._writerIndex - self._readerIndex }
+    @inlinable public var writableBytes: Int { self.capacity - self._writerIndex }
+    @inlinable public var isEmpty: Bool { self._writerIndex == self._readerIndex }
+    @inlinable public var capacity: Int { self.storage?.capacity ?? 0 }
 
     /// Makes room for at least `minimumWritable` more bytes in storage this buffer alone owns: first
     /// by moving unread bytes to the front, else by moving them to larger storage.
     @inlinable
-    package mutating func reserveWritable(_ minimumWritable: Int) {
+    public mutating func reserveWritable(_ minimumWritable: Int) {
         let isUnique = isKnownUniquelyReferenced(&self.storage)
         if isUnique && self.writableBytes >= minimumWritable { return }
         if isUnique && self._readerIndex > 0 && self.capacity - self.readableBytes >= minimumWritable {
@@ -59,7 +62,7 @@ package struct ByteBuffer: Sendable {
 
     /// Moves the unread bytes to the start of the storage.
     @inlinable
-    package mutating func discardReadBytes() {
+    public mutating func discardReadBytes() {
         if self._readerIndex == 0 { return }
         guard isKnownUniquelyReferenced(&self.storage), let storage = self.storage else {
             self.reserveWritable(0)
@@ -76,13 +79,13 @@ package struct ByteBuffer: Sendable {
 
     /// Forgets every byte, keeping the storage.
     @inlinable
-    package mutating func clear() {
+    public mutating func clear() {
         self._readerIndex = 0
         self._writerIndex = 0
     }
 
     @inlinable
-    package mutating func moveReaderIndex(forwardBy count: Int) {
+    public mutating func moveReaderIndex(forwardBy count: Int) {
         precondition(count >= 0 && count <= self.readableBytes, "reader index moved past the written bytes")
         self._readerIndex += count
         if self._readerIndex == self._writerIndex {
@@ -93,7 +96,7 @@ package struct ByteBuffer: Sendable {
 
     /// Lets `body` fill the writable tail (for example with `read(2)`); it returns how many bytes it wrote.
     @inlinable
-    package mutating func writeWithUnsafeMutableBytes(
+    public mutating func writeWithUnsafeMutableBytes(
         minimumWritable: Int,
         _ body: (UnsafeMutableRawBufferPointer) throws -> Int
     ) rethrows -> Int {
@@ -110,7 +113,7 @@ package struct ByteBuffer: Sendable {
 
     /// Calls `body` with the readable bytes, which stay valid only during the call.
     @inlinable
-    package func withUnsafeReadableBytes<Result, Failure: Error>(
+    public func withUnsafeReadableBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         guard let storage = self.storage else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
@@ -119,7 +122,7 @@ package struct ByteBuffer: Sendable {
     }
 
     @inlinable
-    package mutating func writeBytes(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func writeBytes(_ bytes: UnsafeRawBufferPointer) {
         let count = bytes.count
         if count == 0 { return }
         self.reserveWritable(count)
@@ -128,33 +131,33 @@ package struct ByteBuffer: Sendable {
     }
 
     @inlinable
-    package mutating func writeBytes(_ bytes: [UInt8]) {
+    public mutating func writeBytes(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { self.writeBytes($0) }
     }
 
     @inlinable
-    package mutating func writeBytes(_ bytes: ArraySlice<UInt8>) {
+    public mutating func writeBytes(_ bytes: ArraySlice<UInt8>) {
         bytes.withUnsafeBytes { self.writeBytes($0) }
     }
 
     @inlinable
-    package mutating func writeBuffer(_ other: ByteBuffer) {
+    public mutating func writeBuffer(_ other: ByteBuffer) {
         other.withUnsafeReadableBytes { self.writeBytes($0) }
     }
 
     @inlinable
-    package mutating func writeString(_ string: String) {
+    public mutating func writeString(_ string: String) {
         var string = string
         string.withUTF8 { self.writeBytes(UnsafeRawBufferPointer($0)) }
     }
 
     @inlinable
-    package mutating func writeStaticString(_ string: StaticString) {
+    public mutating func writeStaticString(_ string: StaticString) {
         self.writeBytes(UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
     }
 
     @inlinable
-    package mutating func writeByte(_ byte: UInt8) {
+    public mutating func writeByte(_ byte: UInt8) {
         self.reserveWritable(1)
         self.storage!.pointer.storeBytes(of: byte, toByteOffset: self._writerIndex, as: UInt8.self)
         self._writerIndex += 1
@@ -162,7 +165,7 @@ package struct ByteBuffer: Sendable {
 
     /// Writes `value` in decimal ASCII without going through `String`.
     @inlinable
-    package mutating func writeDecimal(_ value: Int) {
+    public mutating func writeDecimal(_ value: Int) {
         precondition(value >= 0)
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for Int.max
         var remaining = UInt64(value)
@@ -179,7 +182,7 @@ package struct ByteBuffer: Sendable {
 
     /// Writes `value` in lower-case hexadecimal ASCII (chunk sizes).
     @inlinable
-    package mutating func writeHexadecimal(_ value: Int) {
+    public mutating func writeHexadecimal(_ value: Int) {
         precondition(value >= 0)
         var digits: (UInt64, UInt64) = (0, 0)
         var remaining = UInt64(value)
@@ -227,7 +230,7 @@ final class ByteStorage: @unchecked Sendable {
 }
 
 extension ByteBuffer: Equatable {
-    package static func == (lhs: ByteBuffer, rhs: ByteBuffer) -> Bool {
+    public static func == (lhs: ByteBuffer, rhs: ByteBuffer) -> Bool {
         lhs.withUnsafeReadableBytes { left in
             rhs.withUnsafeReadableBytes { right in
                 left.elementsEqual(right)
@@ -237,7 +240,7 @@ extension ByteBuffer: Equatable {
 }
 
 extension ByteBuffer: CustomStringConvertible {
-    package var description: String {
+    public var description: String {
         "ByteBuffer(readable: \(self.readableBytes), capacity: \(self.capacity))"
     }
 }

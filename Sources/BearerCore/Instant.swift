@@ -4,26 +4,40 @@ import Glibc
 ///
 /// Deadlines and timeouts use this, never the wall clock, so a clock change cannot fire or starve a
 /// timer. It counts from boot (CLOCK_MONOTONIC); only differences between instants mean anything.
-package struct Instant: Comparable, Hashable, Sendable {
-    package var nanoseconds: Int64
+///
+/// Public and inlinable (as `ByteBuffer` is, for the same reason): deadlines are computed on every
+/// request.
+public struct Instant: Comparable, Hashable, Sendable {
+    public var nanoseconds: Int64
 
-    package init(nanoseconds: Int64) {
+    @inlinable
+    public init(nanoseconds: Int64) {
         self.nanoseconds = nanoseconds
     }
 
-    package static func < (lhs: Instant, rhs: Instant) -> Bool {
+    @inlinable
+    public static func < (lhs: Instant, rhs: Instant) -> Bool {
         lhs.nanoseconds < rhs.nanoseconds
     }
 
-    package static func + (lhs: Instant, rhs: Duration) -> Instant {
+    @inlinable
+    public static func + (lhs: Instant, rhs: Duration) -> Instant {
         Instant(nanoseconds: lhs.nanoseconds &+ rhs.nanoseconds)
     }
 
-    package static func - (lhs: Instant, rhs: Duration) -> Instant {
+    /// A deadline `span` after this instant (no 128-bit `Duration` arithmetic).
+    @inlinable
+    public static func + (lhs: Instant, rhs: TimeSpan) -> Instant {
+        Instant(nanoseconds: lhs.nanoseconds &+ rhs.nanoseconds)
+    }
+
+    @inlinable
+    public static func - (lhs: Instant, rhs: Duration) -> Instant {
         Instant(nanoseconds: lhs.nanoseconds &- rhs.nanoseconds)
     }
 
-    package static func - (lhs: Instant, rhs: Instant) -> Duration {
+    @inlinable
+    public static func - (lhs: Instant, rhs: Instant) -> Duration {
         .nanoseconds(lhs.nanoseconds &- rhs.nanoseconds)
     }
 
@@ -35,9 +49,26 @@ package struct Instant: Comparable, Hashable, Sendable {
     }
 }
 
+/// A length of monotonic time in nanoseconds: configured timeouts converted once, so that the data
+/// path adds them to instants without `Duration`'s 128-bit arithmetic.
+public struct TimeSpan: Comparable, Hashable, Sendable {
+    public var nanoseconds: Int64
+
+    @inlinable
+    public init(_ duration: Duration) {
+        self.nanoseconds = duration.nanoseconds
+    }
+
+    @inlinable
+    public static func < (lhs: TimeSpan, rhs: TimeSpan) -> Bool {
+        lhs.nanoseconds < rhs.nanoseconds
+    }
+}
+
 extension Duration {
     /// The whole duration in nanoseconds, saturating at Int64's bounds.
-    package var nanoseconds: Int64 {
+    @inlinable
+    public var nanoseconds: Int64 {
         let (seconds, attoseconds) = self.components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

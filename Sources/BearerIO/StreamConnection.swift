@@ -109,7 +109,7 @@ package final class StreamConnection: Selectable {
     /// not seen across modules). Sound because the stream is confined to its loop and no access to
     /// `inbound` is held across a call back into the owner.
     package var inbound: ByteBuffer {
-        get { self.inboundStorage }
+        _read { yield self.inboundStorage }
         _modify { yield &self.inboundStorage }
     }
 

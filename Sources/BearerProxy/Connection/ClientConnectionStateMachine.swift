@@ -16,21 +16,21 @@ import BearerHTTP
 struct ClientConnectionStateMachine {
     /// What the machine needs to know of the configuration.
     struct Settings: Sendable {
-        var clientHeaderTimeout: Duration
-        var clientIdleTimeout: Duration
-        var upstreamTimeout: Duration
+        var clientHeaderTimeout: TimeSpan
+        var clientIdleTimeout: TimeSpan
+        var upstreamTimeout: TimeSpan
         /// A parked request's safety net behind the session's own `refresh_timeout`.
-        var tokenWaitLimit: Duration
-        var tunnelIdleTimeout: Duration
+        var tokenWaitLimit: TimeSpan
+        var tunnelIdleTimeout: TimeSpan
         var replayBodyLimit: Int
         var refreshOn: Set<Int>
 
         init(_ configuration: Configuration) {
-            self.clientHeaderTimeout = configuration.clientHeaderTimeout
-            self.clientIdleTimeout = configuration.clientIdleTimeout
-            self.upstreamTimeout = configuration.upstreamTimeout
-            self.tokenWaitLimit = configuration.refreshTimeout + .seconds(5)
-            self.tunnelIdleTimeout = configuration.tunnelIdleTimeout
+            self.clientHeaderTimeout = TimeSpan(configuration.clientHeaderTimeout)
+            self.clientIdleTimeout = TimeSpan(configuration.clientIdleTimeout)
+            self.upstreamTimeout = TimeSpan(configuration.upstreamTimeout)
+            self.tokenWaitLimit = TimeSpan(configuration.refreshTimeout + .seconds(5))
+            self.tunnelIdleTimeout = TimeSpan(configuration.tunnelIdleTimeout)
             self.replayBodyLimit = configuration.replayBodyLimit
             self.refreshOn = Set(configuration.refreshOn)
         }
