@@ -198,12 +198,11 @@ package struct TokenSessionStateMachine: Sendable {
                 return .parkAndStartRefresh
             }
             return .fail(failure)
-        case .refreshing(var refresh):
-            if refresh.kind == .proactive, let token = self.token, !token.isExpired(at: now) {
+        case .refreshing:
+            if self.refreshKind == .proactive, let token = self.token, !token.isExpired(at: now) {
                 return .send(token: token.value, generation: self.generation)
             }
-            refresh.waiters.append(Waiter(id: id, parkedAt: now))
-            self.state = .refreshing(refresh)
+            self.modifyRefresh { $0.waiters.append(Waiter(id: id, parkedAt: now)) }
             return .park
         case .idle:
             guard let token = self.token else {
@@ -241,23 +240,19 @@ package struct TokenSessionStateMachine: Sendable {
         switch self.state {
         case .loggedOut, .failed:
             return .forwardToClient
-        case .refreshing(var refresh):
-            if generation < self.generation && refresh.kind == .proactive, let token = self.token,
+        case .refreshing:
+            if generation < self.generation && self.refreshKind == .proactive, let token = self.token,
                 !token.isExpired(at: now)
             {
                 return isReplayable ? .replay(token: token.value, generation: self.generation) : .forwardToClient
             }
-            if generation == self.generation {
+            let isCurrent = generation == self.generation
+            self.modifyRefresh { refresh in
                 // The token being replaced turned out dead already: stop sending it.
-                refresh.kind = .reactive
+                if isCurrent { refresh.kind = .reactive }
+                if isReplayable { refresh.waiters.append(Waiter(id: id, parkedAt: now)) }
             }
-            guard isReplayable else {
-                self.state = .refreshing(refresh)
-                return .forwardToClient
-            }
-            refresh.waiters.append(Waiter(id: id, parkedAt: now))
-            self.state = .refreshing(refresh)
-            return .park
+            return isReplayable ? .park : .forwardToClient
         case .idle:
             if generation < self.generation {
                 guard let token = self.token, isReplayable else { return .forwardToClient }
@@ -359,37 +354,59 @@ package struct TokenSessionStateMachine: Sendable {
 
     /// Parked requests that waited refresh_timeout give up: each fails with the reason.
     package mutating func expireWaiters(now: Instant) -> [(WaiterID, SessionFailure)] {
-        guard case .refreshing(var refresh) = self.state else { return [] }
+        let timeout = self.settings.refreshTimeout
+        return self.modifyRefresh { refresh in Self.expire(&refresh, now: now, timeout: timeout) } ?? []
+    }
+
+    private static func expire(_ refresh: inout Refresh, now: Instant, timeout: Duration) -> [(WaiterID, SessionFailure)] {
         var expired: [(WaiterID, SessionFailure)] = []
+        let retryAt = refresh.retryAt
+        let lastFailure = refresh.lastFailure
         refresh.waiters.removeAll { waiter in
-            guard now - waiter.parkedAt >= self.settings.refreshTimeout else { return false }
-            if let retryAt = refresh.retryAt, retryAt > now {
+            guard now - waiter.parkedAt >= timeout else { return false }
+            if let retryAt, retryAt > now {
                 let seconds = Int(((retryAt - now).nanoseconds + 999_999_999) / 1_000_000_000)
                 expired.append((waiter.id, .rateLimited(retryAfterSeconds: seconds)))
             } else {
                 expired.append(
-                    (waiter.id, refresh.lastFailure ?? .timedOut(reason: "no new token within refresh_timeout"))
+                    (waiter.id, lastFailure ?? .timedOut(reason: "no new token within refresh_timeout"))
                 )
             }
             return true
         }
-        self.state = .refreshing(refresh)
         return expired
     }
 
     /// The earliest time a parked request gives up, for the caller's timer.
     package var nextWaiterDeadline: Instant? {
-        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.map(\.parkedAt).min() else {
-            return nil
-        }
-        return first + self.settings.refreshTimeout
+        // Waiters are appended as they park, so the first one parked earliest.
+        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.first else { return nil }
+        return first.parkedAt + self.settings.refreshTimeout
     }
 
     /// A parked request's client went away.
     package mutating func waiterCancelled(_ id: WaiterID) {
-        guard case .refreshing(var refresh) = self.state else { return }
-        refresh.waiters.removeAll { $0.id == id }
+        self.modifyRefresh { refresh in
+            if let index = refresh.waiters.firstIndex(where: { $0.id == id }) { refresh.waiters.remove(at: index) }
+        }
+    }
+
+    /// What kind of refresh runs (nil: none).
+    private var refreshKind: RefreshKind? {
+        if case .refreshing(let refresh) = self.state { return refresh.kind }
+        return nil
+    }
+
+    /// Mutates the running refresh in place: the state lets go of its copy first, so that a growing
+    /// waiter list is appended to rather than copied (a storm of n parked requests stays O(n), not
+    /// O(n²)). Nil when no refresh runs.
+    @discardableResult
+    private mutating func modifyRefresh<Result>(_ body: (inout Refresh) -> Result) -> Result? {
+        guard case .refreshing(var refresh) = self.state else { return nil }
+        self.state = .idle  // transient: replaced below, before anything can observe it
+        let result = body(&refresh)
         self.state = .refreshing(refresh)
+        return result
     }
 
     /// There is reason to believe a new attempt can succeed (a new refresh token in the file):
