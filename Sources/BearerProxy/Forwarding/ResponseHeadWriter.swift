@@ -24,21 +24,23 @@ extension ByteBuffer {
         clientVersion: HTTPVersion
     ) {
         head.bytes.withUnsafeBytes { raw in
-            self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
-            for index in head.fields.indices {
-                let field = head.fields[index]
+            if head.version == .http11 {
+                // An HTTP/1.1 status line goes out as it came.
+                self.writeBytes(UnsafeRawBufferPointer(rebasing: raw[0..<(head.reason.upperBound + 2)]))
+            } else {
+                self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            }
+            self.writeFieldLines(of: head, raw) { index, field in
                 switch field.knownName {
                 case .contentLength:
-                    if framing == .none { break }
-                    continue
+                    if framing != .none { return false }
                 case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
                     .upgrade:
-                    continue
+                    return false
                 case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
-                if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
-                self.writeField(raw, field)
+                return !(head.nominatesOtherFields && head.isNominatedByConnection(index))
             }
             switch framing {
             case .none, .closeDelimited:
@@ -82,11 +84,8 @@ extension ByteBuffer {
 
     /// The head's fields except hop-by-hop and framing ones.
     private mutating func writeEndToEndFields(_ head: ResponseHead, _ raw: UnsafeRawBufferPointer) {
-        for index in head.fields.indices {
-            let field = head.fields[index]
-            if field.knownName.isHopByHopOrFraming { continue }
-            if head.nominatesOtherFields && head.isNominatedByConnection(index) { continue }
-            self.writeField(raw, field)
+        self.writeFieldLines(of: head, raw) { index, field in
+            !field.knownName.isHopByHopOrFraming && !(head.nominatesOtherFields && head.isNominatedByConnection(index))
         }
     }
 
