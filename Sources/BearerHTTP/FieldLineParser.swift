@@ -33,6 +33,7 @@ func parseFieldLines(
 
         while bytes[index].isOptionalWhitespace { index += 1 }
         let valueStart = index
+        index = skipPlainValueBytes(bytes, from: index, end: end)
         while true {
             let byte = bytes[index]
             if byte.isFieldValueCharacter {
@@ -52,6 +53,28 @@ func parseFieldLines(
         fields.append(HTTPField(name: name, value: valueStart..<valueEnd, knownName: KnownFieldName(bytes, name)))
     }
     throw .bareCarriageReturn
+}
+
+/// Skips value bytes eight at a time while none of them needs a closer look: returns the index of the
+/// first word holding a byte below 0x20 (the CR that ends the line, a tab, a control character) or
+/// DEL; the byte loop takes it from there. Bytes of 0x80 and above (obs-text) pass, as they do there.
+@inline(__always)
+func skipPlainValueBytes(_ bytes: UnsafeRawBufferPointer, from start: Int, end: Int) -> Int {
+    guard let base = bytes.baseAddress else { return start }
+    var index = start
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    while index + 8 <= end {
+        let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+        // A byte below 0x20 among the ASCII ones: the classic "has a byte less than n" test.
+        let belowSpace = (word &- ones &* 0x20) & ~word & highs
+        // A DEL byte: a zero byte in word XOR 0x7F… .
+        let del = word ^ (ones &* 0x7F)
+        let isDel = (del &- ones) & ~del & highs
+        if belowSpace | isDel != 0 { break }
+        index += 8
+    }
+    return index
 }
 
 /// Calls `body` with the range of each non-empty element of a comma-separated field value, trimmed.

@@ -263,6 +263,27 @@ import Testing
         #expect(error == bad.error)
     }
 
+    /// Long values are skipped eight bytes at a time until a byte needs a closer look: a forbidden
+    /// byte is found wherever it sits in a word, and allowed ones (tab, obs-text) pass.
+    @Test(arguments: 0..<40)
+    func judgesEveryPositionOfALongValue(_ position: Int) throws {
+        func head(with byte: UInt8) -> [UInt8] {
+            var value = Array(repeating: UInt8(ascii: "v"), count: 40)
+            value[position] = byte
+            return bytes("GET / HTTP/1.1\r\nHost: h\r\nX-Long: ") + value + bytes("\r\nX-Next: n\r\n\r\n")
+        }
+        for forbidden: UInt8 in [0x00, 0x01, 0x0B, 0x1F, 0x7F] {
+            let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(head(with: forbidden)) }
+            #expect(error == (forbidden == 0 ? .nulByte : .invalidFieldValue), "byte \(forbidden) at \(position)")
+        }
+        for allowed: UInt8 in [0x09, 0x20, 0x7E, 0x80, 0xFF] {
+            let parsed = try parseRequests(head(with: allowed))[0].head
+            #expect(parsed.value(of: "x-next") == "n", "byte \(allowed) at \(position)")
+        }
+        let bareCR = parseError { () throws(HTTPParseError) in _ = try parseRequests(head(with: 0x0D)) }
+        #expect(bareCR == .bareCarriageReturn)
+    }
+
     @Test func mapsErrorsToStatuses() {
         #expect(HTTPParseError.headTooLarge.status == 431)
         #expect(HTTPParseError.unsupportedTransferCoding.status == 501)

@@ -13,21 +13,28 @@ package struct ProxyNames: Sendable {
     private let authorities: Set<String>
     /// The same as a Host field carries it (IPv6 bracketed), for a byte-wise first check.
     private let hostFieldValues: [[UInt8]]
+    /// The same again, host and port apart, for hosts found in other places (absolute-form targets).
+    private let encodedAuthorities: [(host: EncodedHost, port: Int)]
     private let acceptHosts: [HostPattern]
+    private let acceptMatcher: HostMatcher
 
     package init(boundAddresses: [SocketAddress], acceptHosts: [HostPattern]) {
         var authorities = Set<String>()
         var values: [[UInt8]] = []
+        var encoded: [(host: EncodedHost, port: Int)] = []
         for address in boundAddresses {
             guard let port = address.port else { continue }
             for host in Set(["localhost", "127.0.0.1", "::1", address.hostText ?? "127.0.0.1"]) {
                 authorities.insert(Self.key(host: host, port: port))
                 values.append(Array((host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)").utf8))
+                encoded.append((EncodedHost(host), port))
             }
         }
         self.authorities = authorities
         self.hostFieldValues = values
+        self.encodedAuthorities = encoded
         self.acceptHosts = acceptHosts
+        self.acceptMatcher = HostMatcher(acceptHosts)
     }
 
     private static func key(host: String, port: Int) -> String { "\(host):\(port)" }
@@ -39,8 +46,13 @@ package struct ProxyNames: Sendable {
     }
 
     /// Whether a parsed authority of `head` names the proxy; `defaultPort` when it names none.
+    /// Compares bytes: no string is built.
     func contains(_ authority: Authority, in head: RequestHead, defaultPort: Int) -> Bool {
-        self.contains(host: Self.normalizedHost(head.string(authority.host)), port: authority.port ?? defaultPort)
+        let port = authority.port ?? defaultPort
+        return head.bytes.withUnsafeBytes { raw in
+            self.encodedAuthorities.contains { $0.port == port && $0.host.isSpelled(by: raw, authority.host) }
+                || self.acceptMatcher.matches(raw, host: authority.host, port: port)
+        }
     }
 
     /// Whether the Host field value (`head.bytes[value]`) is exactly one of the proxy's own

@@ -10,6 +10,9 @@ import BearerIO
 /// `inject_hosts` matches.
 package struct Router: Sendable {
     package let upstream: Target
+    /// Absolute-form requests to the upstream's host go here: the upstream, without its path prefix.
+    private let upstreamForAbsoluteForm: Target
+    private let upstreamHost: EncodedHost
     private let upstreamURL: UpstreamURL
     private let injectHosts: [HostPattern]
     private let otherHosts: OtherHostsPolicy
@@ -27,6 +30,13 @@ package struct Router: Sendable {
             pathPrefix: Array(upstream.pathPrefix.utf8),
             injectsToken: self.injectHosts.contains { $0.matches(host: upstream.host, port: upstream.port) }
         )
+        self.upstreamForAbsoluteForm = Target(
+            origin: origin,
+            authority: self.upstream.authority,
+            pathPrefix: [],
+            injectsToken: self.upstream.injectsToken
+        )
+        self.upstreamHost = EncodedHost(upstream.host)
         self.names = names
     }
 
@@ -50,11 +60,16 @@ package struct Router: Sendable {
             return .tunnel(origin)
         case .absolute(let absolute):
             let authority = absolute.parsedAuthority
-            let host = ProxyNames.normalizedHost(head.string(authority.host))
-            let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
-            if self.names.contains(host: host, port: port) {
+            if self.names.contains(authority, in: head, defaultPort: absolute.isHTTPS ? 443 : 80) {
                 return .forward(self.upstream, path: .prefixed(absolute.pathAndQuery))
             }
+            // What http_proxy clients send for the API itself: the shared target, no string built.
+            let namesUpstreamPort = authority.port == nil || authority.port == self.upstreamURL.port
+            if namesUpstreamPort && head.bytes.withUnsafeBytes({ self.upstreamHost.isSpelled(by: $0, authority.host) }) {
+                return .forward(self.upstreamForAbsoluteForm, path: .absolute(absolute.pathAndQuery))
+            }
+            let host = ProxyNames.normalizedHost(head.string(authority.host))
+            let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
             let target = self.target(host: host, port: port, namedPort: authority.port, isHTTPS: absolute.isHTTPS)
             if !target.injectsToken && self.otherHosts == .deny {
                 return .reject(.otherHostDenied(target.origin.description))
