@@ -108,13 +108,8 @@ package final class ProxyServer: Sendable {
             tls: tlsFactory ?? tls,
             connectTimeout: configuration.upstreamConnectTimeout
         )
-        let source = Self.makeTokenSource(
-            configuration,
-            store: store,
-            loop: loops.loops[0],
-            connector: connector,
-            logger: logger
-        )
+        let endpoints = EndpointCaller(configuration: configuration, loop: loops.loops[0], connector: connector)
+        let source = Self.makeTokenSource(configuration, store: store, endpoints: endpoints, logger: logger)
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
         let runtime = ProxyRuntime(
             configuration: configuration,
@@ -135,12 +130,7 @@ package final class ProxyServer: Sendable {
         server.startAccepting()
         if let adminFD, let adminAddress {
             let revocation = configuration.revocationURL.map {
-                TokenRevocation(
-                    configuration: configuration,
-                    url: $0,
-                    loop: loops.loops[0],
-                    connector: connector
-                )
+                TokenRevocation(configuration: configuration, url: $0, client: endpoints)
             }
             let admin = AdminServer(
                 fd: adminFD,
@@ -161,8 +151,7 @@ package final class ProxyServer: Sendable {
     static func makeTokenSource(
         _ configuration: Configuration,
         store: RefreshTokenStore?,
-        loop: EventLoop,
-        connector: OutboundConnector,
+        endpoints: EndpointCaller,
         logger: Logger
     ) -> TokenSource? {
         if let url = configuration.tokenURL {
@@ -170,8 +159,7 @@ package final class ProxyServer: Sendable {
                 configuration: configuration,
                 url: url,
                 store: store,
-                loop: loop,
-                connector: connector,
+                client: endpoints,
                 logger: logger
             )
         }

@@ -6,31 +6,21 @@ import BearerIO
 final class TokenRevocation: Sendable {
     let url: UpstreamURL
     let builder: TokenRequestBuilder
-    let loop: EventLoop
-    let connector: OutboundConnector
-    let timeout: Duration
+    let client: EndpointCaller
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
-    init(configuration: Configuration, url: UpstreamURL, loop: EventLoop, connector: OutboundConnector) {
+    init(configuration: Configuration, url: UpstreamURL, client: EndpointCaller) {
         self.url = url
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
-        self.loop = loop
-        self.connector = connector
-        self.timeout = configuration.refreshTimeout
+        self.client = client
     }
 
     func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
         let origin = self.url.origin
-        EndpointClient.send(
-            self.builder.revocationRequest(token),
-            to: origin,
-            on: self.loop,
-            connector: self.connector,
-            timeout: self.timeout
-        ) { result in
+        self.client.send(self.builder.revocationRequest(token, to: self.url)) { result in
             switch result {
             case .success(let response) where (200..<300).contains(response.status):
                 completion(.success(()))

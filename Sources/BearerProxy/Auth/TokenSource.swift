@@ -20,24 +20,19 @@ package protocol TokenSource: Sendable {
 final class OAuth2TokenSource: TokenSource {
     let builder: TokenRequestBuilder
     let store: RefreshTokenStore?
-    let loop: EventLoop
-    let connector: OutboundConnector
-    let timeout: Duration
+    let client: EndpointCaller
     let logger: Logger
 
     init(
         configuration: Configuration,
         url: UpstreamURL,
         store: RefreshTokenStore?,
-        loop: EventLoop,
-        connector: OutboundConnector,
+        client: EndpointCaller,
         logger: Logger
     ) {
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
         self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
-        self.loop = loop
-        self.connector = connector
-        self.timeout = configuration.refreshTimeout
+        self.client = client
         self.logger = logger
     }
 
@@ -56,13 +51,7 @@ final class OAuth2TokenSource: TokenSource {
                 return
             }
             let url = self.builder.url
-            EndpointClient.send(
-                self.builder.request(refreshToken: lease?.token),
-                to: url.origin,
-                on: self.loop,
-                connector: self.connector,
-                timeout: self.timeout
-            ) { result in
+            self.client.send(self.builder.request(refreshToken: lease?.token)) { result in
                 let outcome: TokenFetchOutcome
                 switch result {
                 case .success(let response):
