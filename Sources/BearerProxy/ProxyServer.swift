@@ -129,9 +129,7 @@ package final class ProxyServer: Sendable {
         )
         server.startAccepting()
         if let adminFD, let adminAddress {
-            let revocation = configuration.revocationURL.map {
-                TokenRevocation(configuration: configuration, url: $0, client: endpoints)
-            }
+            let revocation = TokenRevocation(configuration: configuration, client: endpoints)
             let admin = AdminServer(
                 fd: adminFD,
                 address: adminAddress,
@@ -154,6 +152,9 @@ package final class ProxyServer: Sendable {
         endpoints: EndpointCaller,
         logger: Logger
     ) -> TokenSource? {
+        if configuration.tokenFormat == .json && configuration.canRefresh {
+            return JSONTokenSource(configuration: configuration, store: store, client: endpoints, logger: logger)
+        }
         if let url = configuration.tokenURL {
             return OAuth2TokenSource(
                 configuration: configuration,
@@ -203,10 +204,11 @@ package final class ProxyServer: Sendable {
         let configuration = self.runtime.configuration
         let tokens: String
         if let source {
-            tokens =
-                configuration.tokenURL != nil
-                ? "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
-                : "token_command \(source.logDescription)"
+            switch (configuration.tokenFormat, configuration.tokenURL) {
+            case (.json, _): tokens = "json backend: \(source.logDescription)"
+            case (.form, .some): tokens = "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+            case (.form, .none): tokens = "token_command \(source.logDescription)"
+            }
         } else {
             tokens = configuration.accessToken == nil ? "none" : "static access_token"
         }

@@ -87,6 +87,16 @@ package final class RefreshTokenStore: Sendable {
         self.state.withLock { $0.stamp = stamp }
     }
 
+    /// `endRefresh`, logging instead of throwing: a refresh that got a token still serves the
+    /// requests waiting for it when the rotated refresh token cannot be written.
+    package func endRefresh(_ lease: Lease, rotated: Secret<String>?, logger: Logger) {
+        do throws(StoreError) {
+            try self.endRefresh(lease, rotated: rotated)
+        } catch {
+            logger.error("cannot store the rotated refresh token", ["error": error.description])
+        }
+    }
+
     /// Whether the file changed since this process last read or wrote it; checked at most once a second.
     package func fileChanged(now: Instant) -> Bool {
         guard let path = self.path else { return false }
