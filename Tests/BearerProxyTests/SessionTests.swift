@@ -259,6 +259,30 @@ import Testing
     }
 
     @Test(arguments: TokenFlavour.allCases)
+    func aRefreshTokenFileWrittenAfterStartIsUsedWithoutWaitingForARequest(flavour: TokenFlavour) throws {
+        // The proxy starts before `bearer-proxy login` has written the file.
+        let directory = NSTemporaryDirectory() + "bearer-rt4-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/refresh_token"
+        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-from-login"] }) {
+            config,
+            _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = path
+        }
+        let session = fixture.proxy.runtime.session
+        #expect(waitUntil { session.status.state == "failed" })
+        #expect(session.status.failure?.contains("\(path) holds no refresh token (run 'bearer-proxy login')") == true)
+        #expect(fixture.tokenServer.callCount == 0)
+        try "rt-from-login\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(waitUntil { session.status.state == "ready" })
+        #expect(fixture.tokenServer.recordedCalls.map(\.presentedRefreshToken) == ["rt-from-login"])
+        #expect(fixture.upstream.requests.isEmpty, "no request was needed to notice the file")
+        #expect(try fixture.get("/x").status == 200)
+        fixture.expectNoSecretsInLogs(["rt-from-login"])
+    }
+
+    @Test(arguments: TokenFlavour.allCases)
     func proactiveRefreshKeepsShortLivedTokensFromEverBeingRejected(flavour: TokenFlavour) throws {
         let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.expiresIn = 2 }) { config, _ in
             config.refreshSkew = .seconds(1)

@@ -53,15 +53,7 @@ final class JSONTokenSource: TokenSource {
             } else if self.requests.canLogIn() {
                 self.logIn(finish)
             } else {
-                finish(
-                    .permanent(
-                        .rejected(
-                            code: "no_refresh_token",
-                            description:
-                                "there is no refresh token (run 'bearer-proxy login', or set username and password)"
-                        )
-                    )
-                )
+                finish(.permanent(.noRefreshToken(file: self.store?.path)))
             }
         }
     }

@@ -135,8 +135,10 @@ package final class RefreshTokenStore: Sendable {
 
     // MARK: File access
 
+    /// The token in the file; none when the file does not exist (yet: `bearer-proxy login` writes it).
     static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT { return (nil, nil) }
         guard fd >= 0 else {
             throw StoreError(
                 description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))"

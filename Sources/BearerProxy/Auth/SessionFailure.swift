@@ -19,6 +19,12 @@ package enum SessionFailure: Equatable, Sendable {
     /// token_command failed (non-zero exit, empty output); the reason carries its stderr.
     case commandFailed(reason: String)
 
+    /// There is no refresh token to spend: the file is missing or empty, or none was configured.
+    static func noRefreshToken(file: String?) -> SessionFailure {
+        let place = file.map { "\($0) holds no refresh token" } ?? "there is no refresh token"
+        return .rejected(code: "no_refresh_token", description: place + " (run 'bearer-proxy login')")
+    }
+
     package var status: Int {
         switch self {
         case .rejected, .loginRejected, .loggedOut: 401
