@@ -9,12 +9,14 @@ import Synchronization
 package final class MockTokenServer: Sendable {
     package let server: MockHTTPServer
     package let authority: MockTokenAuthority
-    private let settings: Locked<Settings>
+    let settings: Locked<Settings>
     private let recorded = Locked<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
     private let callTimes = Locked<[Instant]>([])
     private let revoked = Locked<[String]>([])
     private let issuedRefreshTokens = Locked<[String]>([])
+    /// Authorization codes and device codes handed out (`MockTokenServer+Login`).
+    let loginGrants = Locked(LoginGrants())
     /// Calls to the JSON login endpoint, and to the JSON refresh endpoint.
     package let loginCalls = Atomic<Int>(0)
     package let refreshCalls = Atomic<Int>(0)
@@ -38,6 +40,8 @@ package final class MockTokenServer: Sendable {
         package var json = JSONShape()
         /// Username → password accepted by the JSON login endpoint.
         package var users: [String: String] = [:]
+        /// How the authorization and device endpoints behave.
+        package var login = LoginSettings()
 
         package init() {}
     }
@@ -116,6 +120,10 @@ package final class MockTokenServer: Sendable {
             return MockResponse(status: 200)
         case Self.jsonLoginPath, Self.jsonRefreshPath, Self.jsonLogoutPath:
             return self.handleJSON(request)
+        case Self.authorizePath:
+            return self.authorize(request)
+        case Self.devicePath:
+            return self.startDeviceAuthorization(request)
         default:
             return self.handleForm(request)
         }
@@ -204,6 +212,10 @@ package final class MockTokenServer: Sendable {
             refreshToken = self.rotate(presented, settings)
         case "client_credentials", "password":
             break
+        case "authorization_code":
+            return self.redeemAuthorizationCode(form, settings)
+        case Self.deviceGrantType:
+            return self.pollDeviceAuthorization(form, settings)
         default:
             return .json(400, #"{"error":"unsupported_grant_type"}"#)
         }

@@ -9,6 +9,7 @@ import Glibc
 /// Command line → configuration → running proxy; signals stop it. Everything else lives in BearerProxy.
 func main() -> Int32 {
     signal(SIGPIPE, SIG_IGN)
+    if let status = Subcommand.runIfNamed(Array(CommandLine.arguments.dropFirst())) { return status }
     let options: CommandLineOptions
     do throws(CommandLineError) {
         options = try CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst()))

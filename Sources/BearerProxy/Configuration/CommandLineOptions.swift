@@ -64,6 +64,8 @@ package struct CommandLineOptions: Equatable, Sendable {
 
         USAGE: bearer-proxy --config <file> [<options>]
                bearer-proxy --demo
+               bearer-proxy login --config <file> [--device] [--no-browser]
+               bearer-proxy logout --config <file>
 
         OPTIONS:
           --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
@@ -77,6 +79,11 @@ package struct CommandLineOptions: Equatable, Sendable {
           --demo                  Run against built-in mock upstream and token servers; no config needed.
           --version               Show the version.
           -h, --help              Show help information.
+
+        SUBCOMMANDS:
+          login                   Log in once (browser, device code or password) and store the refresh
+                                  token in refresh_token_file. See 'bearer-proxy login --help'.
+          logout                  Revoke the stored refresh token and delete its file.
 
         Flags override settings from the config file.
 
