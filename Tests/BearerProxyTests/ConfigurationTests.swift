@@ -232,7 +232,7 @@ import Testing
                 requests and forwards them upstream, refreshing the token when it expires.
 
                 USAGE: bearer-proxy --config <file> [<options>]
-                       bearer-proxy --demo
+                       bearer-proxy --demo [json]
                        bearer-proxy login --config <file> [--device] [--no-browser]
                        bearer-proxy logout --config <file>
 
@@ -245,7 +245,8 @@ import Testing
                                           there (default: off)
                   --log-level <level>     error, warn, info or debug (default: info)
                   --check                 Validate the configuration, print it with secrets masked, and exit.
-                  --demo                  Run against built-in mock upstream and token servers; no config needed.
+                  --demo [json]           Run against built-in mock upstream and token servers; no config needed.
+                                          json: a JSON login and refresh backend instead of OAuth2.
                   --version               Show the version.
                   -h, --help              Show help information.
 

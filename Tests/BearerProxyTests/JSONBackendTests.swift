@@ -336,3 +336,19 @@ import Testing
         }
     }
 }
+
+@Suite struct DemoFlagTests {
+    @Test(arguments: [
+        (["--demo"], false), (["--demo", "json"], true), (["--demo=json"], true), (["--demo", "oauth2"], false),
+        (["--demo", "json", "--listen", "127.0.0.1:0"], true), (["--demo", "--check"], false),
+    ])
+    func parsesTheDemoBackend(arguments: [String], isJSON: Bool) throws {
+        let options = try CommandLineOptions.parse(arguments)
+        #expect(options.isDemo)
+        #expect(options.isJSONDemo == isJSON)
+    }
+
+    @Test func refusesAnUnknownBackend() {
+        #expect(throws: CommandLineError.unexpectedArgument("xml")) { try CommandLineOptions.parse(["--demo", "xml"]) }
+    }
+}

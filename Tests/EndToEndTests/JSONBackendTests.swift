@@ -272,3 +272,31 @@ final class JSONBackendProxy {
         #expect(result.stdout.contains("login_timeout = 5m\n"))
     }
 }
+
+@Suite struct JSONDemoTests {
+    @Test func demoJSONServesWhoamiThroughALoginAndKeepsTheDemoPasswordOutOfTheLog() throws {
+        let proxy = try ProxyProcess(["--demo", "json", "--listen", "127.0.0.1:0"])
+        let listening = try #require(proxy.waitUntilListening())
+        guard case .hostPort(_, let port) = try ListenAddressSpec.parse(listening) else {
+            throw JSONBackendProxy.ProxyFailure()
+        }
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        let response = try httpRequest(address, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(response.text.contains("token generation 1"))
+        #expect(waitFor { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
+        #expect(proxy.standardError.contains("tokens=\"json backend: refresh at http://127.0.0.1:"))
+        #expect(proxy.standardError.contains("POST /api/auth/login"))
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        for secret in ["demo-password", "mock-access-1", "rt-login-"] {
+            #expect(!proxy.standardError.contains(secret), "\(secret) reached the log")
+        }
+    }
+
+    @Test func anUnknownDemoBackendIsRefused() throws {
+        let result = try ProxyProcess.run(["--demo", "xml"])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("Error: Unexpected argument 'xml'\n"))
+    }
+}

@@ -4,6 +4,8 @@ package struct CommandLineOptions: Equatable, Sendable {
     package var overrides: [ConfigEntry] = []
     package var isCheck = false
     package var isDemo = false
+    /// `--demo json`: the demo's token server is a JSON login/refresh backend instead of OAuth2.
+    package var isJSONDemo = false
     package var isHelp = false
     package var isVersion = false
 
@@ -32,7 +34,15 @@ package struct CommandLineOptions: Equatable, Sendable {
             }
             switch name {
             case "--check": options.isCheck = true
-            case "--demo": options.isDemo = true
+            case "--demo":
+                options.isDemo = true
+                // An optional backend: `--demo json`, `--demo=json` (`oauth2`, the default, may be named).
+                let next = index < arguments.count && !arguments[index].hasPrefix("-") ? arguments[index] : nil
+                if let backend = inlineValue ?? next {
+                    guard backend == "json" || backend == "oauth2" else { throw .unexpectedArgument(backend) }
+                    options.isJSONDemo = backend == "json"
+                    if inlineValue == nil { index += 1 }
+                }
             case "-h", "--help": options.isHelp = true
             case "--version": options.isVersion = true
             default:
@@ -63,7 +73,7 @@ package struct CommandLineOptions: Equatable, Sendable {
         requests and forwards them upstream, refreshing the token when it expires.
 
         USAGE: bearer-proxy --config <file> [<options>]
-               bearer-proxy --demo
+               bearer-proxy --demo [json]
                bearer-proxy login --config <file> [--device] [--no-browser]
                bearer-proxy logout --config <file>
 
@@ -76,7 +86,8 @@ package struct CommandLineOptions: Equatable, Sendable {
                                   there (default: off)
           --log-level <level>     error, warn, info or debug (default: info)
           --check                 Validate the configuration, print it with secrets masked, and exit.
-          --demo                  Run against built-in mock upstream and token servers; no config needed.
+          --demo [json]           Run against built-in mock upstream and token servers; no config needed.
+                                  json: a JSON login and refresh backend instead of OAuth2.
           --version               Show the version.
           -h, --help              Show help information.
 
