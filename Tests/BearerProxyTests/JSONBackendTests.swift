@@ -352,3 +352,53 @@ import Testing
         #expect(throws: CommandLineError.unexpectedArgument("xml")) { try CommandLineOptions.parse(["--demo", "xml"]) }
     }
 }
+
+@Suite struct JSONBackendRequestTests {
+    func requests(_ text: String) throws -> JSONBackendRequests {
+        JSONBackendRequests(
+            configuration: try Configuration.build(
+                from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:])
+            )
+        )
+    }
+
+    @Test func refreshLoginAndLogoutBodiesCarryTheirValues() throws {
+        let requests = try self.requests(
+            """
+            token_format = json
+            token_url = http://api.test/api/auth/refresh
+            login_url = http://api.test/api/auth/login
+            logout_url = http://api.test/api/auth/logout
+            token_body = {"refreshToken": "{{refresh_token}}", "device": "{{client_id}}"}
+            client_id = cli
+            username = alice
+            password = pw-1234
+            """
+        )
+        let refresh = try #require(requests.refresh(Secret("rt-9")))
+        #expect(refresh.url.description == "http://api.test/api/auth/refresh")
+        #expect(refresh.contentType == "application/json")
+        #expect(String(decoding: refresh.body, as: UTF8.self) == #"{"refreshToken": "rt-9", "device": "cli"}"#)
+        let login = try #require(requests.login())
+        #expect(String(decoding: login.body, as: UTF8.self) == #"{"username": "alice", "password": "pw-1234"}"#)
+        let typed = try #require(requests.login(with: ["password": Secret("typed-pw")]))
+        #expect(String(decoding: typed.body, as: UTF8.self) == #"{"username": "alice", "password": "typed-pw"}"#)
+        let logout = try #require(requests.logout(Secret("rt-9")))
+        #expect(logout.url.description == "http://api.test/api/auth/logout")
+        #expect(String(decoding: logout.body, as: UTF8.self) == #"{"refreshToken": "rt-9", "device": "cli"}"#)
+        #expect(requests.canLogIn())
+    }
+
+    /// A backend that echoes the request in its error must not put the password into a 401 or a log.
+    @Test func aBackendEchoingASecretIsRedacted() throws {
+        let requests = try self.requests(
+            "token_format = json\nlogin_url = http://api.test/login\nusername = alice\npassword = pw-echoed-9"
+        )
+        let failure = SessionFailure.loginRejected(
+            code: "http_401",
+            description: "bad password pw-echoed-9 for rt-x-77"
+        )
+        .redactingDescription { requests.redacting($0, also: [Secret("rt-x-77")]) }
+        #expect(failure == .loginRejected(code: "http_401", description: "bad password <redacted> for <redacted>"))
+    }
+}

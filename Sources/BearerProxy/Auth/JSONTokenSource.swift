@@ -59,7 +59,9 @@ final class JSONTokenSource: TokenSource {
     }
 
     private func logIn(_ finish: @escaping @Sendable (TokenFetchOutcome) -> Void) {
-        guard let request = self.requests.login() else { return }
+        guard let request = self.requests.login() else {
+            preconditionFailure("logIn is only called when canLogIn() holds, which needs login_url")
+        }
         self.call(request, isLogin: true, spending: nil, finish)
     }
 
