@@ -13,7 +13,8 @@ let package = Package(
         .target(name: "BearerCore"),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
-        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
+        // COpenSSL directly: SHA-256 for PKCE (the login's code challenge).
+        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
         .executableTarget(

@@ -5,14 +5,21 @@ import Synchronization
 
 /// A mock OAuth2 token endpoint (RFC 6749): refresh_token, client_credentials and password grants,
 /// client_secret_basic and client_secret_post, rotation of refresh tokens, and failures on demand.
+/// It also plays an app backend's JSON login, refresh and logout endpoints (`MockTokenServer+JSON`).
 package final class MockTokenServer: Sendable {
     package let server: MockHTTPServer
     package let authority: MockTokenAuthority
-    private let settings: Locked<Settings>
+    let settings: Locked<Settings>
     private let recorded = Locked<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
     private let callTimes = Locked<[Instant]>([])
     private let revoked = Locked<[String]>([])
+    private let issuedRefreshTokens = Locked<[String]>([])
+    /// Authorization codes and device codes handed out (`MockTokenServer+Login`).
+    let loginGrants = Locked(LoginGrants())
+    /// Calls to the JSON login endpoint, and to the JSON refresh endpoint.
+    package let loginCalls = Atomic<Int>(0)
+    package let refreshCalls = Atomic<Int>(0)
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -29,6 +36,12 @@ package final class MockTokenServer: Sendable {
         package var delay: Duration = .zero
         /// Issue JWT-shaped tokens with this many seconds until `exp`.
         package var jwtLifetime: Int?
+        /// How the JSON endpoints shape their answers.
+        package var json = JSONShape()
+        /// Username → password accepted by the JSON login endpoint.
+        package var users: [String: String] = [:]
+        /// How the authorization and device endpoints behave.
+        package var login = LoginSettings()
 
         package init() {}
     }
@@ -43,8 +56,14 @@ package final class MockTokenServer: Sendable {
 
     /// What a call to the endpoint carried, for assertions.
     package struct TokenCall: Sendable {
+        /// The form fields, or the top-level string fields of a JSON body.
         package var form: [String: String]
         package var authorization: String?
+        package var path: String = "/oauth/token"
+        package var contentType: String?
+
+        /// The refresh token it spent, in either casing.
+        package var presentedRefreshToken: String? { self.form["refresh_token"] ?? self.form["refreshToken"] }
     }
 
     package init(
@@ -78,39 +97,101 @@ package final class MockTokenServer: Sendable {
     /// When each call arrived (monotonic clock).
     package var callInstants: [Instant] { self.callTimes.withLock { $0 } }
 
-    /// Refresh tokens revoked through `/oauth/revoke` (RFC 7009).
+    /// Every refresh token this server handed out (rotations, logins, authorization codes).
+    package var issuedRefreshTokenList: [String] { self.issuedRefreshTokens.withLock { $0 } }
+
+    /// A new refresh token, accepted from now on.
+    func issueRefreshToken(prefix: String = "rt-") -> String {
+        let token = "\(prefix)\(UUID().uuidString.prefix(8))"
+        self.issuedRefreshTokens.withLock { $0.append(token) }
+        self.update { $0.refreshTokens.insert(token) }
+        return token
+    }
+
+    /// Refresh tokens revoked through `/oauth/revoke` (RFC 7009) or the JSON logout endpoint.
     package var revokedTokens: [String] { self.revoked.withLock { $0 } }
     package var revocationURL: String { "\(self.server.baseURL)/oauth/revoke" }
 
     func handle(_ request: MockRequest) -> MockResponse {
-        if request.path == "/oauth/revoke" {
+        switch request.path {
+        case "/oauth/revoke":
             let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
-            if let token = form["token"] {
-                self.revoked.withLock { $0.append(token) }
-                self.settings.withLock { _ = $0.refreshTokens.remove(token) }
-            }
+            if let token = form["token"] { self.revoke(token) }
             return MockResponse(status: 200)
+        case Self.jsonLoginPath, Self.jsonRefreshPath, Self.jsonLogoutPath:
+            return self.handleJSON(request)
+        case Self.authorizePath:
+            return self.authorize(request)
+        case Self.devicePath:
+            return self.startDeviceAuthorization(request)
+        default:
+            return self.handleForm(request)
         }
+    }
+
+    /// Makes a refresh token unusable and remembers it was revoked.
+    func revoke(_ token: String) {
+        self.revoked.withLock { $0.append(token) }
+        self.settings.withLock { _ = $0.refreshTokens.remove(token) }
+    }
+
+    /// What every token-issuing call shares: counting and recording it, the configured delay, and the
+    /// configured failure (answered in the endpoint's own dialect). Nil: go on and answer.
+    func beginTokenCall(_ request: MockRequest, fields: [String: String], isJSON: Bool) -> (Settings, MockResponse?) {
         self.calls.add(1, ordering: .relaxed)
         self.callTimes.withLock { $0.append(Instant.now()) }
-        let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
-        self.recorded.withLock { $0.append(TokenCall(form: form, authorization: request.header("authorization"))) }
+        self.recorded.withLock {
+            $0.append(
+                TokenCall(
+                    form: fields,
+                    authorization: request.header("authorization"),
+                    path: request.path,
+                    contentType: request.header("content-type")
+                )
+            )
+        }
         let settings = self.settings.withLock { $0 }
         if settings.delay > .zero { usleep(UInt32(settings.delay.nanoseconds / 1000)) }
         switch settings.failure {
-        case .none: break
+        case .none:
+            return (settings, nil)
         case .invalidGrant:
-            return .json(
-                400,
-                #"{"error":"invalid_grant","error_description":"The refresh token is expired or revoked"}"#
+            return (
+                settings,
+                isJSON
+                    ? .json(401, #"{"statusCode":401,"message":"invalid refresh token"}"#)
+                    : .json(
+                        400,
+                        #"{"error":"invalid_grant","error_description":"The refresh token is expired or revoked"}"#
+                    )
             )
         case .serverError:
-            return .json(500, #"{"error":"server_error"}"#)
+            return (settings, .json(500, isJSON ? #"{"message":"internal error"}"# : #"{"error":"server_error"}"#))
         case .rateLimited(let seconds):
-            return .json(429, #"{"error":"slow_down"}"#, headers: [("Retry-After", "\(seconds)")])
+            return (settings, .json(429, #"{"error":"slow_down"}"#, headers: [("Retry-After", "\(seconds)")]))
         case .hang:
-            return MockResponse(status: 200, body: .none)
+            return (settings, MockResponse(status: 200, body: .none))
         }
+    }
+
+    /// A new access token (JWT-shaped when asked), valid for the configured lifetime.
+    func issueAccessToken(_ settings: Settings) -> String {
+        let token = self.authority.issue(lifetime: (settings.expiresIn ?? settings.jwtLifetime).map { .seconds($0) })
+        if let lifetime = settings.jwtLifetime { return Self.jwt(subject: token, expiresIn: lifetime) }
+        return token
+    }
+
+    /// Replaces `presented` by a new refresh token when the server rotates them; returns the new one.
+    func rotate(_ presented: String, _ settings: Settings) -> String? {
+        guard settings.rotatesRefreshTokens else { return nil }
+        self.update { _ = $0.refreshTokens.remove(presented) }
+        return self.issueRefreshToken()
+    }
+
+    private func handleForm(_ request: MockRequest) -> MockResponse {
+        let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
+        let (settings, failure) = self.beginTokenCall(request, fields: form, isJSON: false)
+        if let failure { return failure }
         guard request.method == "POST",
             request.header("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true
         else {
@@ -128,24 +209,25 @@ package final class MockTokenServer: Sendable {
             guard let presented = form["refresh_token"], settings.refreshTokens.contains(presented) else {
                 return .json(400, #"{"error":"invalid_grant","error_description":"Unknown refresh token"}"#)
             }
-            if settings.rotatesRefreshTokens {
-                let rotated = "rt-\(UUID().uuidString.prefix(8))"
-                self.settings.withLock {
-                    $0.refreshTokens.remove(presented)
-                    $0.refreshTokens.insert(rotated)
-                }
-                refreshToken = rotated
-            }
+            refreshToken = self.rotate(presented, settings)
         case "client_credentials", "password":
             break
+        case "authorization_code":
+            return self.redeemAuthorizationCode(form, settings)
+        case Self.deviceGrantType:
+            return self.pollDeviceAuthorization(form, settings)
         default:
             return .json(400, #"{"error":"unsupported_grant_type"}"#)
         }
-        var token = self.authority.issue(lifetime: (settings.expiresIn ?? settings.jwtLifetime).map { .seconds($0) })
-        if let lifetime = settings.jwtLifetime { token = Self.jwt(subject: token, expiresIn: lifetime) }
-        var object: [String: Any] = ["access_token": token, "token_type": "Bearer"]
+        return self.oauth2TokenResponse(settings, refreshToken: refreshToken)
+    }
+
+    /// An RFC 6749 §5.1 answer with a new access token.
+    func oauth2TokenResponse(_ settings: Settings, refreshToken: String?, scope: String? = nil) -> MockResponse {
+        var object: [String: Any] = ["access_token": self.issueAccessToken(settings), "token_type": "Bearer"]
         if let expiresIn = settings.expiresIn { object["expires_in"] = expiresIn }
         if let refreshToken { object["refresh_token"] = refreshToken }
+        if let scope { object["scope"] = scope }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return .json(200, String(decoding: data, as: UTF8.self), headers: [("Cache-Control", "no-store")])
     }

@@ -108,13 +108,8 @@ package final class ProxyServer: Sendable {
             tls: tlsFactory ?? tls,
             connectTimeout: configuration.upstreamConnectTimeout
         )
-        let source = Self.makeTokenSource(
-            configuration,
-            store: store,
-            loop: loops.loops[0],
-            connector: connector,
-            logger: logger
-        )
+        let endpoints = EndpointCaller(configuration: configuration, loop: loops.loops[0], connector: connector)
+        let source = Self.makeTokenSource(configuration, store: store, endpoints: endpoints, logger: logger)
         let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
         let runtime = ProxyRuntime(
             configuration: configuration,
@@ -134,14 +129,7 @@ package final class ProxyServer: Sendable {
         )
         server.startAccepting()
         if let adminFD, let adminAddress {
-            let revocation = configuration.revocationURL.map {
-                TokenRevocation(
-                    configuration: configuration,
-                    url: $0,
-                    loop: loops.loops[0],
-                    connector: connector
-                )
-            }
+            let revocation = TokenRevocation(configuration: configuration, client: endpoints)
             let admin = AdminServer(
                 fd: adminFD,
                 address: adminAddress,
@@ -161,17 +149,18 @@ package final class ProxyServer: Sendable {
     static func makeTokenSource(
         _ configuration: Configuration,
         store: RefreshTokenStore?,
-        loop: EventLoop,
-        connector: OutboundConnector,
+        endpoints: EndpointCaller,
         logger: Logger
     ) -> TokenSource? {
+        if configuration.tokenFormat == .json && configuration.canRefresh {
+            return JSONTokenSource(configuration: configuration, store: store, client: endpoints, logger: logger)
+        }
         if let url = configuration.tokenURL {
             return OAuth2TokenSource(
                 configuration: configuration,
                 url: url,
                 store: store,
-                loop: loop,
-                connector: connector,
+                client: endpoints,
                 logger: logger
             )
         }
@@ -215,10 +204,11 @@ package final class ProxyServer: Sendable {
         let configuration = self.runtime.configuration
         let tokens: String
         if let source {
-            tokens =
-                configuration.tokenURL != nil
-                ? "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
-                : "token_command \(source.logDescription)"
+            switch (configuration.tokenFormat, configuration.tokenURL) {
+            case (.json, _): tokens = "json backend: \(source.logDescription)"
+            case (.form, .some): tokens = "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+            case (.form, .none): tokens = "token_command \(source.logDescription)"
+            }
         } else {
             tokens = configuration.accessToken == nil ? "none" : "static access_token"
         }

@@ -9,6 +9,7 @@ import Glibc
 /// Command line → configuration → running proxy; signals stop it. Everything else lives in BearerProxy.
 func main() -> Int32 {
     signal(SIGPIPE, SIG_IGN)
+    if let status = Subcommand.runIfNamed(Array(CommandLine.arguments.dropFirst())) { return status }
     let options: CommandLineOptions
     do throws(CommandLineError) {
         options = try CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst()))
@@ -43,17 +44,14 @@ func main() -> Int32 {
     if options.isDemo {
         let group = EventLoopGroup(count: 1, name: "demo")
         do throws(IOError) {
-            let environment = try DemoEnvironment(group: group)
+            let environment = try DemoEnvironment(group: group, backend: options.isJSONDemo ? .json : .oauth2)
             demo = environment
             demoGroup = group
             if configuration.upstream == nil {
                 configuration.upstream = try? UpstreamURL.parse(environment.upstream.baseURL).get()
             }
             if !configuration.canRefresh && configuration.accessToken == nil {
-                configuration.tokenURL = try? UpstreamURL.parse(environment.tokenServer.url).get()
-                configuration.grantType = .clientCredentials
-                configuration.clientID = DemoEnvironment.clientID
-                configuration.clientSecret = Secret(DemoEnvironment.clientSecret)
+                environment.configureTokens(&configuration)
             }
         } catch {
             writeStandardError("Error: cannot start the demo servers: \(error)\n")
@@ -74,21 +72,8 @@ func main() -> Int32 {
             ["upstream": configuration.upstream?.description ?? "-", "workers": "\(configuration.workers)"]
         )
     }
-    if options.isDemo {
-        let address = server.boundAddresses[0]
-        writeStandardError(
-            """
-
-            Demo: behind the proxy run a mock OAuth2 token server, whose tokens live \(DemoEnvironment.tokenLifetime)s, and a
-            mock API that accepts only live tokens and revokes them all every \(Int(DemoEnvironment.revokeEvery.seconds))s.
-            The proxy refreshes ahead of expiry, and on a 401 refreshes once and replays. Try:
-
-              curl -i http://\(address)/whoami                      # which token generation reached the API
-              while sleep 0.5; do curl -s http://\(address)/whoami; done   # refreshes, never a 401
-              curl -i -x http://\(address) http://\(address)/items  # the same, as an HTTP proxy
-
-            """
-        )
+    if let demo {
+        writeStandardError(demo.banner(proxy: server.boundAddresses[0]))
     }
 
     let stop = DispatchSemaphore(value: 0)

@@ -87,8 +87,11 @@ import Testing
         #expect(try self.adminRequest(fixture, "GET", "/refresh").status == 405)
     }
 
-    @Test func postLogoutDropsTokensRevokesAndRefreshLogsBackIn() throws {
-        let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-logout-secret"] }) { config, server in
+    @Test(arguments: TokenFlavour.allCases)
+    func postLogoutDropsTokensRevokesAndRefreshLogsBackIn(flavour: TokenFlavour) throws {
+        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-logout-secret"] }) {
+            config,
+            server in
             config.adminListen = .hostPort(host: "127.0.0.1", port: 0)
             config.grantType = .refreshToken
             config.refreshToken = Secret("rt-logout-secret")

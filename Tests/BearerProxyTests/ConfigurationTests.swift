@@ -232,7 +232,9 @@ import Testing
                 requests and forwards them upstream, refreshing the token when it expires.
 
                 USAGE: bearer-proxy --config <file> [<options>]
-                       bearer-proxy --demo
+                       bearer-proxy --demo [json]
+                       bearer-proxy login --config <file> [--device] [--no-browser]
+                       bearer-proxy logout --config <file>
 
                 OPTIONS:
                   --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
@@ -243,9 +245,15 @@ import Testing
                                           there (default: off)
                   --log-level <level>     error, warn, info or debug (default: info)
                   --check                 Validate the configuration, print it with secrets masked, and exit.
-                  --demo                  Run against built-in mock upstream and token servers; no config needed.
+                  --demo [json]           Run against built-in mock upstream and token servers; no config needed.
+                                          json: a JSON login and refresh backend instead of OAuth2.
                   --version               Show the version.
                   -h, --help              Show help information.
+
+                SUBCOMMANDS:
+                  login                   Log in once (browser, device code or password) and store the refresh
+                                          token in refresh_token_file. See 'bearer-proxy login --help'.
+                  logout                  Revoke the stored refresh token and delete its file.
 
                 Flags override settings from the config file.
 

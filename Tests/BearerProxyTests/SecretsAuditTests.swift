@@ -9,18 +9,24 @@ import Testing
 @testable import BearerProxy
 
 /// Runs refresh storms with every kind of secret in play, then greps every log line, the access log,
-/// `/status`, `/metrics` and the `--check` report for every secret used.
+/// `/status`, `/metrics` and the `--check` report for every secret used. In the JSON flavour the
+/// initial refresh token is refused, so a login with the password happens too.
 @Suite struct SecretsAuditTests {
-    @Test func noSecretReachesAnyLogOrOperatorOutput() throws {
+    @Test(arguments: TokenFlavour.allCases)
+    func noSecretReachesAnyLogOrOperatorOutput(flavour: TokenFlavour) throws {
         let directory = NSTemporaryDirectory() + "bearer-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let tokenFile = directory + "/refresh_token"
         let accessLog = directory + "/access.log"
         try "rt-audit-initial\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        let fixture = try SessionFixture(tokenSettings: {
-            $0.refreshTokens = ["rt-audit-initial"]
-            $0.rotatesRefreshTokens = true
-        }) { config, _ in
+        let fixture = try SessionFixture(
+            flavour: flavour,
+            tokenSettings: {
+                $0.refreshTokens = flavour == .form ? ["rt-audit-initial"] : []
+                $0.rotatesRefreshTokens = true
+            }
+        ) { config, server in
+            if flavour == .json { SessionFixture.addJSONLogin(&config, server) }
             config.grantType = .refreshToken
             config.refreshTokenFile = tokenFile
             config.accessToken = Secret("at-audit-configured")
@@ -42,10 +48,16 @@ import Testing
         let metrics = try httpRequest(admin, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:\(admin.port!)\r\n\r\n").text
         let report = ConfigurationLoader.report(fixture.proxy.runtime.configuration)
 
-        let rotated = fixture.tokenServer.recordedCalls.compactMap { $0.form["refresh_token"] }
+        let rotated = fixture.tokenServer.issuedRefreshTokenList
         #expect(rotated.count >= 3)
+        if flavour == .json {
+            #expect(fixture.tokenServer.loginCallCount == 1, "the refused refresh token led to a login")
+        }
         let secrets =
-            ["rt-audit-initial", "at-audit-configured", "client-own-secret", SessionFixture.clientSecret]
+            [
+                "rt-audit-initial", "at-audit-configured", "client-own-secret", SessionFixture.clientSecret,
+                SessionFixture.password,
+            ]
             + rotated + (1...fixture.authority.issuedCount).map { "mock-access-\($0)" }
         let outputs = [
             ("log", fixture.logs.capturedLines.joined()),

@@ -7,8 +7,39 @@ import Testing
 
 @testable import BearerProxy
 
-/// A proxy between a client and a mock API whose tokens come from a mock OAuth2 token server.
+/// The two ways the proxy talks to a token-issuing server; the session tests run over both.
+enum TokenFlavour: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// RFC 6749 form posts to the mock's OAuth2 token endpoint.
+    case form
+    /// The mock's JSON login and refresh endpoints (token_format = json).
+    case json
+
+    var testDescription: String { self.rawValue }
+
+    /// What the proxy's token requests carry.
+    var contentType: String {
+        switch self {
+        case .form: "application/x-www-form-urlencoded"
+        case .json: "application/json"
+        }
+    }
+
+    /// Words the 401 body names when the server refuses an unknown refresh token.
+    var refusalWords: [String] {
+        switch self {
+        case .form: ["invalid_grant", "Unknown refresh token"]
+        case .json: ["http_401", "invalid refresh token"]
+        }
+    }
+}
+
+/// A proxy between a client and a mock API whose tokens come from a mock token server.
 /// Every log line is captured, so tests can check that no secret ever reaches one.
+///
+/// Tests configure it in OAuth2 terms; the JSON flavour translates them: a refresh token grant
+/// becomes a JSON refresh at token_url, a grant that needs no refresh token (client_credentials,
+/// password) becomes a login with username and password at login_url, RFC 7009 revocation becomes a
+/// JSON logout.
 final class SessionFixture {
     let authority = MockTokenAuthority()
     let tokenServer: MockTokenServer
@@ -17,8 +48,11 @@ final class SessionFixture {
     let logs = LogSink(capturing: ())
 
     static let clientSecret = "cs-very-secret-123"
+    static let username = "proxy-user"
+    static let password = "proxy-password-secret-456"
 
     init(
+        flavour: TokenFlavour = .form,
         tokenSettings: (inout MockTokenServer.Settings) -> Void = { _ in },
         acceptedTokens: Set<String>? = nil,
         upstreamTrustsTokenServer: Bool = true,
@@ -28,6 +62,7 @@ final class SessionFixture {
         var settings = MockTokenServer.Settings()
         settings.clientID = "proxy-client"
         settings.clientSecret = Self.clientSecret
+        settings.users = [Self.username: Self.password]
         tokenSettings(&settings)
         self.tokenServer = MockTokenServer(group: mockGroup, authority: self.authority, settings: settings)
         try self.tokenServer.start()
@@ -49,6 +84,7 @@ final class SessionFixture {
         configuration.acceptHosts = [.host("localhost")]
         configuration.refreshTimeout = .seconds(5)
         configure(&configuration, self.tokenServer)
+        if flavour == .json { Self.translateToJSON(&configuration, self.tokenServer) }
         self.proxy = try ProxyServer.start(
             configuration: configuration,
             logger: Logger(level: .debug, sink: self.logs),
@@ -60,6 +96,33 @@ final class SessionFixture {
         self.proxy.shutdown()
         self.upstream.stop()
         self.tokenServer.stop()
+    }
+
+    /// The JSON flavour of an OAuth2-style configuration (see the type's comment).
+    static func translateToJSON(_ configuration: inout Configuration, _ server: MockTokenServer) {
+        guard let tokenURL = configuration.tokenURL else { return }
+        let isMock = tokenURL.description == server.url
+        configuration.tokenFormat = .json
+        configuration.tokenURL = isMock ? try? UpstreamURL.parse(server.jsonRefreshURL).get() : tokenURL
+        if configuration.effectiveGrantType != .refreshToken {
+            Self.addJSONLogin(&configuration, server, at: isMock ? nil : tokenURL)
+        }
+        configuration.grantType = nil
+        if configuration.revocationURL?.description == server.revocationURL {
+            configuration.revocationURL = nil
+            configuration.jsonBackend.logoutURL = try? UpstreamURL.parse(server.jsonLogoutURL).get()
+        }
+    }
+
+    /// Lets the proxy log in at the mock's JSON login endpoint (or `url`) with the mock's user.
+    static func addJSONLogin(
+        _ configuration: inout Configuration,
+        _ server: MockTokenServer,
+        at url: UpstreamURL? = nil
+    ) {
+        configuration.jsonBackend.loginURL = url ?? (try? UpstreamURL.parse(server.jsonLoginURL).get())
+        configuration.username = Self.username
+        configuration.password = Secret(Self.password)
     }
 
     var address: SocketAddress { self.proxy.boundAddresses[0] }
@@ -78,8 +141,10 @@ final class SessionFixture {
     /// Fails the test if any log line holds one of `secrets` (or an issued access token).
     func expectNoSecretsInLogs(_ secrets: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) {
         let lines = self.logs.capturedLines
-        let issued = (0...self.authority.issuedCount).map { "\(self.authority.prefix)\($0)" }
-        for secret in secrets + [Self.clientSecret] + issued where !secret.isEmpty {
+        let issued =
+            (0...self.authority.issuedCount).map { "\(self.authority.prefix)\($0)" }
+            + self.tokenServer.issuedRefreshTokenList
+        for secret in secrets + [Self.clientSecret, Self.password] + issued where !secret.isEmpty {
             // "mock-access-1" is a prefix of "mock-access-12": match whole words only.
             let leaked = lines.first { line in
                 line.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "-" }).contains { $0 == secret }

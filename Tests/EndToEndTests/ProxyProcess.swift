@@ -21,7 +21,16 @@ final class ProxyProcess: @unchecked Sendable {
     }
 
     /// `launcher` runs the binary through another program (`sh -c 'ulimit …; exec "$0" "$@"'`).
-    init(_ arguments: [String], environment: [String: String] = [:], launcher: [String]? = nil) throws {
+    /// The child inherits this process's environment plus `environment` (only `environment` when
+    /// `inheritsEnvironment` is false), and reads `standardInput` (default: nothing, so a child that
+    /// would ask a question never waits on the terminal the tests were started from).
+    init(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        inheritsEnvironment: Bool = true,
+        standardInput: FileHandle = .nullDevice,
+        launcher: [String]? = nil
+    ) throws {
         if let launcher {
             self.process.executableURL = URL(fileURLWithPath: launcher[0])
             self.process.arguments = Array(launcher.dropFirst()) + [Self.binaryURL.path] + arguments
@@ -29,9 +38,10 @@ final class ProxyProcess: @unchecked Sendable {
             self.process.executableURL = Self.binaryURL
             self.process.arguments = arguments
         }
-        var env = ProcessInfo.processInfo.environment
+        var env = inheritsEnvironment ? ProcessInfo.processInfo.environment : [:]
         for (key, value) in environment { env[key] = value }
         self.process.environment = env
+        self.process.standardInput = standardInput
         self.process.standardError = self.stderrPipe
         self.process.standardOutput = self.stdoutPipe
         self.stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -91,9 +101,10 @@ final class ProxyProcess: @unchecked Sendable {
     /// Runs the binary to completion (for --check, --help, bad configs).
     static func run(
         _ arguments: [String],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        inheritsEnvironment: Bool = true
     ) throws -> (status: Int32?, stdout: String, stderr: String) {
-        let child = try ProxyProcess(arguments, environment: environment)
+        let child = try ProxyProcess(arguments, environment: environment, inheritsEnvironment: inheritsEnvironment)
         let status = child.waitForExit()
         return (status, child.standardOutput, child.standardError)
     }

@@ -87,6 +87,16 @@ package final class RefreshTokenStore: Sendable {
         self.state.withLock { $0.stamp = stamp }
     }
 
+    /// `endRefresh`, logging instead of throwing: a refresh that got a token still serves the
+    /// requests waiting for it when the rotated refresh token cannot be written.
+    package func endRefresh(_ lease: Lease, rotated: Secret<String>?, logger: Logger) {
+        do throws(StoreError) {
+            try self.endRefresh(lease, rotated: rotated)
+        } catch {
+            logger.error("cannot store the rotated refresh token", ["error": error.description])
+        }
+    }
+
     /// Whether the file changed since this process last read or wrote it; checked at most once a second.
     package func fileChanged(now: Instant) -> Bool {
         guard let path = self.path else { return false }
@@ -125,8 +135,10 @@ package final class RefreshTokenStore: Sendable {
 
     // MARK: File access
 
+    /// The token in the file; none when the file does not exist (yet: `bearer-proxy login` writes it).
     static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT { return (nil, nil) }
         guard fd >= 0 else {
             throw StoreError(
                 description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))"

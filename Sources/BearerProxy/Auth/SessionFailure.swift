@@ -5,6 +5,9 @@
 package enum SessionFailure: Equatable, Sendable {
     /// The token endpoint refused the grant (400/401: invalid_grant, invalid_client, …). Permanent.
     case rejected(code: String, description: String?)
+    /// A JSON backend's login endpoint refused the credentials (after the refresh token was refused,
+    /// or with none to refresh). Permanent.
+    case loginRejected(code: String, description: String?)
     /// The token endpoint could not be reached or failed (connection refused, 5xx). Transient.
     case unreachable(reason: String)
     /// The token endpoint accepted the connection but did not answer within refresh_timeout.
@@ -16,9 +19,15 @@ package enum SessionFailure: Equatable, Sendable {
     /// token_command failed (non-zero exit, empty output); the reason carries its stderr.
     case commandFailed(reason: String)
 
+    /// There is no refresh token to spend: the file is missing or empty, or none was configured.
+    static func noRefreshToken(file: String?) -> SessionFailure {
+        let place = file.map { "\($0) holds no refresh token" } ?? "there is no refresh token"
+        return .rejected(code: "no_refresh_token", description: place + " (run 'bearer-proxy login')")
+    }
+
     package var status: Int {
         switch self {
-        case .rejected, .loggedOut: 401
+        case .rejected, .loginRejected, .loggedOut: 401
         case .unreachable, .commandFailed: 502
         case .timedOut: 504
         case .rateLimited: 503
@@ -31,6 +40,10 @@ package enum SessionFailure: Equatable, Sendable {
             "bearer-proxy: token refresh failed: the token endpoint answered \(code)"
                 + (description.map { " (\(oneLine($0)))" } ?? "")
                 + "; fix the credentials, then replace the refresh token file, send SIGHUP or POST /refresh"
+        case .loginRejected(let code, let description):
+            "bearer-proxy: login failed: the login endpoint answered \(code)"
+                + (description.map { " (\(oneLine($0)))" } ?? "")
+                + "; fix username/password, or run 'bearer-proxy login', then send SIGHUP or POST /refresh"
         case .unreachable(let reason):
             "bearer-proxy: token refresh failed: \(oneLine(reason))"
         case .timedOut(let reason):
@@ -53,7 +66,7 @@ package enum SessionFailure: Equatable, Sendable {
     /// A bounded label for logs and metrics.
     package var shortName: String {
         switch self {
-        case .rejected: "rejected"
+        case .rejected, .loginRejected: "rejected"
         case .unreachable: "unreachable"
         case .timedOut: "timeout"
         case .rateLimited: "rate_limited"

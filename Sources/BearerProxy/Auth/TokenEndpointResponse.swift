@@ -15,11 +15,19 @@ package struct FetchedToken: Sendable {
     package var expiresIn: Duration?
     /// A rotated refresh token, when the endpoint sent one.
     package var refreshToken: Secret<String>?
+    /// The granted scope, when the endpoint said (`bearer-proxy login` prints it).
+    package var scope: String?
 
-    package init(accessToken: Secret<String>, expiresIn: Duration? = nil, refreshToken: Secret<String>? = nil) {
+    package init(
+        accessToken: Secret<String>,
+        expiresIn: Duration? = nil,
+        refreshToken: Secret<String>? = nil,
+        scope: String? = nil
+    ) {
         self.accessToken = accessToken
         self.expiresIn = expiresIn
         self.refreshToken = refreshToken
+        self.scope = scope
     }
 }
 
@@ -27,18 +35,40 @@ package struct FetchedToken: Sendable {
 package enum TokenEndpointResponse {
     /// Interprets a whole HTTP response from the token endpoint.
     package static func interpret(_ response: EndpointResponse, now: Double = wallClockSeconds()) -> TokenFetchOutcome {
+        self.interpret(
+            response,
+            now: now,
+            permanentStatuses: [400, 401],
+            token: { self.parseTokenJSON($0) },
+            withoutToken: "without a usable access_token",
+            rejection: { body, status in
+                let (code, description) = self.parseError(body) ?? ("http_\(status)", nil)
+                return .rejected(code: code, description: description)
+            }
+        )
+    }
+
+    /// The status rules every token-issuing endpoint shares: 2xx carries a token, `permanentStatuses`
+    /// refuse the credentials, 429/503 with Retry-After ask to wait, anything else is worth a retry.
+    static func interpret(
+        _ response: EndpointResponse,
+        now: Double,
+        permanentStatuses: Set<Int>,
+        token: ([UInt8]) -> FetchedToken?,
+        withoutToken: String,
+        rejection: ([UInt8], Int) -> SessionFailure
+    ) -> TokenFetchOutcome {
         switch response.status {
         case 200..<300:
-            guard let token = self.parseTokenJSON(response.body) else {
+            guard let token = token(response.body) else {
                 return .transient(
-                    reason: "the token endpoint answered \(response.status) without a usable access_token",
+                    reason: "the token endpoint answered \(response.status) \(withoutToken)",
                     timedOut: false
                 )
             }
             return .token(token)
-        case 400, 401:
-            let (code, description) = self.parseError(response.body) ?? ("http_\(response.status)", nil)
-            return .permanent(.rejected(code: code, description: description))
+        case let status where permanentStatuses.contains(status):
+            return .permanent(rejection(response.body, status))
         case 429, 503:
             if let retryAfter = response.header("retry-after").flatMap({ self.parseRetryAfter($0, now: now) }) {
                 return .rateLimited(retryAfter: retryAfter)
@@ -62,7 +92,12 @@ package enum TokenEndpointResponse {
         }
         var refreshToken: Secret<String>?
         if let rotated = object["refresh_token"] as? String, !rotated.isEmpty { refreshToken = Secret(rotated) }
-        return FetchedToken(accessToken: Secret(accessToken), expiresIn: expiresIn, refreshToken: refreshToken)
+        return FetchedToken(
+            accessToken: Secret(accessToken),
+            expiresIn: expiresIn,
+            refreshToken: refreshToken,
+            scope: (object["scope"] as? String).map { oneLine($0) }
+        )
     }
 
     /// `{"error": "invalid_grant", "error_description": "…"}`
@@ -70,10 +105,15 @@ package enum TokenEndpointResponse {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let code = object["error"] as? String, !code.isEmpty
         else { return nil }
+        return (self.errorCode(code), (object["error_description"] as? String).map { oneLine($0) })
+    }
+
+    /// An endpoint's error code made safe for a log line and a response body: a bounded word.
+    static func errorCode(_ code: String) -> String {
         let safeCode = String(
             code.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") }
         )
-        return (safeCode.isEmpty ? "error" : safeCode, (object["error_description"] as? String).map { oneLine($0) })
+        return safeCode.isEmpty ? "error" : safeCode
     }
 
     /// Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).

@@ -25,7 +25,8 @@ struct TokenRequestBuilder: Sendable {
         self.password = configuration.password
     }
 
-    /// The form fields, in order. Secret values are revealed here, on their way to the endpoint only.
+    /// The grant's form fields, in order (the client's own are added by `formPost`). Secret values
+    /// are revealed here, on their way to the endpoint only.
     func formFields(refreshToken: Secret<String>?) -> [(String, String)] {
         var fields: [(String, String)] = [("grant_type", self.grant.rawValue)]
         switch self.grant {
@@ -39,7 +40,7 @@ struct TokenRequestBuilder: Sendable {
         }
         if let scope { fields.append(("scope", scope)) }
         if let audience { fields.append(("audience", audience)) }
-        return fields + self.clientAuthenticationFields()
+        return fields
     }
 
     /// The client's credentials as form fields: with client_secret_post, or for a public client
@@ -54,31 +55,31 @@ struct TokenRequestBuilder: Sendable {
         }
     }
 
-    /// The whole HTTP request.
-    func request(refreshToken: Secret<String>?) -> [UInt8] {
-        self.post(formEncode(self.formFields(refreshToken: refreshToken)))
+    /// The token request for the configured grant.
+    func request(refreshToken: Secret<String>?) -> EndpointRequest {
+        self.formPost(self.formFields(refreshToken: refreshToken))
     }
 
-    /// An RFC 7009 revocation request for a refresh token.
-    func revocationRequest(_ token: Secret<String>) -> [UInt8] {
-        let fields =
-            [("token", token.reveal()), ("token_type_hint", "refresh_token")] + self.clientAuthenticationFields()
-        return self.post(formEncode(fields))
+    /// An RFC 7009 revocation request for a refresh token, to `url`.
+    func revocationRequest(_ token: Secret<String>, to url: UpstreamURL) -> EndpointRequest {
+        let fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")]
+        return self.formPost(fields, to: url)
     }
 
-    private func post(_ body: String) -> [UInt8] {
-        let host = self.url.origin.authority
-        var head = "POST \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
-        head += "Host: \(host)\r\n"
-        head += "Content-Type: application/x-www-form-urlencoded\r\n"
-        head += "Accept: application/json\r\n"
-        head += "User-Agent: bearer-proxy/\(CommandLineOptions.version)\r\n"
+    /// A form POST of `fields` to `url` (the token endpoint by default), authenticated as the
+    /// configured client (RFC 6749 §2.3.1).
+    func formPost(_ fields: [(String, String)], to url: UpstreamURL? = nil) -> EndpointRequest {
+        var headers: [(String, String)] = []
         if self.clientAuthentication == .basic, let clientID, let clientSecret {
             let credentials = formComponent(clientID) + ":" + formComponent(clientSecret.reveal())
-            head += "Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n"
+            headers.append(("Authorization", "Basic \(Data(credentials.utf8).base64EncodedString())"))
         }
-        head += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
-        return Array(head.utf8) + Array(body.utf8)
+        return EndpointRequest(
+            url: url ?? self.url,
+            contentType: "application/x-www-form-urlencoded",
+            body: Array(formEncode(fields + self.clientAuthenticationFields()).utf8),
+            fields: headers
+        )
     }
 }
 

@@ -1,43 +1,51 @@
 import BearerCore
 import BearerIO
 
-/// Revokes a refresh token at `revocation_url` (RFC 7009), with the same client authentication as
-/// the token endpoint.
+/// Revokes a refresh token: at `revocation_url` (RFC 7009, with the same client authentication as
+/// the token endpoint), or for a JSON backend at `logout_url` (token_body's shape). Used by admin
+/// `POST /logout` and by `bearer-proxy logout`.
 final class TokenRevocation: Sendable {
+    private let request: @Sendable (Secret<String>) -> EndpointRequest
+    private let endpointName: String
     let url: UpstreamURL
-    let builder: TokenRequestBuilder
-    let loop: EventLoop
-    let connector: OutboundConnector
-    let timeout: Duration
+    let client: EndpointCaller
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// Whether the endpoint answered at all (then it refused; else it could not be reached).
+        var wasAnswered: Bool
     }
 
-    init(configuration: Configuration, url: UpstreamURL, loop: EventLoop, connector: OutboundConnector) {
-        self.url = url
-        self.builder = TokenRequestBuilder(configuration: configuration, url: url)
-        self.loop = loop
-        self.connector = connector
-        self.timeout = configuration.refreshTimeout
+    /// Nil when there is nowhere to revoke at.
+    init?(configuration: Configuration, client: EndpointCaller) {
+        switch configuration.tokenFormat {
+        case .form:
+            guard let url = configuration.revocationURL else { return nil }
+            let builder = TokenRequestBuilder(configuration: configuration, url: url)
+            self.request = { builder.revocationRequest($0, to: url) }
+            self.endpointName = "revocation endpoint"
+            self.url = url
+        case .json:
+            let requests = JSONBackendRequests(configuration: configuration)
+            guard let url = requests.logoutURL else { return nil }
+            self.request = { requests.logout($0)! }
+            self.endpointName = "logout endpoint"
+            self.url = url
+        }
+        self.client = client
     }
 
     func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
+        let name = self.endpointName
         let origin = self.url.origin
-        EndpointClient.send(
-            self.builder.revocationRequest(token),
-            to: origin,
-            on: self.loop,
-            connector: self.connector,
-            timeout: self.timeout
-        ) { result in
+        self.client.send(self.request(token)) { result in
             switch result {
             case .success(let response) where (200..<300).contains(response.status):
                 completion(.success(()))
             case .success(let response):
-                completion(.failure(Failure(description: "the revocation endpoint answered \(response.status)")))
+                completion(.failure(Failure(description: "the \(name) answered \(response.status)", wasAnswered: true)))
             case .failure(let error):
-                completion(.failure(Failure(description: "revocation endpoint \(origin): \(error.reason)")))
+                completion(.failure(Failure(description: "\(name) \(origin): \(error.reason)", wasAnswered: false)))
             }
         }
     }

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import Dispatch
 import Synchronization
 
 /// A request waiting for a token: told on its own loop when the token (or a failure) is there.
@@ -114,6 +115,7 @@ package final class TokenSession: Sendable {
         }
         if mustFetch { self.runRefresh() }
         if let refreshAt { self.scheduleProactiveRefresh(at: refreshAt) }
+        if self.store?.path != nil { self.watchRefreshTokenFile() }
     }
 
     // MARK: The request path
@@ -388,6 +390,33 @@ package final class TokenSession: Sendable {
             }
             if due { self.runRefresh() }
         }
+    }
+
+    /// Looks at the refresh token file twice a second (off the loops: stat and read are syscalls), so
+    /// that a token written by `bearer-proxy login`, or dropped in by hand, is in memory for the next
+    /// refresh and ends a permanent failure at once, without waiting for a request to notice.
+    private func watchRefreshTokenFile() {
+        self.onTimerLoop(after: .milliseconds(500)) {
+            DispatchQueue.global().async {
+                if let store = self.store, store.fileChanged(now: self.clock.now()) { self.refreshTokenFileChanged() }
+                self.watchRefreshTokenFile()
+            }
+        }
+    }
+
+    /// A new refresh token file after a permanent failure: try again now. A deliberate logout stays.
+    private func refreshTokenFileChanged() {
+        let now = self.clock.now()
+        let starts = self.state.withLock { state -> Bool in
+            guard let failure = state.machine.failure, failure != .loggedOut else { return false }
+            state.machine.credentialsChanged()
+            let starts = state.machine.refreshRequested(now: now)
+            if starts { self.noteRefreshStart(&state, trigger: "file", now: now) }
+            return starts
+        }
+        guard starts else { return }
+        self.logger.info("refresh token file changed; retrying", ["file": self.store?.path ?? ""])
+        self.runRefresh()
     }
 
     /// Keeps one timer at the earliest time a parked request gives up.

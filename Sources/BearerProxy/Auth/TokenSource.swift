@@ -20,24 +20,19 @@ package protocol TokenSource: Sendable {
 final class OAuth2TokenSource: TokenSource {
     let builder: TokenRequestBuilder
     let store: RefreshTokenStore?
-    let loop: EventLoop
-    let connector: OutboundConnector
-    let timeout: Duration
+    let client: EndpointCaller
     let logger: Logger
 
     init(
         configuration: Configuration,
         url: UpstreamURL,
         store: RefreshTokenStore?,
-        loop: EventLoop,
-        connector: OutboundConnector,
+        client: EndpointCaller,
         logger: Logger
     ) {
         self.builder = TokenRequestBuilder(configuration: configuration, url: url)
         self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
-        self.loop = loop
-        self.connector = connector
-        self.timeout = configuration.refreshTimeout
+        self.client = client
         self.logger = logger
     }
 
@@ -48,48 +43,46 @@ final class OAuth2TokenSource: TokenSource {
         // Taking the file lock can block (another process refreshing): never on an event loop.
         DispatchQueue.global().async {
             let lease = self.store?.beginRefresh()
+            let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
             if self.builder.grant == .refreshToken && lease?.token == nil {
-                if let lease { self.finish(lease, rotated: nil) }
-                completion(
-                    .permanent(.rejected(code: "no_refresh_token", description: "the refresh token file is empty"))
-                )
+                finish(.permanent(.noRefreshToken(file: self.store?.path)))
                 return
             }
             let url = self.builder.url
-            EndpointClient.send(
-                self.builder.request(refreshToken: lease?.token),
-                to: url.origin,
-                on: self.loop,
-                connector: self.connector,
-                timeout: self.timeout
-            ) { result in
-                let outcome: TokenFetchOutcome
+            self.client.send(self.builder.request(refreshToken: lease?.token)) { result in
                 switch result {
                 case .success(let response):
-                    outcome = TokenEndpointResponse.interpret(response)
+                    finish(TokenEndpointResponse.interpret(response))
                 case .failure(let error):
-                    outcome = .transient(
-                        reason: "token endpoint \(url.origin): \(error.reason)",
-                        timedOut: error.isTimeoutAfterConnect
+                    finish(
+                        .transient(
+                            reason: "token endpoint \(url.origin): \(error.reason)",
+                            timedOut: error.isTimeoutAfterConnect
+                        )
                     )
-                }
-                DispatchQueue.global().async {
-                    if let lease {
-                        var rotated: Secret<String>?
-                        if case .token(let token) = outcome { rotated = token.refreshToken }
-                        self.finish(lease, rotated: rotated)
-                    }
-                    completion(outcome)
                 }
             }
         }
     }
 
-    private func finish(_ lease: RefreshTokenStore.Lease, rotated: Secret<String>?) {
-        do throws(RefreshTokenStore.StoreError) {
-            try self.store?.endRefresh(lease, rotated: rotated)
-        } catch {
-            self.logger.error("cannot store the rotated refresh token", ["error": error.description])
+}
+
+/// What a refresh does with its outcome: off the event loops (writing the file and unlocking may
+/// block), store the rotated refresh token and release the file lock, then pass the outcome on.
+func endingRefresh(
+    _ lease: RefreshTokenStore.Lease?,
+    in store: RefreshTokenStore?,
+    logger: Logger,
+    then completion: @escaping @Sendable (TokenFetchOutcome) -> Void
+) -> @Sendable (TokenFetchOutcome) -> Void {
+    { outcome in
+        DispatchQueue.global().async {
+            if let lease {
+                var rotated: Secret<String>?
+                if case .token(let token) = outcome { rotated = token.refreshToken }
+                store?.endRefresh(lease, rotated: rotated, logger: logger)
+            }
+            completion(outcome)
         }
     }
 }

@@ -4,6 +4,8 @@ package struct CommandLineOptions: Equatable, Sendable {
     package var overrides: [ConfigEntry] = []
     package var isCheck = false
     package var isDemo = false
+    /// `--demo json`: the demo's token server is a JSON login/refresh backend instead of OAuth2.
+    package var isJSONDemo = false
     package var isHelp = false
     package var isVersion = false
 
@@ -32,7 +34,15 @@ package struct CommandLineOptions: Equatable, Sendable {
             }
             switch name {
             case "--check": options.isCheck = true
-            case "--demo": options.isDemo = true
+            case "--demo":
+                options.isDemo = true
+                // An optional backend: `--demo json`, `--demo=json` (`oauth2`, the default, may be named).
+                let next = index < arguments.count && !arguments[index].hasPrefix("-") ? arguments[index] : nil
+                if let backend = inlineValue ?? next {
+                    guard backend == "json" || backend == "oauth2" else { throw .unexpectedArgument(backend) }
+                    options.isJSONDemo = backend == "json"
+                    if inlineValue == nil { index += 1 }
+                }
             case "-h", "--help": options.isHelp = true
             case "--version": options.isVersion = true
             default:
@@ -63,7 +73,9 @@ package struct CommandLineOptions: Equatable, Sendable {
         requests and forwards them upstream, refreshing the token when it expires.
 
         USAGE: bearer-proxy --config <file> [<options>]
-               bearer-proxy --demo
+               bearer-proxy --demo [json]
+               bearer-proxy login --config <file> [--device] [--no-browser]
+               bearer-proxy logout --config <file>
 
         OPTIONS:
           --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
@@ -74,9 +86,15 @@ package struct CommandLineOptions: Equatable, Sendable {
                                   there (default: off)
           --log-level <level>     error, warn, info or debug (default: info)
           --check                 Validate the configuration, print it with secrets masked, and exit.
-          --demo                  Run against built-in mock upstream and token servers; no config needed.
+          --demo [json]           Run against built-in mock upstream and token servers; no config needed.
+                                  json: a JSON login and refresh backend instead of OAuth2.
           --version               Show the version.
           -h, --help              Show help information.
+
+        SUBCOMMANDS:
+          login                   Log in once (browser, device code or password) and store the refresh
+                                  token in refresh_token_file. See 'bearer-proxy login --help'.
+          logout                  Revoke the stored refresh token and delete its file.
 
         Flags override settings from the config file.
 

@@ -44,6 +44,11 @@ package struct Configuration: Sendable {
     package var refreshTimeout: Duration = .seconds(30)
     package var replayBodyLimit: Int = 1 << 20
     package var replayMemoryLimit: Int = 256 << 20
+    /// How token_url is spoken to: an OAuth2 form post, or a JSON app backend (`jsonBackend`).
+    package var tokenFormat: TokenFormat = .form
+    package var jsonBackend = JSONBackendSettings()
+    /// `bearer-proxy login`.
+    package var login = LoginSettings()
 
     // Who may use the proxy (a local proxy holding a token is a confused deputy).
     package var acceptHosts: [HostPattern] = []
@@ -72,7 +77,10 @@ extension Configuration {
     }
 
     /// Whether the session has a way to get tokens.
-    package var canRefresh: Bool { self.tokenURL != nil || self.tokenCommand != nil }
+    package var canRefresh: Bool {
+        self.tokenURL != nil || self.tokenCommand != nil
+            || (self.tokenFormat == .json && self.jsonBackend.loginURL != nil)
+    }
 }
 
 /// Where the per-request access log goes.

@@ -27,7 +27,7 @@ struct ConfigurationKey: Sendable {
 }
 
 extension Configuration {
-    static let keys: [ConfigurationKey] = [
+    static let proxyKeys: [ConfigurationKey] = [
         ConfigurationKey("listen", show: { $0.listen.map(\.description).joined(separator: ", ") }) { value, config in
             var addresses: [ListenAddressSpec] = []
             for item in ValueParsers.list(value) {
@@ -310,7 +310,8 @@ extension Configuration {
                 message: "set either refresh_token or refresh_token_file, not both"
             )
         }
-        guard let tokenURL = self.tokenURL else { return }
+        try self.validateJSONAndLogin(place: place)
+        guard let tokenURL = self.tokenURL, self.tokenFormat == .form else { return }
         _ = tokenURL
         switch self.effectiveGrantType {
         case .refreshToken:

@@ -1,0 +1,130 @@
+import BearerCore
+import Foundation
+
+/// `bearer-proxy login`: obtains a first refresh token the way the configuration says, stores it in
+/// refresh_token_file (atomically, mode 0600, under the same lock as the proxy's refreshes), and
+/// prints what it got: expiry and scope, never a token.
+enum LoginCommand {
+    static func run(_ options: Subcommand.Options, console: Console) -> Int32 {
+        let environment: SubcommandEnvironment
+        do throws(LoginError) {
+            environment = try SubcommandEnvironment(options, subcommand: .login)
+        } catch {
+            console.fail(error)
+            return 1
+        }
+        defer { environment.shutdown() }
+        let configuration = environment.configuration
+        let context = LoginContext(
+            configuration: configuration,
+            client: environment.client,
+            console: console,
+            deadline: Instant.now() + configuration.login.timeout,
+            opensBrowser: options.opensBrowser
+        )
+        let result = Self.flow(for: configuration, usesDevice: options.usesDevice, context: context)
+            .flatMap { $0() }
+            .flatMap { token in
+                Self.store(token, at: environment.refreshTokenFile).map { token }
+            }
+        switch result {
+        case .success(let token):
+            console.say(Self.summary(token, file: environment.refreshTokenFile))
+            return 0
+        case .failure(let error):
+            console.fail(error)
+            return 1
+        }
+    }
+
+    /// Which way to log in: JSON login, browser (authorization code + PKCE), or device code.
+    static func flow(
+        for configuration: Configuration,
+        usesDevice: Bool,
+        context: LoginContext
+    ) -> Result<() -> Result<FetchedToken, LoginError>, LoginError> {
+        switch configuration.tokenFormat {
+        case .json:
+            if usesDevice { return .failure(.notConfigured("--device applies to OAuth2 (token_format = form)")) }
+            let requests = JSONBackendRequests(configuration: configuration)
+            guard requests.loginURL != nil else {
+                return .failure(.notConfigured("nothing to log in with: set login_url (token_format = json)"))
+            }
+            return .success { JSONLogin(context: context, requests: requests).run() }
+        case .form:
+            let login = configuration.login
+            guard let tokenURL = configuration.tokenURL, configuration.clientID != nil else {
+                return .failure(.notConfigured("logging in needs token_url and client_id"))
+            }
+            if let deviceURL = login.deviceAuthorizationURL, usesDevice || login.authorizationURL == nil {
+                return .success {
+                    DeviceLogin(context: context, deviceAuthorizationURL: deviceURL, tokenURL: tokenURL).run()
+                }
+            }
+            if usesDevice { return .failure(.notConfigured("--device needs device_authorization_url")) }
+            guard let authorizationURL = login.authorizationURL else {
+                return .failure(
+                    .notConfigured(
+                        "nothing to log in with: set authorization_url (browser) or device_authorization_url (--device)"
+                    )
+                )
+            }
+            return .success {
+                BrowserLogin(context: context, authorizationURL: authorizationURL, tokenURL: tokenURL).run()
+            }
+        }
+    }
+
+    /// Writes the refresh token the way a rotation does: under the file's lock, atomically, mode 0600.
+    static func store(_ token: FetchedToken, at path: String) -> Result<Void, LoginError> {
+        guard let refreshToken = token.refreshToken else {
+            return .failure(
+                .noRefreshToken(
+                    "ask for offline access in scope (e.g. offline_access), or set refresh_token_field for a JSON backend"
+                )
+            )
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
+            } catch {
+                return .failure(
+                    .cannotStore("\(directory): cannot create the directory: \(error.localizedDescription)")
+                )
+            }
+        }
+        do throws(RefreshTokenStore.StoreError) {
+            let store = try RefreshTokenStore(token: nil, path: path)
+            try store.endRefresh(store.beginRefresh(), rotated: refreshToken)
+            return .success(())
+        } catch {
+            return .failure(.cannotStore(error.description))
+        }
+    }
+
+    /// What the person learns: where the token went and how long the access token lives. Never a token.
+    static func summary(_ token: FetchedToken, file: String, now: Double = wallClockSeconds()) -> String {
+        var lifetime = token.expiresIn?.seconds
+        if lifetime == nil, let exp = JWTExpiry.expiry(of: token.accessToken.reveal()) { lifetime = exp - now }
+        let expiry = lifetime.map { seconds in
+            let at = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: now + seconds))
+            return "The access token expires in \(humanDuration(seconds)) (\(at))"
+        }
+        return
+            "Logged in. The refresh token is stored in \(file) (mode 0600); a running bearer-proxy uses it within a second.\n"
+            + (expiry ?? "The access token's expiry is unknown") + "; scope: \(token.scope ?? "(not stated)")."
+    }
+}
+
+/// `1h 5m`, `30m`, `45s`: a lifetime a person reads at a glance.
+func humanDuration(_ seconds: Double) -> String {
+    let total = max(Int(seconds.rounded()), 0)
+    let (hours, minutes, rest) = (total / 3600, total % 3600 / 60, total % 60)
+    let parts = [(hours, "h"), (minutes, "m"), (rest, "s")].filter { $0.0 > 0 }.prefix(2)
+    return parts.isEmpty ? "0s" : parts.map { "\($0.0)\($0.1)" }.joined(separator: " ")
+}

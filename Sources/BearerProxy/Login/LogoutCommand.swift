@@ -1,0 +1,69 @@
+import BearerCore
+import Dispatch
+import Glibc
+
+/// `bearer-proxy logout`: revokes the stored refresh token (RFC 7009 at revocation_url, or a JSON
+/// backend's logout_url), then deletes refresh_token_file under the refresh lock. The file goes even
+/// when the server cannot be reached: logging out on this machine must not depend on the network;
+/// the output says whether the token was revoked.
+enum LogoutCommand {
+    static func run(_ options: Subcommand.Options, console: Console) -> Int32 {
+        let environment: SubcommandEnvironment
+        do throws(LoginError) {
+            environment = try SubcommandEnvironment(options, subcommand: .logout)
+        } catch {
+            console.fail(error)
+            return 1
+        }
+        defer { environment.shutdown() }
+        let path = environment.refreshTokenFile
+        let store: RefreshTokenStore
+        do throws(RefreshTokenStore.StoreError) {
+            store = try RefreshTokenStore(token: nil, path: path)
+        } catch {
+            console.fail(.cannotStore(error.description))
+            return 1
+        }
+        let lease = store.beginRefresh()
+        defer { try? store.endRefresh(lease, rotated: nil) }
+        guard let token = lease.token else {
+            unlink(path)
+            console.say("Not logged in: \(path) holds no refresh token. Nothing to revoke.")
+            return 0
+        }
+        console.say(Self.revoke(token, environment: environment))
+        guard unlink(path) == 0 || errno == ENOENT else {
+            console.fail(
+                .cannotStore("\(path): cannot delete the refresh token file: \(String(cString: strerror(errno)))")
+            )
+            return 1
+        }
+        console.say("Deleted \(path).")
+        return 0
+    }
+
+    /// One line saying whether the token was revoked, and if not, why and what that means.
+    private static func revoke(_ token: Secret<String>, environment: SubcommandEnvironment) -> String {
+        guard let revocation = TokenRevocation(configuration: environment.configuration, client: environment.client)
+        else {
+            let key = environment.configuration.tokenFormat == .json ? "logout_url" : "revocation_url"
+            return "No \(key) is configured: the refresh token was not revoked and stays valid until it expires."
+        }
+        let outcome = Locked<Result<Void, TokenRevocation.Failure>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        revocation.revoke(token) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        switch outcome.withLock({ $0 })! {
+        case .success:
+            return "Revoked the refresh token at \(revocation.url)."
+        case .failure(let failure) where failure.wasAnswered:
+            return "The refresh token was not revoked: \(failure.description); it may stay valid until it expires."
+        case .failure(let failure):
+            return
+                "Could not reach the server to revoke the refresh token (\(failure.description)); it may stay valid until it expires."
+        }
+    }
+}

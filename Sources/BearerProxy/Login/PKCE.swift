@@ -1,0 +1,48 @@
+import COpenSSL
+import Foundation
+
+/// Proof Key for Code Exchange (RFC 7636) with the S256 method, and the `state` of the request.
+///
+/// The verifier stays in this process; only its SHA-256 goes to the browser. A code intercepted on
+/// its way to the loopback listener (another local app listening, a logged URL) is useless without
+/// the verifier, which only the token request carries.
+struct PKCE: Sendable {
+    /// 32 random bytes, base64url: 43 characters from the unreserved set (§4.1).
+    let verifier: String
+    /// BASE64URL(SHA256(ASCII(verifier))) (§4.2).
+    let challenge: String
+    /// Ties the callback to this login: a callback with another state is refused (RFC 6749 §10.12).
+    let state: String
+
+    init() {
+        self.init(verifier: base64URL(randomBytes(32)), state: base64URL(randomBytes(16)))
+    }
+
+    init(verifier: String, state: String) {
+        self.verifier = verifier
+        self.challenge = Self.challenge(for: verifier)
+        self.state = state
+    }
+
+    static func challenge(for verifier: String) -> String {
+        base64URL(sha256(Array(verifier.utf8)))
+    }
+}
+
+func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+    _ = SHA256(bytes, bytes.count, &digest)
+    return digest
+}
+
+/// Cryptographically secure random bytes (the system generator reads getrandom(2)).
+func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+}
+
+/// Base64 with the URL-safe alphabet and no padding (RFC 4648 §5).
+func base64URL(_ bytes: [UInt8]) -> String {
+    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+        .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}

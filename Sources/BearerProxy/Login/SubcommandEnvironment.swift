@@ -1,0 +1,66 @@
+import BearerCore
+import BearerIO
+import Foundation
+
+/// What `login` and `logout` set up before they talk to an endpoint: the configuration, the refresh
+/// token file it names, and an event loop of their own for the one way out.
+struct SubcommandEnvironment {
+    let configuration: Configuration
+    /// refresh_token_file: where login stores and logout deletes.
+    let refreshTokenFile: String
+    let client: EndpointCaller
+    private let group: EventLoopGroup
+
+    init(_ options: Subcommand.Options, subcommand: Subcommand) throws(LoginError) {
+        var loaderOptions = CommandLineOptions()
+        loaderOptions.configPath = options.configPath ?? Self.defaultConfigPath()
+        guard let path = loaderOptions.configPath else {
+            throw .notConfigured(
+                "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
+            )
+        }
+        let configuration: Configuration
+        do throws(ConfigurationError) {
+            configuration = try ConfigurationLoader.load(loaderOptions)
+        } catch {
+            throw .notConfigured(error.description)
+        }
+        guard let file = configuration.refreshTokenFile else {
+            throw .notConfigured(
+                "\(path): refresh_token_file: \(subcommand.rawValue) needs it (where the refresh token is stored)"
+            )
+        }
+        let tls: TLSContext
+        do throws(TLSConfigurationError) {
+            tls = try TLSContext.client(caFile: configuration.caFile, verify: !configuration.tlsInsecureSkipVerify)
+        } catch {
+            throw .notConfigured(error.description)
+        }
+        self.configuration = configuration
+        self.refreshTokenFile = file
+        self.group = EventLoopGroup(count: 1, name: "bearer-\(subcommand.rawValue)")
+        self.client = EndpointCaller(
+            configuration: configuration,
+            loop: self.group.loops[0],
+            connector: OutboundConnector(
+                resolver: Resolver(),
+                tls: tls,
+                connectTimeout: configuration.upstreamConnectTimeout
+            )
+        )
+    }
+
+    func shutdown() {
+        self.group.shutdown()
+    }
+
+    /// `$XDG_CONFIG_HOME/bearer-proxy/proxy.conf`, else `~/.config/bearer-proxy/proxy.conf`, when it exists.
+    static func defaultConfigPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        let base =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? environment["HOME"].map { $0 + "/.config" }
+        guard let base else { return nil }
+        let path = base + "/bearer-proxy/proxy.conf"
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+}

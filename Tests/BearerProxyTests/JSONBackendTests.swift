@@ -1,0 +1,404 @@
+import BearerCore
+import Foundation
+import Testing
+
+@testable import BearerProxy
+
+@Suite struct JSONTemplateTests {
+    @Test func fillsPlaceholdersWithJSONEscapedValues() throws {
+        let template = try JSONTemplate.parse(#"{"user": "{{ username }}", "pass": "{{password}}", "n": 1}"#).get()
+        #expect(template.placeholders == ["username", "password"])
+        let body = template.render { ["username": #"a"b\c"#, "password": "line\nbreak\u{01}"][$0] }
+        #expect(String(decoding: body, as: UTF8.self) == #"{"user": "a\"b\\c", "pass": "line\nbreak\u0001", "n": 1}"#)
+        let parsed = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        #expect(parsed?["user"] as? String == #"a"b\c"#, "a quote in a value must not end its string")
+        #expect(parsed?["pass"] as? String == "line\nbreak\u{01}")
+    }
+
+    @Test func theDefaultsNameTheUsualFields() {
+        let refresh = JSONTemplate.defaultTokenBody.render { $0 == "refresh_token" ? "rt-1" : nil }
+        #expect(String(decoding: refresh, as: UTF8.self) == #"{"refresh_token": "rt-1"}"#)
+        let login = JSONTemplate.defaultLoginBody.render { ["username": "u", "password": "p"][$0] }
+        #expect(String(decoding: login, as: UTF8.self) == #"{"username": "u", "password": "p"}"#)
+    }
+
+    @Test(arguments: [
+        (
+            #"{"a": "{{token}}"}"#,
+            "unknown placeholder {{token}} (expected one of {{refresh_token}}, {{username}}, {{password}}, {{client_id}}, {{client_secret}}, {{scope}})"
+        ),
+        (
+            #"{"a": {{refresh_token}}}"#,
+            #"is not a JSON object once its placeholders are filled in (put them inside quotes: "{{refresh_token}}")"#
+        ),
+        (
+            #"["{{refresh_token}}"]"#,
+            #"is not a JSON object once its placeholders are filled in (put them inside quotes: "{{refresh_token}}")"#
+        ),
+    ])
+    func refusesBadTemplates(text: String, message: String) {
+        #expect(throws: JSONTemplateError(message)) { try JSONTemplate.parse(text).get() }
+    }
+
+    @Test func checkShowsKeysAndPlaceholdersButNotLiteralValues() throws {
+        let template = try JSONTemplate.parse(#"{"apiKey": "sk-live-123", "user": "{{username}}", "n": 2}"#).get()
+        #expect(template.maskedDescription == #"{"apiKey": "<redacted>", "user": "{{username}}", "n": 2}"#)
+    }
+}
+
+@Suite struct JSONTokenResponseTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let id: String
+        let body: String
+        var fields = JSONTokenFields()
+        let token: String
+        var refreshToken: String?
+        /// Expected lifetime in seconds (checked to the second), nil for none.
+        var lifetime: Int?
+        var testDescription: String { self.id }
+    }
+
+    static let now = 1_800_000_000.0
+
+    static let cases: [Case] = [
+        Case(
+            id: "snake_case",
+            body: #"{"access_token":"a1","refresh_token":"r1","expires_in":3600}"#,
+            token: "a1",
+            refreshToken: "r1",
+            lifetime: 3600
+        ),
+        Case(
+            id: "camelCase",
+            body: #"{"accessToken":"a2","refreshToken":"r2","expiresIn":"900"}"#,
+            token: "a2",
+            refreshToken: "r2",
+            lifetime: 900
+        ),
+        Case(id: "token", body: #"{"token":"a3"}"#, token: "a3"),
+        Case(
+            id: "data envelope",
+            body: #"{"success":true,"data":{"accessToken":"a4","refreshToken":"r4","expiresIn":60}}"#,
+            token: "a4",
+            refreshToken: "r4",
+            lifetime: 60
+        ),
+        Case(
+            id: "top level before data",
+            body: #"{"access_token":"top","data":{"access_token":"inner","refresh_token":"r5"}}"#,
+            token: "top",
+            refreshToken: "r5"
+        ),
+        Case(
+            id: "expiresAt epoch seconds",
+            body: #"{"accessToken":"a6","expiresAt":1800000120}"#,
+            token: "a6",
+            lifetime: 120
+        ),
+        Case(
+            id: "expires_at epoch milliseconds",
+            body: #"{"access_token":"a7","expires_at":1800000300000}"#,
+            token: "a7",
+            lifetime: 300
+        ),
+        Case(
+            id: "expiresAt RFC 3339",
+            body: #"{"data":{"accessToken":"a8","expiresAt":"2027-01-15T08:10:00Z"}}"#,
+            token: "a8",
+            lifetime: 600
+        ),
+        Case(
+            id: "expiresAt RFC 3339 with fraction and offset",
+            body: #"{"accessToken":"a9","expiresAt":"2027-01-15T09:05:00.250+01:00"}"#,
+            token: "a9",
+            lifetime: 300
+        ),
+        Case(id: "expiry in the past is no expiry", body: #"{"accessToken":"b1","expiresAt":1700000000}"#, token: "b1"),
+        Case(
+            id: "field paths",
+            body: #"{"result":{"auth":{"jwt":"c1","renew":"c2","validUntil":1800000045}},"accessToken":"decoy"}"#,
+            fields: JSONTokenFields(
+                token: JSONFieldPath("result.auth.jwt"),
+                refreshToken: JSONFieldPath("result.auth.renew"),
+                expires: JSONFieldPath("result.auth.validUntil")
+            ),
+            token: "c1",
+            refreshToken: "c2",
+            lifetime: 45
+        ),
+        Case(
+            id: "field path through an array, expires_field as a lifetime",
+            body: #"{"tokens":[{"value":"d1","ttl":30}]}"#,
+            fields: JSONTokenFields(token: JSONFieldPath("tokens.0.value"), expires: JSONFieldPath("tokens.0.ttl")),
+            token: "d1",
+            lifetime: 30
+        ),
+    ]
+
+    @Test(arguments: cases)
+    func readsTokensAndExpiry(_ example: Case) throws {
+        let token = try #require(
+            JSONTokenResponse.parseToken(Array(example.body.utf8), fields: example.fields, now: Self.now)
+        )
+        #expect(token.accessToken.reveal() == example.token)
+        #expect(token.refreshToken?.reveal() == example.refreshToken)
+        #expect(token.expiresIn.map { Int($0.seconds.rounded()) } == example.lifetime)
+    }
+
+    @Test(arguments: [
+        #"{"refreshToken":"r"}"#, #"{"access_token":""}"#, #"{"access_token":"two words"}"#, "not json",
+        #"{"data":{"data":{"accessToken":"too deep"}}}"#,
+    ])
+    func findsNoTokenWhereThereIsNone(body: String) {
+        #expect(JSONTokenResponse.parseToken(Array(body.utf8), fields: JSONTokenFields(), now: Self.now) == nil)
+    }
+
+    static func response(_ status: Int, _ body: String, headers: [(String, String)] = []) -> EndpointResponse {
+        EndpointResponse(status: status, headers: headers.map { (name: $0.0, value: $0.1) }, body: Array(body.utf8))
+    }
+
+    @Test func namesTheBackendsMessageWhenItRefuses() {
+        let outcomes = [
+            (401, #"{"statusCode":401,"message":"invalid refresh token"}"#, false),
+            (403, #"{"error":{"code":"AUTH_EXPIRED","message":"session expired"}}"#, false),
+            (400, #"{"error":"invalid_grant","error_description":"bad grant"}"#, true),
+        ].map { JSONTokenResponse.interpret(Self.response($0.0, $0.1), fields: JSONTokenFields(), isLogin: $0.2) }
+        let failures = outcomes.compactMap { outcome -> SessionFailure? in
+            if case .permanent(let failure) = outcome { return failure }
+            return nil
+        }
+        #expect(
+            failures == [
+                .rejected(code: "http_401", description: "invalid refresh token"),
+                .rejected(code: "AUTH_EXPIRED", description: "session expired"),
+                .loginRejected(code: "invalid_grant", description: "bad grant"),
+            ]
+        )
+        #expect(failures[2].message.hasPrefix("bearer-proxy: login failed: the login endpoint answered invalid_grant"))
+    }
+
+    @Test func rateLimitsAndServerErrorsAreWorthARetry() {
+        let limited = JSONTokenResponse.interpret(
+            Self.response(429, "{}", headers: [("Retry-After", "7")]),
+            fields: JSONTokenFields(),
+            isLogin: false
+        )
+        guard case .rateLimited(let wait) = limited else {
+            Issue.record("expected rate limited, got \(limited)")
+            return
+        }
+        #expect(wait == .seconds(7))
+        let broken = JSONTokenResponse.interpret(Self.response(502, ""), fields: JSONTokenFields(), isLogin: false)
+        guard case .transient(let reason, false) = broken else {
+            Issue.record("expected transient, got \(broken)")
+            return
+        }
+        #expect(reason == "the token endpoint answered 502")
+        let empty = JSONTokenResponse.interpret(
+            Self.response(200, #"{"ok":true}"#),
+            fields: JSONTokenFields(token: JSONFieldPath("data.jwt")),
+            isLogin: false
+        )
+        guard case .transient(let reason, _) = empty else {
+            Issue.record("expected transient, got \(empty)")
+            return
+        }
+        #expect(reason == "the token endpoint answered 200 without an access token (nothing at data.jwt)")
+    }
+}
+
+@Suite struct JSONBackendConfigurationTests {
+    func load(_ text: String, environment: [String: String] = [:]) throws -> Configuration {
+        let config = try Configuration.build(
+            from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: environment)
+        )
+        try config.validateCombinations(place: "p.conf")
+        return config
+    }
+
+    @Test func readsEveryJSONAndLoginSetting() throws {
+        let config = try self.load(
+            """
+            upstream = https://api.example.com
+            token_format = json
+            token_url = https://api.example.com/api/auth/refresh
+            token_body = {"refreshToken": "{{refresh_token}}", "client": "{{client_id}}"}
+            login_url = https://api.example.com/api/auth/login
+            login_body = {"email": "{{username}}", "password": "{{password}}"}
+            logout_url = https://api.example.com/api/auth/logout
+            token_field = data.accessToken
+            refresh_token_field = data.refreshToken
+            expires_field = data.expiresAt
+            client_id = app
+            username = alice@example.com
+            password = ${PASSWORD}
+            refresh_token_file = /tmp/rt
+            redirect_port = 8765
+            login_timeout = 2m
+            """,
+            environment: ["PASSWORD": "pw-in-env-secret"]
+        )
+        #expect(config.tokenFormat == .json)
+        #expect(config.jsonBackend.loginURL?.description == "https://api.example.com/api/auth/login")
+        #expect(config.jsonBackend.logoutURL?.description == "https://api.example.com/api/auth/logout")
+        #expect(config.jsonBackend.effectiveTokenBody.placeholders == ["refresh_token", "client_id"])
+        #expect(config.jsonBackend.fields.token?.description == "data.accessToken")
+        #expect(config.jsonBackend.fields.expires?.components == ["data", "expiresAt"])
+        #expect(config.login.redirectPort == 8765)
+        #expect(config.login.timeout == .seconds(120))
+        #expect(config.canLogInUnattended)
+        let report = ConfigurationLoader.report(config)
+        #expect(report.contains(#"login_body = {"email": "{{username}}", "password": "{{password}}"}"# + "\n"))
+        #expect(report.contains("password = <redacted>\n"))
+        #expect(!report.contains("pw-in-env-secret"))
+    }
+
+    @Test func theDefaultsAreShownForJSON() throws {
+        let report = ConfigurationLoader.report(
+            try self.load("token_format = json\ntoken_url = http://h/refresh\nrefresh_token = rt-x")
+        )
+        #expect(report.contains(#"token_body = {"refresh_token": "{{refresh_token}}"}"# + "\n"))
+        #expect(report.contains("token_field = (searched by name)\n"))
+        #expect(report.contains("login_timeout = 5m\n"))
+        #expect(report.contains("redirect_port = 0\n"))
+    }
+
+    @Test(arguments: [
+        ("token_format = xml", "p.conf:1: token_format: expected form or json, got 'xml'"),
+        (
+            "token_body = nope",
+            #"p.conf:1: token_body: is not a JSON object once its placeholders are filled in (put them inside quotes: "{{refresh_token}}")"#
+        ),
+        (
+            "token_field = data..token",
+            "p.conf:1: token_field: invalid field path 'data..token' (expected names joined by dots, e.g. data.accessToken)"
+        ),
+        (
+            "login_url = ftp://x",
+            "p.conf:1: login_url: 'ftp://x' must start with http:// or https:// (expected e.g. https://api.example.com/api/auth/login)"
+        ),
+        (
+            "redirect_port = 70000",
+            "p.conf:1: redirect_port: expected a port from 0 to 65535 (0: any free port), got '70000'"
+        ),
+        (
+            "login_timeout = forever",
+            "p.conf:1: login_timeout: invalid duration 'forever' (expected e.g. 500ms, 30s, 5m)"
+        ),
+        ("login_url = http://h/login", "p.conf: login_url: applies to token_format = json"),
+        (
+            "token_format = json",
+            "p.conf: token_format: json needs token_url (the refresh endpoint), login_url, or both"
+        ),
+        (
+            "token_format = json\ntoken_url = http://h/r",
+            "p.conf: token_url: a JSON refresh needs refresh_token or refresh_token_file (or login_url)"
+        ),
+        (
+            "token_format = json\nlogin_url = http://h/l\nusername = u",
+            "p.conf: login_url: login_body needs username and password: set them, or set refresh_token_file and fill it with 'bearer-proxy login'"
+        ),
+        (
+            "token_format = json\nlogin_url = http://h/l\nrefresh_token_file = /tmp/x\nlogin_body = {\"k\": \"{{client_secret}}\"}",
+            "p.conf: login_body: uses {{client_secret}} but client_secret is not set"
+        ),
+        (
+            "token_format = json\ntoken_url = http://h/r\nrefresh_token = r\ntoken_body = {\"s\": \"{{scope}}\"}",
+            "p.conf: token_body: uses {{scope}} but scope is not set"
+        ),
+        (
+            "token_format = json\ntoken_url = http://h/r\nrefresh_token = r\ntoken_command = x",
+            "p.conf: token_command: set either token_url or token_command, not both"
+        ),
+        (
+            "token_format = json\nlogin_url = http://h/l\nusername = u\npassword = p\nrevocation_url = http://h/revoke",
+            "p.conf: revocation_url: applies to token_format = form (a JSON backend logs out at logout_url)"
+        ),
+        (
+            "token_format = json\nlogin_url = http://h/l\nusername = u\npassword = p\nauthorization_url = http://h/a",
+            "p.conf: authorization_url: applies to token_format = form (a JSON backend logs in at login_url)"
+        ),
+        (
+            "authorization_url = http://h/a",
+            "p.conf: authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
+        ),
+        (
+            "device_authorization_url = http://h/d\ntoken_url = http://h/t",
+            "p.conf: device_authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
+        ),
+    ])
+    func refusesInconsistentSettings(text: String, message: String) {
+        do {
+            _ = try self.load(text)
+            Issue.record("expected an error")
+        } catch {
+            #expect("\(error)" == message)
+        }
+    }
+}
+
+@Suite struct DemoFlagTests {
+    @Test(arguments: [
+        (["--demo"], false), (["--demo", "json"], true), (["--demo=json"], true), (["--demo", "oauth2"], false),
+        (["--demo", "json", "--listen", "127.0.0.1:0"], true), (["--demo", "--check"], false),
+    ])
+    func parsesTheDemoBackend(arguments: [String], isJSON: Bool) throws {
+        let options = try CommandLineOptions.parse(arguments)
+        #expect(options.isDemo)
+        #expect(options.isJSONDemo == isJSON)
+    }
+
+    @Test func refusesAnUnknownBackend() {
+        #expect(throws: CommandLineError.unexpectedArgument("xml")) { try CommandLineOptions.parse(["--demo", "xml"]) }
+    }
+}
+
+@Suite struct JSONBackendRequestTests {
+    func requests(_ text: String) throws -> JSONBackendRequests {
+        JSONBackendRequests(
+            configuration: try Configuration.build(
+                from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:])
+            )
+        )
+    }
+
+    @Test func refreshLoginAndLogoutBodiesCarryTheirValues() throws {
+        let requests = try self.requests(
+            """
+            token_format = json
+            token_url = http://api.test/api/auth/refresh
+            login_url = http://api.test/api/auth/login
+            logout_url = http://api.test/api/auth/logout
+            token_body = {"refreshToken": "{{refresh_token}}", "device": "{{client_id}}"}
+            client_id = cli
+            username = alice
+            password = pw-1234
+            """
+        )
+        let refresh = try #require(requests.refresh(Secret("rt-9")))
+        #expect(refresh.url.description == "http://api.test/api/auth/refresh")
+        #expect(refresh.contentType == "application/json")
+        #expect(String(decoding: refresh.body, as: UTF8.self) == #"{"refreshToken": "rt-9", "device": "cli"}"#)
+        let login = try #require(requests.login())
+        #expect(String(decoding: login.body, as: UTF8.self) == #"{"username": "alice", "password": "pw-1234"}"#)
+        let typed = try #require(requests.login(with: ["password": Secret("typed-pw")]))
+        #expect(String(decoding: typed.body, as: UTF8.self) == #"{"username": "alice", "password": "typed-pw"}"#)
+        let logout = try #require(requests.logout(Secret("rt-9")))
+        #expect(logout.url.description == "http://api.test/api/auth/logout")
+        #expect(String(decoding: logout.body, as: UTF8.self) == #"{"refreshToken": "rt-9", "device": "cli"}"#)
+        #expect(requests.canLogIn())
+    }
+
+    /// A backend that echoes the request in its error must not put the password into a 401 or a log.
+    @Test func aBackendEchoingASecretIsRedacted() throws {
+        let requests = try self.requests(
+            "token_format = json\nlogin_url = http://api.test/login\nusername = alice\npassword = pw-echoed-9"
+        )
+        let failure = SessionFailure.loginRejected(
+            code: "http_401",
+            description: "bad password pw-echoed-9 for rt-x-77"
+        )
+        .redactingDescription { requests.redacting($0, also: [Secret("rt-x-77")]) }
+        #expect(failure == .loginRejected(code: "http_401", description: "bad password <redacted> for <redacted>"))
+    }
+}
