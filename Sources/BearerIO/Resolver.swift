@@ -1,5 +1,4 @@
 import BearerCore
-import Dispatch
 import Glibc
 import Synchronization
 
@@ -44,7 +43,7 @@ package final class Resolver: Sendable {
             completion(.addresses(cached.addresses))
             return
         }
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             let answer = Self.lookUp(host: host, port: port)
             if case .addresses(let addresses) = answer {
                 let entry = Entry(addresses: addresses, expiry: Instant.now() + self.ttl)

@@ -1,5 +1,5 @@
+import BearerIO
 import BearerCore
-import Dispatch
 import Synchronization
 
 /// Tokens from an app backend's JSON endpoints (token_format = json): a refresh at token_url, and a
@@ -33,7 +33,7 @@ final class JSONTokenSource: TokenSource {
 
     func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             let lease = self.store?.beginRefresh()
             let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
             let refreshToken = lease?.token.flatMap { token in self.refused.withLock { $0 } == token ? nil : token }

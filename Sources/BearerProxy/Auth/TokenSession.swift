@@ -1,6 +1,5 @@
 import BearerCore
 import BearerIO
-import Dispatch
 import Synchronization
 
 /// A request waiting for a token: told on its own loop when the token (or a failure) is there.
@@ -397,7 +396,7 @@ package final class TokenSession: Sendable {
     /// refresh and ends a permanent failure at once, without waiting for a request to notice.
     private func watchRefreshTokenFile() {
         self.onTimerLoop(after: .milliseconds(500)) {
-            DispatchQueue.global().async {
+            BlockingWorkPool.shared.execute {
                 if let store = self.store, store.fileChanged(now: self.clock.now()) { self.refreshTokenFileChanged() }
                 self.watchRefreshTokenFile()
             }

@@ -41,7 +41,7 @@ final class OAuth2TokenSource: TokenSource {
 
     func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             let lease = self.store?.beginRefresh()
             let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
             if self.builder.grant == .refreshToken && lease?.token == nil {
@@ -76,7 +76,7 @@ func endingRefresh(
     then completion: @escaping @Sendable (TokenFetchOutcome) -> Void
 ) -> @Sendable (TokenFetchOutcome) -> Void {
     { outcome in
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             if let lease {
                 var rotated: Secret<String>?
                 if case .token(let token) = outcome { rotated = token.refreshToken }
@@ -102,7 +102,7 @@ final class CommandTokenSource: TokenSource {
     var logDescription: String { self.argv.first ?? "" }
 
     func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             completion(self.run())
         }
     }
@@ -130,7 +130,7 @@ final class CommandTokenSource: TokenSource {
         final class Collected: @unchecked Sendable { var stdout = Data(); var stderr = Data() }
         let collected = Collected()
         group.enter()
-        DispatchQueue.global().async {
+        BlockingWorkPool.shared.execute {
             collected.stderr = stderr.fileHandleForReading.readDataToEndOfFile()
             group.leave()
         }
