@@ -373,7 +373,12 @@ extension SessionFixture {
     func expectStillServingDirectly(sourceLocation: SourceLocation = #_sourceLocation) {
         // A request to a host that needs no token still goes through while the token endpoint is down.
         let other = MockUpstream(group: mockGroup)
-        try? other.start()
+        do {
+            try other.start()
+        } catch {
+            Issue.record("cannot start a second mock upstream: \(error)", sourceLocation: sourceLocation)
+            return
+        }
         defer { other.stop() }
         let authority = "127.0.0.1:\(other.port)"
         let response = try? httpRequest(

@@ -2,6 +2,7 @@ import BearerCore
 import Foundation
 import Glibc
 import Synchronization
+import Testing
 
 /// The built `bearer-proxy` binary, run as a child process with its stderr captured.
 ///
@@ -103,6 +104,8 @@ func temporaryFile(_ contents: String, name: String = "proxy.conf") -> String {
     let directory = NSTemporaryDirectory() + "bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let path = directory + "/" + name
-    FileManager.default.createFile(atPath: path, contents: Data(contents.utf8))
+    if !FileManager.default.createFile(atPath: path, contents: Data(contents.utf8)) {
+        Issue.record("cannot create the temporary file \(path)")
+    }
     return path
 }
