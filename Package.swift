@@ -13,7 +13,7 @@ let package = Package(
         .target(name: "BearerCore"),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
-        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO"]),
+        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "CBearerLinux"]),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
         .executableTarget(
