@@ -8,16 +8,7 @@ package enum ConfigurationLoader {
     ) throws(ConfigurationError) -> Configuration {
         var entries: [ConfigEntry] = []
         if let path = options.configPath {
-            let text: String
-            do {
-                text = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw ConfigurationError(
-                    place: path,
-                    key: nil,
-                    message: "cannot read the config file: \(Self.reason(error, path: path))"
-                )
-            }
+            let text = try ConfigFileReader.read(path)
             entries += try ConfigFileParser.parse(text, fileName: path, environment: environment)
         }
         entries += options.overrides
@@ -31,14 +22,6 @@ package enum ConfigurationLoader {
             )
         }
         return config
-    }
-
-    private static func reason(_ error: Error, path: String) -> String {
-        var info = stat()
-        if stat(path, &info) != 0 { return String(cString: strerror(errno)) }
-        if info.st_mode & S_IFMT == S_IFDIR { return "it is a directory" }
-        if access(path, R_OK) != 0 { return String(cString: strerror(errno)) }
-        return "not valid UTF-8 text"
     }
 
     /// The effective configuration as `key = value` lines, secrets masked (`--check`).
