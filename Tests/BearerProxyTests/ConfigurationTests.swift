@@ -160,6 +160,23 @@ import Testing
                 "proxy.conf:1: max_header_bytes: invalid size '10' (expected e.g. 64KiB, 1MiB, at least 1024 bytes)"
         ),
         BadConfig(
+            id: "key given twice",
+            text: "upstream = http://a\nlisten = 127.0.0.1:1\nupstream = http://b",
+            message: "proxy.conf:3: upstream: given twice, on proxy.conf:1 and proxy.conf:3 (keep one)"
+        ),
+        BadConfig(
+            id: "comment after a value",
+            text: "upstream = http://127.0.0.1:9000  # the staging API",
+            message:
+                "proxy.conf:1: upstream: '#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
+        ),
+        BadConfig(
+            id: "comment after a secret",
+            text: "client_secret = ${SECRET}\t# from the vault",
+            message:
+                "proxy.conf:1: client_secret: '#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
+        ),
+        BadConfig(
             id: "bad other_hosts",
             text: "other_hosts = maybe",
             message: "proxy.conf:1: other_hosts: expected forward or deny, got 'maybe'"
@@ -174,6 +191,20 @@ import Testing
         } catch {
             #expect(error.description == bad.message)
         }
+    }
+
+    @Test func aQuotedValueMayHoldAHashAfterABlank() throws {
+        let config = try self.load("upstream = http://h\npassword = \"pass #word\"\nscope = read#write")
+        #expect(config.password?.reveal() == "pass #word")
+        #expect(config.scope == "read#write")
+    }
+
+    @Test func flagsMayRepeatAKeyOfTheFile() throws {
+        let entries = try ConfigFileParser.parse("listen = 127.0.0.1:1", fileName: "p.conf", environment: [:])
+        let config = try Configuration.build(
+            from: entries + [ConfigEntry(key: "listen", value: "127.0.0.1:2", place: "command line (--listen)")]
+        )
+        #expect(config.listen.map(\.description) == ["127.0.0.1:2"])
     }
 
     @Test func neverRepeatsASecretValueInAnError() {
