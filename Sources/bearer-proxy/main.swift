@@ -32,6 +32,7 @@ func main() -> Int32 {
         return 1
     }
     if options.isCheck {
+        if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
         print(ConfigurationLoader.report(configuration), terminator: "")
         print("configuration OK")
         return 0

@@ -252,26 +252,30 @@ import Testing
         #expect(throws: CommandLineError.unexpectedArgument("stray")) { try CommandLineOptions.parse(["stray"]) }
         #expect(
             CommandLineError.unknownOption("--listn").fullMessage
-                == "Error: Unknown option '--listn'\nUsage: bearer-proxy --config <file> [<options>]\n  See 'bearer-proxy --help' for more information.\n"
+                == "Error: Unknown option '--listn'\nUsage: bearer-proxy [--config <file>] [<options>]\n  See 'bearer-proxy --help' for more information.\n"
         )
     }
 
+    /// The help text is what a user reads first: any change to it shows up here, on purpose.
     @Test func helpTextIsStable() {
         #expect(
             CommandLineOptions.helpText == """
                 OVERVIEW: A local authenticating HTTP proxy. It adds 'Authorization: Bearer <token>' to
                 requests and forwards them upstream, refreshing the token when it expires.
 
-                USAGE: bearer-proxy --config <file> [<options>]
-                       bearer-proxy --demo
+                USAGE: bearer-proxy [--config <file>] [<options>]
+                       bearer-proxy --demo [<options>]
 
                 OPTIONS:
-                  --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
+                  --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
+                                          a pipe works too: --config <(pass show api/proxy.conf)
+                                          (default: $XDG_CONFIG_HOME/bearer-proxy/proxy.conf, else
+                                          ~/.config/bearer-proxy/proxy.conf, when it exists)
                   --listen <addr>         Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path
                                           (default: 127.0.0.1:8080)
                   --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
                   --admin-listen <addr>   Serve /metrics, /healthz, /status, POST /refresh, POST /logout
-                                          there (default: off)
+                                          there (default: off; with --demo: a free port on 127.0.0.1)
                   --log-level <level>     error, warn, info or debug (default: info)
                   --check                 Validate the configuration, print it with secrets masked, and exit.
                   --demo                  Run against built-in mock upstream and token servers; no config needed.

@@ -60,4 +60,18 @@ import Testing
     @Test func readsStandardInput() throws {
         try self.checkThroughShell("/bin/sh", #"printf "$CONFIG" | "$0" --check --config /dev/stdin"#)
     }
+
+    @Test func readsTheDefaultFileWhenNoConfigIsGiven() throws {
+        let base = URL(fileURLWithPath: temporaryFile("", name: "unused")).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: base + "/bearer-proxy", withIntermediateDirectories: true)
+        let path = base + "/bearer-proxy/proxy.conf"
+        try Self.config.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try ProxyProcess.run(["--check"], environment: ["XDG_CONFIG_HOME": base])
+        self.expectCheckedPipedConfig(result)
+        #expect(result.stdout.hasPrefix("# read from \(path)\n"))
+
+        let demo = try ProxyProcess.run(["--check", "--demo"], environment: ["XDG_CONFIG_HOME": base])
+        #expect(demo.status == 0)
+        #expect(!demo.stdout.contains("piped.example"), "--demo read the default file")
+    }
 }

@@ -22,7 +22,15 @@ final class ProxyProcess: @unchecked Sendable {
     }
 
     /// `launcher` runs the binary through another program (`sh -c 'ulimit …; exec "$0" "$@"'`).
-    init(_ arguments: [String], environment: [String: String] = [:], launcher: [String]? = nil) throws {
+    /// The child gets this process's environment plus `environment`, or `environment` alone when
+    /// `inheritsEnvironment` is false; XDG_CONFIG_HOME points nowhere unless given, so that a
+    /// developer's own ~/.config/bearer-proxy/proxy.conf never leaks into a test.
+    init(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        inheritsEnvironment: Bool = true,
+        launcher: [String]? = nil
+    ) throws {
         if let launcher {
             self.process.executableURL = URL(fileURLWithPath: launcher[0])
             self.process.arguments = Array(launcher.dropFirst()) + [Self.binaryURL.path] + arguments
@@ -30,8 +38,9 @@ final class ProxyProcess: @unchecked Sendable {
             self.process.executableURL = Self.binaryURL
             self.process.arguments = arguments
         }
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
+        var env = inheritsEnvironment ? ProcessInfo.processInfo.environment : [:]
+        env["XDG_CONFIG_HOME"] = "/nonexistent/bearer-e2e-config"
+        env.merge(environment) { _, given in given }
         self.process.environment = env
         self.process.standardError = self.stderrPipe
         self.process.standardOutput = self.stdoutPipe
@@ -92,9 +101,10 @@ final class ProxyProcess: @unchecked Sendable {
     /// Runs the binary to completion (for --check, --help, bad configs).
     static func run(
         _ arguments: [String],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        inheritsEnvironment: Bool = true
     ) throws -> (status: Int32?, stdout: String, stderr: String) {
-        let child = try ProxyProcess(arguments, environment: environment)
+        let child = try ProxyProcess(arguments, environment: environment, inheritsEnvironment: inheritsEnvironment)
         let status = child.waitForExit()
         return (status, child.standardOutput, child.standardError)
     }
