@@ -74,4 +74,13 @@ import Testing
         #expect(demo.status == 0)
         #expect(!demo.stdout.contains("piped.example"), "--demo read the default file")
     }
+
+    @Test func theRepositorysExampleConfigPassesCheckAsItStands() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("proxy.conf.example").path
+        let result = try ProxyProcess.run(["--check", "--config", example], inheritsEnvironment: false)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasSuffix("configuration OK\n"))
+        #expect(result.stderr.isEmpty)
+    }
 }
