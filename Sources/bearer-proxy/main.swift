@@ -2,7 +2,6 @@ import BearerCore
 import BearerIO
 import BearerMocks
 import BearerProxy
-import Dispatch
 import Foundation
 import Glibc
 
@@ -24,19 +23,22 @@ func main() -> Int32 {
         print("bearer-proxy \(CommandLineOptions.version)")
         return 0
     }
-    var configuration: Configuration
-    do throws(ConfigurationError) {
-        configuration = try ConfigurationLoader.load(options)
-    } catch {
-        writeStandardError("Error: \(error)\n")
-        return 1
-    }
-    if options.isCheck {
-        if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
-        print(ConfigurationLoader.report(configuration), terminator: "")
-        print("configuration OK")
-        return 0
-    }
+    return options.isCheck ? check(options) : run(options)
+}
+
+/// `--check`: creates nothing, so signals keep their default meaning (a killed check is not a pass).
+func check(_ options: CommandLineOptions) -> Int32 {
+    guard let configuration = loadConfiguration(options) else { return 1 }
+    if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
+    print(ConfigurationLoader.report(configuration), terminator: "")
+    print("configuration OK")
+    return 0
+}
+
+func run(_ options: CommandLineOptions) -> Int32 {
+    // Before anything is created, so that a signal at any moment finds what it must clean up.
+    let signals = SignalWatcher.start()
+    guard var configuration = loadConfiguration(options) else { return 1 }
 
     let logger = Logger(level: configuration.logLevel, sink: .standardError)
     var demo: DemoEnvironment?
@@ -64,11 +66,12 @@ func main() -> Int32 {
 
     let server: ProxyServer
     do throws(ProxyServer.StartError) {
-        server = try ProxyServer.start(configuration: configuration, logger: logger)
+        server = try ProxyServer.start(configuration: configuration, logger: logger, socketFiles: signals.socketFiles)
     } catch {
         writeStandardError("Error: \(error)\n")
         return 1
     }
+    signals.serving(server, logger: logger)
     for address in server.boundAddresses {
         logger.announce(
             "listening on \(address)",
@@ -92,40 +95,7 @@ func main() -> Int32 {
         )
     }
 
-    let stop = DispatchSemaphore(value: 0)
-    let signalQueue = DispatchQueue(label: "signals")
-    var sources: [DispatchSourceSignal] = []
-    let stopping = Locked(false)
-    for signalNumber in [SIGINT, SIGTERM] {
-        signal(signalNumber, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-        source.setEventHandler {
-            let isFirstSignal = stopping.withLock { wasStopping in
-                defer { wasStopping = true }
-                return !wasStopping
-            }
-            if isFirstSignal {
-                stop.signal()
-            } else {
-                // A second signal: the operator does not want to wait.
-                logger.warn("second signal: exiting now without waiting for in-flight requests")
-                server.removeSocketFiles()
-                exit(1)
-            }
-        }
-        source.resume()
-        sources.append(source)
-    }
-    signal(SIGHUP, SIG_IGN)
-    let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
-    hangUp.setEventHandler {
-        logger.info("SIGHUP: re-reading credentials")
-        server.runtime.session.reloadCredentials()
-    }
-    hangUp.resume()
-    sources.append(hangUp)
-
-    stop.wait()
+    signals.waitForStopRequest()
     logger.info(
         "shutting down: no new connections; waiting for in-flight requests",
         ["shutdown_timeout": "\(Int(configuration.shutdownTimeout.seconds))s"]
@@ -139,6 +109,16 @@ func main() -> Int32 {
     demoGroup?.shutdown()
     logger.info("stopped")
     return 0
+}
+
+/// The configuration, or nil after saying on stderr what is wrong with it.
+func loadConfiguration(_ options: CommandLineOptions) -> Configuration? {
+    do throws(ConfigurationError) {
+        return try ConfigurationLoader.load(options)
+    } catch {
+        writeStandardError("Error: \(error)\n")
+        return nil
+    }
 }
 
 func writeStandardError(_ text: String) {

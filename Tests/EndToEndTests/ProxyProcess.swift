@@ -52,6 +52,14 @@ final class ProxyProcess: @unchecked Sendable {
             let text = String(decoding: handle.availableData, as: UTF8.self)
             self?.output.withLock { $0.stdout += text }
         }
+        // A child inherits its parent thread's signal mask, and Swift Testing's threads block nearly
+        // every signal: spawn with none blocked, as a shell or systemd would, or SIGTERM would be held
+        // back until the proxy itself chose to wait for it.
+        var none = sigset_t()
+        sigemptyset(&none)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try self.process.run()
     }
 
