@@ -28,8 +28,14 @@ func main() -> Int32 {
 
 /// `--check`: creates nothing, so signals keep their default meaning (a killed check is not a pass).
 func check(_ options: CommandLineOptions) -> Int32 {
-    guard let configuration = loadConfiguration(options) else { return 1 }
+    guard var configuration = loadConfiguration(options) else { return 1 }
     if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
+    if options.isDemo {
+        guard let demo = startDemo() else { return 1 }
+        defer { demo.stop() }
+        demo.apply(to: &configuration, options: options)
+        print("# --demo: the mock API and token server listen on free loopback ports, new ones each run")
+    }
     print(ConfigurationLoader.report(configuration), terminator: "")
     print("configuration OK")
     return 0
@@ -41,27 +47,11 @@ func run(_ options: CommandLineOptions) -> Int32 {
     guard var configuration = loadConfiguration(options) else { return 1 }
 
     let logger = Logger(level: configuration.logLevel, sink: .standardError)
-    var demo: DemoEnvironment?
-    var demoGroup: EventLoopGroup?
+    var demo: DemoMode?
     if options.isDemo {
-        let group = EventLoopGroup(count: 1, name: "demo")
-        do throws(IOError) {
-            let environment = try DemoEnvironment(group: group)
-            demo = environment
-            demoGroup = group
-            if configuration.upstream == nil {
-                configuration.upstream = try? UpstreamURL.parse(environment.upstream.baseURL).get()
-            }
-            if !configuration.canRefresh && configuration.accessToken == nil {
-                configuration.tokenURL = try? UpstreamURL.parse(environment.tokenServer.url).get()
-                configuration.grantType = .clientCredentials
-                configuration.clientID = DemoEnvironment.clientID
-                configuration.clientSecret = Secret(DemoEnvironment.clientSecret)
-            }
-        } catch {
-            writeStandardError("Error: cannot start the demo servers: \(error)\n")
-            return 1
-        }
+        guard let started = startDemo() else { return 1 }
+        started.apply(to: &configuration, options: options)
+        demo = started
     }
 
     let server: ProxyServer
@@ -79,20 +69,7 @@ func run(_ options: CommandLineOptions) -> Int32 {
         )
     }
     if options.isDemo {
-        let address = server.boundAddresses[0]
-        writeStandardError(
-            """
-
-            Demo: behind the proxy run a mock OAuth2 token server, whose tokens live \(DemoEnvironment.tokenLifetime)s, and a
-            mock API that accepts only live tokens and revokes them all every \(Int(DemoEnvironment.revokeEvery.seconds))s.
-            The proxy refreshes ahead of expiry, and on a 401 refreshes once and replays. Try:
-
-              curl -i http://\(address)/whoami                      # which token generation reached the API
-              while sleep 0.5; do curl -s http://\(address)/whoami; done   # refreshes, never a 401
-              curl -i -x http://\(address) http://\(address)/items  # the same, as an HTTP proxy
-
-            """
-        )
+        writeStandardError(DemoMode.banner(proxy: server.boundAddresses[0], admin: server.adminAddress))
     }
 
     signals.waitForStopRequest()
@@ -106,9 +83,18 @@ func run(_ options: CommandLineOptions) -> Int32 {
     }
     server.shutdown()
     demo?.stop()
-    demoGroup?.shutdown()
     logger.info("stopped")
     return 0
+}
+
+/// The demo's mock servers, or nil after saying on stderr why they could not start.
+func startDemo() -> DemoMode? {
+    do throws(IOError) {
+        return try DemoMode.start()
+    } catch {
+        writeStandardError("Error: cannot start the demo servers: \(error)\n")
+        return nil
+    }
 }
 
 /// The configuration, or nil after saying on stderr what is wrong with it.
