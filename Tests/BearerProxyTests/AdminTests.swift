@@ -87,6 +87,18 @@ import Testing
         #expect(try self.adminRequest(fixture, "GET", "/refresh").status == 405)
     }
 
+    @Test(arguments: [
+        ("GET", "/refresh", "POST"), ("GET", "/logout", "POST"), ("POST", "/status", "GET"),
+        ("POST", "/metrics", "GET"), ("DELETE", "/healthz", "GET, HEAD"),
+    ])
+    func aWrongMethodIs405NamingTheAllowedOnes(method: String, path: String, allowed: String) throws {
+        let fixture = try self.fixture()
+        let response = try self.adminRequest(fixture, method, path)
+        #expect(response.status == 405)
+        #expect(response.header("allow") == allowed)
+        #expect(response.text == "bearer-proxy: \(method) is not allowed on \(path) (use \(allowed))\n")
+    }
+
     @Test func postLogoutDropsTokensRevokesAndRefreshLogsBackIn() throws {
         let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-logout-secret"] }) { config, server in
             config.adminListen = .hostPort(host: "127.0.0.1", port: 0)

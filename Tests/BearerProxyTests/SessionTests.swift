@@ -311,6 +311,15 @@ import Testing
         fixture.expectNoSecretsInLogs(["alice-password-secret"])
     }
 
+    @Test func theRefreshLogLineSaysHowManyRequestsWaitedForTheToken() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale-log-line-token") }
+        #expect(try fixture.get("/x").status == 200)
+        let line = fixture.logs.capturedLines.first { $0.contains("token refreshed") }?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line?.contains(" trigger=401 ") == true, "\(line ?? "no line")")
+        #expect(line?.hasSuffix(" waiting_requests=1") == true, "\(line ?? "no line")")
+    }
+
     @Test func tokenCommandProvidesTheToken() throws {
         let fixture = try SessionFixture(acceptedTokens: ["cmd-token-77"]) { config, _ in
             config.tokenURL = nil
