@@ -40,10 +40,16 @@ import Testing
             config.tokenCommand = ["/bin/sh", "-c", hang.script(in: directory)]
             config.refreshTimeout = .seconds(1)
         }
-        // The start-up fetch runs the command, which hangs.
-        #expect(waitUntil { FileManager.default.fileExists(atPath: directory + "/pid") })
-        let pidText = try String(contentsOfFile: directory + "/pid", encoding: .utf8)
-        let pid = try #require(pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // The start-up fetch runs the command, which hangs (the file exists before the shell writes it).
+        var hangingPID: pid_t?
+        #expect(
+            waitUntil {
+                let text = try? String(contentsOfFile: directory + "/pid", encoding: .utf8)
+                hangingPID = text.flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                return hangingPID != nil
+            }
+        )
+        let pid = try #require(hangingPID)
         defer { if isAlive(pid) { kill(pid, SIGKILL) } }
 
         let parkedAt = Instant.now()
