@@ -333,11 +333,6 @@ package final class ProxyServer: Sendable {
         return self.runtime.openConnections.load(ordering: .relaxed)
     }
 
-    /// Removes unix socket files (for an exit that skips `shutdown`).
-    package func removeSocketFiles() {
-        self.socketFiles.removeAll()
-    }
-
     /// Stops at once: every connection is closed, in-flight requests are cut.
     package func shutdown() {
         guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -1,4 +1,6 @@
 import BearerCore
+import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -62,5 +64,24 @@ import Testing
             )
             unlink(path)
         }
+    }
+
+    @Test func aSecondSignalWhileDrainingExitsAtOnceAndRemovesTheSocketFile() throws {
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let path = "/tmp/bearer-e2e-second-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let proxy = try ProxyProcess(["--upstream", upstream.baseURL, "--listen", "unix:\(path)"])
+        #expect(proxy.waitUntilListening() == "unix:\(path)")
+        let client = try BlockingHTTPClient(connectingTo: .unix(path: path))
+        client.send("GET /hang HTTP/1.1\r\nHost: api\r\n\r\n")
+        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
+        proxy.signal(SIGTERM)
+        #expect(waitFor { proxy.standardError.contains("shutting down") })
+        #expect(FileManager.default.fileExists(atPath: path), "the socket file stays until the proxy ends")
+        proxy.signal(SIGINT)
+        #expect(proxy.waitForExit(timeout: .seconds(5)) == 1)
+        #expect(proxy.standardError.contains("second signal"))
+        #expect(!FileManager.default.fileExists(atPath: path))
     }
 }
