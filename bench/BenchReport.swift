@@ -71,8 +71,9 @@ enum BenchReport {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// One line per ratio, its range over the rounds, and a warning where the range is wider than
-    /// the ratio's distance from 1: no verdict that a noisy machine could flip.
+    /// One line per ratio with its spread and the rounds' range, and a warning where the rounds fall
+    /// on both sides of 1 or the spread is larger than the ratio's distance from 1: no verdict that a
+    /// noisy machine could flip.
     static func ratioLines(_ ratios: [RatioSummary], rounds: Int) -> [String] {
         guard !ratios.isEmpty else { return [] }
         let width = ratios.map(\.label.count).max() ?? 0
@@ -82,11 +83,14 @@ enum BenchReport {
                 ratio.label.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
                 + format(ratio.spread.median, 2)
             if rounds > 1 {
-                line += "  (rounds \(format(ratio.spread.minimum, 2))–\(format(ratio.spread.maximum, 2)))"
-                if ratio.isInconclusive {
+                line +=
+                    " ± \(format(ratio.halfRange, 2))  (rounds \(format(ratio.spread.minimum, 2))–\(format(ratio.spread.maximum, 2)))"
+                if ratio.roundsDisagree {
+                    line += "  noisy: the rounds fall on both sides of 1: no conclusion"
+                } else if ratio.isInconclusive {
                     line +=
-                        "  noisy: the rounds differ by \(format(ratio.spread.range, 2)), more than the ratio's distance"
-                        + " from 1 (\(format(abs(ratio.spread.median - 1), 2))): no conclusion"
+                        "  noisy: ± \(format(ratio.halfRange, 2)) is more than the distance from 1"
+                        + " (\(format(abs(ratio.spread.median - 1), 2))): no conclusion"
                 }
             }
             lines.append(line)

@@ -78,14 +78,21 @@ struct ScenarioSummary {
 }
 
 /// A comparison between two scenarios measured in the same rounds: the ratio per round, then its
-/// median and spread. A ratio is inconclusive when the rounds disagree by more than it differs from
-/// 1: on that machine, at that moment, the two cannot be told apart, whatever the median says.
+/// median and spread. A ratio is inconclusive when the rounds fall on both sides of 1, or when its
+/// spread (± half the rounds' range, as the report prints it) is larger than its distance from 1: on
+/// that machine, at that moment, the two cannot be told apart, whatever the median says.
 struct RatioSummary: Equatable {
     var key: String
     var label: String
     var spread: Spread
 
-    var isInconclusive: Bool { self.spread.range > abs(self.spread.median - 1) }
+    /// ± half the range of the rounds.
+    var halfRange: Double { self.spread.range / 2 }
+
+    /// Some rounds say "faster", others "slower".
+    var roundsDisagree: Bool { self.spread.minimum < 1 && self.spread.maximum > 1 }
+
+    var isInconclusive: Bool { self.roundsDisagree || self.halfRange > abs(self.spread.median - 1) }
 
     /// steady / direct, steady / <comparison>, expiry / steady (throughput), expiry p99 / steady p99;
     /// each only when both sides ran.

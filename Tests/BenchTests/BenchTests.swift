@@ -165,7 +165,7 @@ import Testing
             settings: Self.settings
         )
         #expect(table.contains("\nsteady "))
-        #expect(table.contains("expiry / steady throughput  0.90  (rounds 0.90–0.90)"))
+        #expect(table.contains("expiry / steady throughput  0.90 ± 0.00  (rounds 0.90–0.90)"))
         #expect(table.contains("idle: 10 of 10 keep-alive connections held; proxy RSS 30.0 MiB"))
         #expect(!table.contains("\ndirect           0"), "direct has no token figures")
         let svg = SVGChart.render(summaries.map(\.representative))
@@ -178,16 +178,35 @@ import Testing
         let steadyRounds = Self.rounds(noise: 0.01)
         let quiet = RatioSummary.compute(steadyRounds, comparison: nil).first { $0.key == "expiry_over_steady" }
         #expect(quiet?.isInconclusive == false)
-        let noisyRounds = Self.rounds(noise: 0.5)
+        // Rounds of 0.90 and 1.29: 1.09 ± 0.19, an interval that reaches past 1.
+        let noisyRounds = Self.rounds(noise: -0.3)
         let noisy = RatioSummary.compute(noisyRounds, comparison: nil).first { $0.key == "expiry_over_steady" }
         #expect(noisy?.isInconclusive == true)
         let lines = BenchReport.ratioLines(RatioSummary.compute(noisyRounds, comparison: nil), rounds: 2)
-        #expect(lines.contains { $0.hasPrefix("expiry / steady throughput") && $0.contains("noisy:") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("expiry / steady throughput  1.09 ± 0.19  (rounds 0.90–1.29)  noisy: the rounds fall")
+            }
+        )
         #expect(!lines.contains { $0.hasPrefix("steady / direct throughput") && $0.contains("noisy:") })
         #expect(
             BenchReport.ratioLines(RatioSummary.compute([noisyRounds[0]], comparison: nil), rounds: 1).last
                 == "one round: how noisy this machine is was not measured; compare with --repeat 3 or more"
         )
+    }
+
+    @Test func aSpreadWiderThanTheDistanceFromOneIsNoisyEvenOnOneSide() {
+        let ratio = RatioSummary(key: "k", label: "a / b throughput", spread: Spread([1.01, 1.05, 1.50]))
+        #expect(!ratio.roundsDisagree)
+        #expect(ratio.isInconclusive)
+        #expect(
+            BenchReport.ratioLines([ratio], rounds: 3)
+                == [
+                    "a / b throughput  1.05 ± 0.24  (rounds 1.01–1.50)  noisy: ± 0.24 is more than the distance from 1 (0.05): no conclusion"
+                ]
+        )
+        let clear = RatioSummary(key: "k", label: "a / b throughput", spread: Spread([1.22, 1.38, 1.68]))
+        #expect(!clear.isInconclusive)
     }
 
     @Test func theComparisonIsNamedForWhatItIs() {
