@@ -26,7 +26,7 @@ func main() -> Int32 {
     return options.isCheck ? check(options) : run(options)
 }
 
-/// `--check`: creates nothing, so signals keep their default meaning (a killed check is not a pass).
+/// `--check`: leaves no file behind, so signals keep their default meaning (a killed check is not a pass).
 func check(_ options: CommandLineOptions) -> Int32 {
     guard var configuration = loadConfiguration(options) else { return 1 }
     if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
