@@ -13,8 +13,11 @@ let package = Package(
         .target(name: "BearerCore"),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
-        // COpenSSL directly: SHA-256 for PKCE (the login's code challenge).
-        .target(name: "BearerProxy", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
+        // COpenSSL directly: SHA-256 for PKCE (the login's code challenge); CBearerLinux: pipe2 for token_command.
+        .target(
+            name: "BearerProxy",
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL", "CBearerLinux"]
+        ),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
         .executableTarget(

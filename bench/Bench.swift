@@ -14,14 +14,21 @@ final class Bench {
     let tokenServer: MockTokenServer
     let upstream: MockUpstream
     var log: (String) -> Void
+    let progress: ProgressLine
 
     static let clientID = "bench-client"
     static let clientSecret = "bench-secret"
 
-    init(options: BenchOptions, proxyBinary: String, log: @escaping (String) -> Void) throws {
+    init(
+        options: BenchOptions,
+        proxyBinary: String,
+        log: @escaping (String) -> Void,
+        progress: ProgressLine = ProgressLine(isEnabled: false)
+    ) throws {
         self.options = options
         self.proxyBinary = proxyBinary
         self.log = log
+        self.progress = progress
         self.mockGroup = EventLoopGroup(count: 1, name: "bench-mocks")
         self.loadGroup = EventLoopGroup(count: options.loadThreads, name: "bench-load")
         var settings = MockTokenServer.Settings()
@@ -62,7 +69,8 @@ final class Bench {
         return (lines + [extra]).joined(separator: "\n") + "\n"
     }
 
-    func run(_ scenario: BenchOptions.Scenario) throws -> ScenarioResult {
+    /// One round of `scenario`; `round` (e.g. "round 2 of 3") only labels the log and progress lines.
+    func run(_ scenario: BenchOptions.Scenario, round: String = "") throws -> ScenarioResult {
         switch scenario {
         case .direct:
             let address = SocketAddress(ipAddress: "127.0.0.1", port: self.upstream.port)!
@@ -72,24 +80,34 @@ final class Bench {
                 requestTarget: "/bench",
                 extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n"
             )
-            return self.measure(name: "direct", target: target, proxy: nil)
+            return self.measure(name: "direct", round: round, target: target, proxy: nil)
         case .steady:
             self.tokenServer.update { $0.expiresIn = nil }
-            return try self.withProxy { proxy, target in self.measure(name: "steady", target: target, proxy: proxy) }
+            return try self.withProxy { proxy, target in
+                self.measure(name: "steady", round: round, target: target, proxy: proxy)
+            }
         case .expiry:
             self.tokenServer.update { $0.expiresIn = nil }
             return try self.withProxy { proxy, target in
-                self.measure(name: "expiry", target: target, proxy: proxy, expireEvery: self.options.expireEvery)
+                self.measure(
+                    name: "expiry",
+                    round: round,
+                    target: target,
+                    proxy: proxy,
+                    expireEvery: self.options.expireEvery
+                )
             }
         case .proactive:
             self.tokenServer.update { $0.expiresIn = Int(self.options.tokenLifetime.seconds.rounded(.up)) }
             defer { self.tokenServer.update { $0.expiresIn = nil } }
-            return try self.withProxy { proxy, target in self.measure(name: "proactive", target: target, proxy: proxy) }
+            return try self.withProxy { proxy, target in
+                self.measure(name: "proactive", round: round, target: target, proxy: proxy)
+            }
         }
     }
 
     /// Steady load at another proxy (`--target`), which forwards to this bench's upstream.
-    func runTarget(_ url: String, name: String = "target") throws -> ScenarioResult {
+    func runTarget(_ url: String, name: String = "target", round: String = "") throws -> ScenarioResult {
         guard let parsed = URL(string: url), let host = parsed.host,
             let port = parsed.port ?? (parsed.scheme == "http" ? 80 : nil),
             let address = SocketAddress(ipAddress: host == "localhost" ? "127.0.0.1" : host, port: port)
@@ -101,7 +119,7 @@ final class Bench {
             requestTarget: path,
             extraHeaders: ""
         )
-        return self.measure(name: name, target: target, proxy: nil)
+        return self.measure(name: name, round: round, target: target, proxy: nil)
     }
 
     private func withProxy(_ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult) throws -> ScenarioResult {
@@ -126,12 +144,14 @@ final class Bench {
 
     private func measure(
         name: String,
+        round: String,
         target: LoadGenerator.Target,
         proxy: ChildProxy?,
         expireEvery: Duration? = nil
     ) -> ScenarioResult {
+        let label = round.isEmpty ? name : "\(name), \(round)"
         self.log(
-            "\(name): \(self.options.connections) connections, \(Int(self.options.warmup.seconds))s warm-up, \(formatSeconds(self.options.duration)) measured"
+            "\(label): \(self.options.connections) connections, \(formatSeconds(self.options.warmup)) warm-up, \(formatSeconds(self.options.duration)) measured"
         )
         let generator = LoadGenerator(
             target: target,
@@ -168,8 +188,15 @@ final class Bench {
             onMeasurementEnd: {
                 expiryInstants = revoker?.stop() ?? []
                 cpuAfter = proxy?.cpuSeconds ?? 0
+            },
+            progress: { phase, elapsed, completed in
+                let total = phase == .warmup ? self.options.warmup : self.options.duration
+                self.progress.show(
+                    ProgressLine.text(label: label, phase: phase, elapsed: elapsed, of: total, completed: completed)
+                )
             }
         )
+        self.progress.clear()
         // A revocation just before the end is refreshed a moment later: let that call land.
         usleep(300_000)
         let tokenCalls = self.tokenServer.callCount - tokenCallsBefore
@@ -177,13 +204,11 @@ final class Bench {
         let refreshInstants = self.tokenServer.callInstants.filter { $0 >= start }
         let statuses = result.statuses
         let client401s = statuses[401] ?? 0
-        let okCount = statuses.filter { (200..<300).contains($0.key) }.values.reduce(0, +)
         let requests = statuses.values.reduce(0, +)
         var nonSuccess = statuses.filter { !(200..<300).contains($0.key) }
         nonSuccess[401] = nil
         var errors = result.errors
         for (status, count) in nonSuccess { errors["status \(status)", default: 0] += count }
-        _ = okCount
         return ScenarioResult(
             name: name,
             connections: self.options.connections,
@@ -309,6 +334,10 @@ struct BenchError: Error, CustomStringConvertible {
 }
 
 func formatSeconds(_ duration: Duration) -> String {
-    let seconds = duration.seconds
-    return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%.1fs", seconds)
+    formatSeconds(duration.seconds)
+}
+
+/// `5 s`, `0.5 s`: whole seconds without decimals.
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%.1f s", seconds)
 }

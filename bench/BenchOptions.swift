@@ -8,8 +8,11 @@ struct BenchOptions: Equatable {
 
     var scenarios: [Scenario] = Scenario.allCases
     var connections = 64
-    var duration: Duration = .seconds(10)
-    var warmup: Duration = .seconds(2)
+    var duration: Duration = .seconds(5)
+    var warmup: Duration = .seconds(1)
+    /// Rounds of every scenario, interleaved, so the report can say how much the machine's noise moves
+    /// each figure.
+    var repeats = 3
     var pipeline = 1
     var expireEvery: Duration = .seconds(1)
     var tokenLifetime: Duration = .seconds(4)
@@ -75,6 +78,7 @@ struct BenchOptions: Equatable {
                 }
             case "--connections": options.connections = try integer(name)
             case "--duration": options.duration = try duration(name)
+            case "--repeat": options.repeats = try integer(name)
             case "--warmup": options.warmup = try duration(name)
             case "--pipeline": options.pipeline = try integer(name)
             case "--expire-every": options.expireEvery = try duration(name)
@@ -105,8 +109,10 @@ struct BenchOptions: Equatable {
         OPTIONS:
           --scenario <list>       all, or a comma list of direct, steady, expiry, proactive (default: all)
           --connections <n>       Keep-alive client connections (default: 64)
-          --duration <time>       Measured time per scenario (default: 10s)
-          --warmup <time>         Unmeasured time before it (default: 2s)
+          --duration <time>       Measured time per scenario and round (default: 5s)
+          --warmup <time>         Unmeasured time before it (default: 1s)
+          --repeat <n>            Rounds of every scenario, interleaved; the report gives medians and
+                                  how far the rounds spread (default: 3)
           --pipeline <n>          Requests in flight per connection (default: 1)
           --expire-every <time>   expiry: the upstream revokes every token this often (default: 1s)
           --token-lifetime <time> proactive: expires_in of issued tokens (default: 4s)
@@ -119,11 +125,18 @@ struct BenchOptions: Equatable {
           --static-token <token>  A token the mock upstream always accepts (default: bench-static-token)
           --idle-connections <n>  Also hold n idle keep-alive connections and report the proxy's RSS
           --threads <n>           Load generator threads (default: 1)
-          --json <file>           Write every figure as JSON
+          --json <file>           Write every figure as JSON (a bare name goes to bench-results/)
           --svg <file>            Chart throughput and p99 per 100 ms, expiry events and refreshes marked
+                                  (a bare name goes to bench-results/)
           -h, --help              Show help information.
 
         """
+}
+
+/// Where `--json`/`--svg` write: a bare file name goes under `bench-results/` (ignored by git), so a
+/// run never litters the directory it was started from; a path with a `/` is used as given.
+func outputPath(_ given: String) -> String {
+    given.contains("/") ? given : "bench-results/\(given)"
 }
 
 /// `10s`, `500ms`, `2m`.

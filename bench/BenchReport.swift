@@ -1,49 +1,66 @@
 import Foundation
 
-/// The readable table and the JSON document.
+/// The readable report and the JSON document. The column names here are the ones the README uses.
 enum BenchReport {
-    static func table(_ results: [ScenarioResult], ratios: BenchRatios, idle: IdleResult?) -> String {
-        var lines: [String] = []
-        let header = [
-            "scenario", "conns", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "401s",
-            "token calls", "expiries", "refr/expiry", "replays", "max seen", "RSS MiB", "CPU s",
+    struct Settings {
+        var connections: Int
+        var durationSeconds: Double
+        var warmupSeconds: Double
+        var rounds: Int
+    }
+
+    /// The column names, in README and output alike.
+    static let speedColumns = [
+        "scenario", "req/s", "±%", "p50 ms", "p99 ms", "±%", "p99.9 ms", "errors", "proxy RSS MiB", "proxy CPU s",
+    ]
+    static let tokenColumns = [
+        "scenario", "client 401s", "token calls", "expiry events", "refreshes/expiry", "replays", "max seen upstream",
+    ]
+
+    static func table(
+        _ summaries: [ScenarioSummary],
+        ratios: [RatioSummary],
+        idle: IdleResult?,
+        settings: Settings
+    ) -> String {
+        var lines = [
+            "\(settings.connections) connections; each scenario measured \(formatSeconds(settings.durationSeconds)) after "
+                + "\(formatSeconds(settings.warmupSeconds)) warm-up, \(settings.rounds) round\(settings.rounds == 1 ? "" : "s"); "
+                + "figures are medians over the rounds, ±% is half their range",
+            "",
         ]
-        var rows: [[String]] = [header]
-        for result in results {
-            rows.append([
-                result.name, "\(result.connections)", format(result.requestsPerSecond, 0),
-                format(result.latency.p50Milliseconds, 2), format(result.latency.p99Milliseconds, 2),
-                format(result.latency.p999Milliseconds, 2), format(result.latency.maxMilliseconds, 1),
-                "\(result.errorCount)", "\(result.client401s)", "\(result.tokenCalls)", "\(result.expiryEvents)",
-                result.refreshesPerExpiry.map { format($0, 2) } ?? "-", "\(result.replays)",
-                "\(result.maxTimesSeenUpstream)",
-                result.proxyPeakRSSMiB.map { format($0, 1) } ?? "-",
-                result.proxyCPUSeconds.map { format($0, 2) } ?? "-",
+        var speed = [Self.speedColumns]
+        for summary in summaries {
+            speed.append([
+                summary.name, grouped(summary.requestsPerSecond.median),
+                percent(summary.requestsPerSecond, rounds: summary.rounds.count),
+                format(summary.p50Milliseconds, 2), format(summary.p99Milliseconds.median, 2),
+                percent(summary.p99Milliseconds, rounds: summary.rounds.count), format(summary.p999Milliseconds, 2),
+                "\(summary.errorCount)",
+                summary.proxyPeakRSSMiB.map { format($0, 1) } ?? "-",
+                summary.proxyCPUSeconds.map { format($0, 2) } ?? "-",
             ])
         }
-        let widths = (0..<header.count).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for (index, row) in rows.enumerated() {
-            let cells = row.enumerated().map { column, cell in
-                column == 0
-                    ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                    : String(repeating: " ", count: widths[column] - cell.count) + cell
+        lines += columns(speed)
+        let proxied = summaries.filter(\.isThroughProxy)
+        if !proxied.isEmpty {
+            var tokens = [Self.tokenColumns]
+            for summary in proxied {
+                tokens.append([
+                    summary.name, "\(summary.client401s)", "\(summary.tokenCalls)", "\(summary.expiryEvents)",
+                    summary.refreshesPerExpiry.map { format($0, 2) } ?? "-", "\(summary.replays)",
+                    "\(summary.maxTimesSeenUpstream)",
+                ])
             }
-            lines.append(cells.joined(separator: "  "))
-            if index == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+            lines.append("")
+            lines += columns(tokens)
         }
-        for result in results where result.errorCount > 0 {
-            let kinds = result.errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(
-                separator: ", "
-            )
-            lines.append("\(result.name) errors: \(kinds)")
+        for summary in summaries where summary.errorCount > 0 {
+            let kinds = summary.errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            lines.append("\(summary.name) errors: \(kinds.joined(separator: ", "))")
         }
         lines.append("")
-        if let value = ratios.steadyOverDirect { lines.append("steady / direct throughput:  \(format(value, 3))") }
-        if let value = ratios.steadyOverTarget { lines.append("steady / target throughput:  \(format(value, 3))") }
-        if let value = ratios.expiryOverSteady { lines.append("expiry / steady throughput:  \(format(value, 3))") }
-        if let value = ratios.expiryP99OverSteadyP99 {
-            lines.append("expiry p99 / steady p99:     \(format(value, 3))")
-        }
+        lines += Self.ratioLines(ratios, rounds: settings.rounds)
         if let idle {
             lines.append(
                 "idle: \(idle.established) of \(idle.connections) keep-alive connections held; proxy RSS \(format(idle.proxyRSSMiB, 1)) MiB"
@@ -54,44 +71,79 @@ enum BenchReport {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static func json(_ results: [ScenarioResult], ratios: BenchRatios, idle: IdleResult?) -> Data {
+    /// One line per ratio with its spread and the rounds' range, and a warning where the rounds fall
+    /// on both sides of 1 or the spread is larger than the ratio's distance from 1: no verdict that a
+    /// noisy machine could flip.
+    static func ratioLines(_ ratios: [RatioSummary], rounds: Int) -> [String] {
+        guard !ratios.isEmpty else { return [] }
+        let width = ratios.map(\.label.count).max() ?? 0
+        var lines: [String] = []
+        for ratio in ratios {
+            var line =
+                ratio.label.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                + format(ratio.spread.median, 2)
+            if rounds > 1 {
+                line +=
+                    " ± \(format(ratio.halfRange, 2))  (rounds \(format(ratio.spread.minimum, 2))–\(format(ratio.spread.maximum, 2)))"
+                if ratio.roundsDisagree {
+                    line += "  noisy: the rounds fall on both sides of 1: no conclusion"
+                } else if ratio.isInconclusive {
+                    line +=
+                        "  noisy: ± \(format(ratio.halfRange, 2)) is more than the distance from 1"
+                        + " (\(format(abs(ratio.spread.median - 1), 2))): no conclusion"
+                }
+            }
+            lines.append(line)
+        }
+        if rounds == 1 {
+            lines.append("one round: how noisy this machine is was not measured; compare with --repeat 3 or more")
+        }
+        return lines
+    }
+
+    static func json(
+        _ summaries: [ScenarioSummary],
+        ratios: [RatioSummary],
+        idle: IdleResult?,
+        settings: Settings
+    ) -> Data {
         var document: [String: Any] = [
-            "scenarios": results.map { result -> [String: Any] in
+            "settings": [
+                "connections": settings.connections, "duration_s": settings.durationSeconds,
+                "warmup_s": settings.warmupSeconds, "rounds": settings.rounds,
+            ],
+            "scenarios": summaries.map { summary -> [String: Any] in
                 var object: [String: Any] = [
-                    "name": result.name,
-                    "connections": result.connections,
-                    "duration_s": result.durationSeconds,
-                    "requests": result.requests,
-                    "requests_per_second": result.requestsPerSecond,
-                    "latency_ms": [
-                        "p50": result.latency.p50Milliseconds, "p99": result.latency.p99Milliseconds,
-                        "p999": result.latency.p999Milliseconds, "max": result.latency.maxMilliseconds,
+                    "name": summary.name,
+                    "connections": summary.connections,
+                    "requests": summary.requests,
+                    "requests_per_second": summary.requestsPerSecond.median,
+                    "requests_per_second_range": [
+                        summary.requestsPerSecond.minimum, summary.requestsPerSecond.maximum,
                     ],
-                    "errors": result.errorCount,
-                    "errors_by_kind": result.errors,
-                    "statuses": Dictionary(uniqueKeysWithValues: result.statuses.map { ("\($0.key)", $0.value) }),
-                    "client_401s": result.client401s,
-                    "token_calls": result.tokenCalls,
-                    "expiry_events": result.expiryEvents,
-                    "replays": result.replays,
-                    "max_times_seen_upstream": result.maxTimesSeenUpstream,
-                    "series": result.series.map {
-                        ["t": $0.startSeconds, "rps": $0.requestsPerSecond, "p99_ms": $0.p99Milliseconds]
-                    },
-                    "expiry_times_s": result.expiryTimes,
-                    "refresh_times_s": result.refreshTimes,
+                    "latency_ms": [
+                        "p50": summary.p50Milliseconds, "p99": summary.p99Milliseconds.median,
+                        "p999": summary.p999Milliseconds, "max": summary.maxMilliseconds,
+                    ],
+                    "p99_ms_range": [summary.p99Milliseconds.minimum, summary.p99Milliseconds.maximum],
+                    "errors": summary.errorCount,
+                    "errors_by_kind": summary.errors,
+                    "client_401s": summary.client401s,
+                    "token_calls": summary.tokenCalls,
+                    "expiry_events": summary.expiryEvents,
+                    "replays": summary.replays,
+                    "max_times_seen_upstream": summary.maxTimesSeenUpstream,
+                    "rounds": summary.rounds.map(Self.roundObject),
                 ]
-                object["refreshes_per_expiry"] = jsonNumber(result.refreshesPerExpiry)
-                object["proxy_peak_rss_mib"] = jsonNumber(result.proxyPeakRSSMiB)
-                object["proxy_cpu_s"] = jsonNumber(result.proxyCPUSeconds)
+                object["refreshes_per_expiry"] = jsonNumber(summary.refreshesPerExpiry)
+                object["proxy_peak_rss_mib"] = jsonNumber(summary.proxyPeakRSSMiB)
+                object["proxy_cpu_s"] = jsonNumber(summary.proxyCPUSeconds)
                 return object
             },
-            "ratios": [
-                "steady_over_direct": jsonNumber(ratios.steadyOverDirect),
-                "expiry_over_steady": jsonNumber(ratios.expiryOverSteady),
-                "expiry_p99_over_steady_p99": jsonNumber(ratios.expiryP99OverSteadyP99),
-                "steady_over_target": jsonNumber(ratios.steadyOverTarget),
-            ] as [String: Any],
+            "ratios": Dictionary(uniqueKeysWithValues: ratios.map { ($0.key, $0.spread.median) }),
+            "ratio_ranges": Dictionary(
+                uniqueKeysWithValues: ratios.map { ($0.key, [$0.spread.minimum, $0.spread.maximum]) }
+            ),
         ]
         if let idle {
             document["idle"] = [
@@ -101,10 +153,70 @@ enum BenchReport {
         }
         return (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])) ?? Data()
     }
+
+    /// Every figure of one round, as measured.
+    private static func roundObject(_ result: ScenarioResult) -> [String: Any] {
+        var object: [String: Any] = [
+            "duration_s": result.durationSeconds,
+            "requests": result.requests,
+            "requests_per_second": result.requestsPerSecond,
+            "latency_ms": [
+                "p50": result.latency.p50Milliseconds, "p99": result.latency.p99Milliseconds,
+                "p999": result.latency.p999Milliseconds, "max": result.latency.maxMilliseconds,
+            ],
+            "errors_by_kind": result.errors,
+            "statuses": Dictionary(uniqueKeysWithValues: result.statuses.map { ("\($0.key)", $0.value) }),
+            "client_401s": result.client401s,
+            "token_calls": result.tokenCalls,
+            "expiry_events": result.expiryEvents,
+            "replays": result.replays,
+            "max_times_seen_upstream": result.maxTimesSeenUpstream,
+            "series": result.series.map {
+                ["t": $0.startSeconds, "rps": $0.requestsPerSecond, "p99_ms": $0.p99Milliseconds]
+            },
+            "expiry_times_s": result.expiryTimes,
+            "refresh_times_s": result.refreshTimes,
+        ]
+        object["proxy_peak_rss_mib"] = jsonNumber(result.proxyPeakRSSMiB)
+        object["proxy_cpu_s"] = jsonNumber(result.proxyCPUSeconds)
+        return object
+    }
+
+    /// Rows as aligned columns: the first left-aligned, the others right-aligned, a rule under the header.
+    private static func columns(_ rows: [[String]]) -> [String] {
+        let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var lines: [String] = []
+        for (index, row) in rows.enumerated() {
+            let cells = row.enumerated().map { column, cell in
+                column == 0
+                    ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[column] - cell.count) + cell
+            }
+            lines.append(cells.joined(separator: "  "))
+            if index == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+        }
+        return lines
+    }
 }
 
 func format(_ value: Double, _ decimals: Int) -> String {
     String(format: "%.\(decimals)f", value)
+}
+
+/// `85,407`.
+func grouped(_ value: Double) -> String {
+    let digits = String(Int(value.rounded()))
+    var result = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { result.append(",") }
+        result.append(digit)
+    }
+    return result
+}
+
+/// `3.1%`: half a spread's range relative to its median (`-` when only one round ran).
+func percent(_ spread: Spread, rounds: Int) -> String {
+    rounds > 1 ? format(spread.relativeHalfRange * 100, 1) + "%" : "-"
 }
 
 /// A number, or JSON null.

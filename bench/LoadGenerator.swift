@@ -39,13 +39,20 @@ final class LoadGenerator: Sendable {
         self.connectionIDBase = connectionIDBase
     }
 
+    enum Phase {
+        case warmup
+        case measuring
+    }
+
     /// Runs `warmup` unmeasured, then `duration` measured; returns what the measured part saw.
-    /// `onMeasurementStart` runs (on this thread) when measuring begins.
+    /// `onMeasurementStart` runs (on this thread) when measuring begins; `progress` about four times
+    /// a second, with the time spent in the phase and the requests completed since measuring began.
     func run(
         warmup: Duration,
         duration: Duration,
         onMeasurementStart: () -> Void = {},
-        onMeasurementEnd: () -> Void = {}
+        onMeasurementEnd: () -> Void = {},
+        progress: (Phase, Duration, Int) -> Void = { _, _, _ in }
     ) -> Result {
         let shared = SharedState()
         let perLoop = Locked<[Result]>([])
@@ -70,11 +77,11 @@ final class LoadGenerator: Sendable {
                 connection.open()
             }
         }
-        usleep(UInt32(warmup.nanoseconds / 1000))
+        Self.wait(warmup) { progress(.warmup, $0, 0) }
         let measurementStart = Instant.now()
         shared.measurementStart.withLock { $0 = measurementStart }
         onMeasurementStart()
-        usleep(UInt32(duration.nanoseconds / 1000))
+        Self.wait(duration) { progress(.measuring, $0, shared.completed.load(ordering: .relaxed)) }
         let measurementEnd = Instant.now()
         shared.measurementEnd.withLock { $0 = measurementEnd }
         onMeasurementEnd()
@@ -100,8 +107,22 @@ final class LoadGenerator: Sendable {
         return merged
     }
 
+    /// Sleeps for `duration`, calling `tick` with the time spent every quarter of a second.
+    private static func wait(_ duration: Duration, tick: (Duration) -> Void) {
+        let start = Instant.now()
+        let end = start + duration
+        while true {
+            let now = Instant.now()
+            guard now < end else { return }
+            tick(now - start)
+            usleep(UInt32(min((end - now).nanoseconds / 1000, 250_000)))
+        }
+    }
+
     /// State reachable from every loop: when measuring started and stopped, each loop's own state.
     final class SharedState: Sendable {
+        /// Requests completed since measuring began, for the progress line.
+        let completed = Atomic<Int>(0)
         let measurementStart = Locked<Instant?>(nil)
         let measurementEnd = Locked<Instant?>(nil)
         private let states = Locked<[Int: UnsafeTransferBox<LoopState>]>([:])
@@ -136,6 +157,7 @@ final class LoadGenerator: Sendable {
             if self.end == nil { self.end = self.shared.measurementEnd.withLock { $0 } }
             if let end = self.end, completedAt > end { return }
             self.result.statuses[status, default: 0] += 1
+            self.shared.completed.add(1, ordering: .relaxed)
             let latency = completedAt - sentAt
             self.result.samples.append(
                 Sample(

@@ -58,7 +58,7 @@ enum SVGChart {
                 "<text x=\"\(margin.left + plotWidth)\" y=\"\(top + plotHeight + 15)\" text-anchor=\"end\">\(format(duration, 1)) s</text>\n"
         }
         svg +=
-            "<text x=\"70\" y=\"\(Int(height) - 5)\" fill=\"#555\">blue: requests/s per 100 ms · orange: p99 latency per 100 ms · red: expiry event (all tokens revoked) · green: token endpoint call</text>\n"
+            "<text x=\"70\" y=\"\(Int(height) - 5)\" fill=\"#555\">each panel: the round with the median throughput · blue: requests/s per 100 ms · orange: p99 per 100 ms · red: expiry event (all tokens revoked) · green: token endpoint call</text>\n"
         svg += "</svg>\n"
         return svg
     }

@@ -28,30 +28,6 @@ struct ScenarioResult {
     }
 }
 
-/// Ratios between scenarios measured in the same run.
-struct BenchRatios {
-    var steadyOverDirect: Double?
-    var expiryOverSteady: Double?
-    var expiryP99OverSteadyP99: Double?
-    var steadyOverTarget: Double?
-
-    init(_ results: [ScenarioResult]) {
-        func find(_ name: String) -> ScenarioResult? { results.first { $0.name == name } }
-        func ratio(_ a: Double?, _ b: Double?) -> Double? {
-            guard let a, let b, b > 0 else { return nil }
-            return a / b
-        }
-        let direct = find("direct")
-        let steady = find("steady")
-        let expiry = find("expiry")
-        let target = find("target")
-        self.steadyOverDirect = ratio(steady?.requestsPerSecond, direct?.requestsPerSecond)
-        self.expiryOverSteady = ratio(expiry?.requestsPerSecond, steady?.requestsPerSecond)
-        self.expiryP99OverSteadyP99 = ratio(expiry?.latency.p99, steady?.latency.p99)
-        self.steadyOverTarget = ratio(steady?.requestsPerSecond, target?.requestsPerSecond)
-    }
-}
-
 /// Holding many idle keep-alive connections: how much memory the proxy needs for them.
 struct IdleResult {
     var connections: Int

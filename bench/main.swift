@@ -30,28 +30,48 @@ func benchMain() -> Int32 {
     raiseFileDescriptorLimit()
     let log: (String) -> Void = { FileHandle.standardError.write(Data("bearer-bench: \($0)\n".utf8)) }
     do {
-        let bench = try Bench(options: options, proxyBinary: binary, log: log)
+        let bench = try Bench(options: options, proxyBinary: binary, log: log, progress: ProgressLine())
         defer { bench.shutdown() }
-        var results: [ScenarioResult] = []
-        for scenario in options.scenarios {
-            results.append(try bench.run(scenario))
-        }
         var nginx: NginxTarget?
         if options.withNginx {
             nginx = try NginxTarget.start(upstreamPort: bench.upstream.port, token: options.staticToken, log: log)
         }
         defer { nginx?.stop() }
-        if let url = nginx?.url ?? options.target {
-            results.append(try bench.runTarget(url, name: nginx == nil ? "target" : "nginx"))
+        let comparison = nginx?.url ?? options.target
+        let comparisonName = nginx == nil ? "target" : "nginx"
+        // Rounds interleave the scenarios, so that a ratio compares runs made close together in time.
+        var rounds: [[ScenarioResult]] = []
+        for round in 1...options.repeats {
+            let label = "round \(round) of \(options.repeats)"
+            var results: [ScenarioResult] = []
+            for scenario in options.scenarios {
+                results.append(try bench.run(scenario, round: label))
+            }
+            if let comparison {
+                results.append(try bench.runTarget(comparison, name: comparisonName, round: label))
+            }
+            rounds.append(results)
         }
         let idle = options.idleConnections > 0 ? try bench.measureIdleConnections(options.idleConnections) : nil
-        let ratios = BenchRatios(results.map { $0.name == "nginx" ? renamed($0, "target") : $0 })
-        print(BenchReport.table(results, ratios: ratios, idle: idle), terminator: "")
-        if let path = options.jsonPath {
-            try BenchReport.json(results, ratios: ratios, idle: idle).write(to: URL(fileURLWithPath: path))
+        let summaries = ScenarioSummary.group(rounds)
+        let ratios = RatioSummary.compute(rounds, comparison: comparison == nil ? nil : comparisonName)
+        let settings = BenchReport.Settings(
+            connections: options.connections,
+            durationSeconds: options.duration.seconds,
+            warmupSeconds: options.warmup.seconds,
+            rounds: options.repeats
+        )
+        print(BenchReport.table(summaries, ratios: ratios, idle: idle, settings: settings), terminator: "")
+        if let given = options.jsonPath {
+            let path = try prepareOutput(given)
+            try BenchReport.json(summaries, ratios: ratios, idle: idle, settings: settings)
+                .write(to: URL(fileURLWithPath: path))
+            log("wrote \(path)")
         }
-        if let path = options.svgPath {
-            try SVGChart.render(results).write(toFile: path, atomically: true, encoding: .utf8)
+        if let given = options.svgPath {
+            let path = try prepareOutput(given)
+            try SVGChart.render(summaries.map(\.representative)).write(toFile: path, atomically: true, encoding: .utf8)
+            log("wrote \(path)")
         }
         return 0
     } catch {
@@ -60,10 +80,12 @@ func benchMain() -> Int32 {
     }
 }
 
-func renamed(_ result: ScenarioResult, _ name: String) -> ScenarioResult {
-    var copy = result
-    copy.name = name
-    return copy
+/// The path `--json`/`--svg` write to, its directory created.
+func prepareOutput(_ given: String) throws -> String {
+    let path = outputPath(given)
+    let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return path
 }
 
 exit(benchMain())

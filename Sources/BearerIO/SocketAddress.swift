@@ -54,17 +54,22 @@ package enum SocketAddress: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The text before the first NUL of a C string buffer.
+    private static func string(fromCString buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The host part as text (`127.0.0.1`, `::1`), nil for unix sockets.
     package var hostText: String? {
         switch self {
         case .ipv4(var address):
             var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
             inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
-            return String(cString: text)
+            return Self.string(fromCString: text)
         case .ipv6(var address):
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count))
-            return String(cString: text)
+            return Self.string(fromCString: text)
         case .unix:
             return nil
         }

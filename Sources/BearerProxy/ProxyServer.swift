@@ -17,6 +17,7 @@ package final class ProxyServer: Sendable {
     private let isShutDown = Atomic<Bool>(false)
     private let lastAcceptErrorLog = Atomic<Int64>(0)
     private let admin = Locked<AdminServer?>(nil)
+    private let socketFiles: UnixSocketFiles
 
     /// Where the admin endpoints listen, when they do.
     package var adminAddress: SocketAddress? { self.admin.withLock { $0?.address } }
@@ -27,23 +28,30 @@ package final class ProxyServer: Sendable {
     }
 
     /// Binds every listen address and starts accepting on every loop of `group` (a new group with
-    /// `workers` loops when nil). Returns once all loops accept.
+    /// `workers` loops when nil). Returns once all loops accept. Unix socket files are created through
+    /// `socketFiles`, so that a signal arriving meanwhile can remove them (see `UnixSocketFiles`).
     ///
     /// `tlsFactory` replaces the TLS context built from the configuration (tests of failing TLS).
     package static func start(
         configuration: Configuration,
         logger: Logger,
         group: EventLoopGroup? = nil,
-        tlsFactory: (any TLSConnectionFactory)? = nil
+        tlsFactory: (any TLSConnectionFactory)? = nil,
+        socketFiles: UnixSocketFiles = UnixSocketFiles()
     ) throws(StartError) -> ProxyServer {
         guard let upstream = configuration.upstream else { throw StartError(description: "no upstream configured") }
         var fds: [Int32] = []
         var addresses: [SocketAddress] = []
+        /// Undoes what was bound when start-up fails half-way.
+        func closeListeners() {
+            for fd in fds { Socket.close(fd) }
+            socketFiles.removeAll()
+        }
         do throws(StartError) {
             for spec in configuration.listen {
                 let address = try Self.resolveListenAddress(spec)
                 do throws(IOError) {
-                    let fd = try Socket.listen(on: address)
+                    let fd = try Self.listen(on: address, socketFiles: socketFiles)
                     fds.append(fd)
                     addresses.append(Socket.localAddress(fd) ?? address)
                 } catch {
@@ -51,21 +59,21 @@ package final class ProxyServer: Sendable {
                 }
             }
         } catch {
-            for fd in fds { Socket.close(fd) }
+            closeListeners()
             throw error
         }
         let store: RefreshTokenStore?
         do throws(RefreshTokenStore.StoreError) {
             store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
         } catch {
-            for fd in fds { Socket.close(fd) }
+            closeListeners()
             throw StartError(description: error.description)
         }
         let tls: TLSContext
         do throws(TLSConfigurationError) {
             tls = try TLSContext.client(caFile: configuration.caFile, verify: !configuration.tlsInsecureSkipVerify)
         } catch {
-            for fd in fds { Socket.close(fd) }
+            closeListeners()
             throw StartError(description: error.description)
         }
         var accessLog: LogSink?
@@ -75,7 +83,7 @@ package final class ProxyServer: Sendable {
         case .file(let path):
             let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                for fd in fds { Socket.close(fd) }
+                closeListeners()
                 throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
             }
             accessLog = LogSink(fileDescriptor: fd)
@@ -86,14 +94,14 @@ package final class ProxyServer: Sendable {
             do throws(StartError) {
                 let address = try Self.resolveListenAddress(spec)
                 do throws(IOError) {
-                    let fd = try Socket.listen(on: address)
+                    let fd = try Self.listen(on: address, socketFiles: socketFiles)
                     adminFD = fd
                     adminAddress = Socket.localAddress(fd) ?? address
                 } catch {
                     throw StartError(description: "cannot listen on admin_listen \(spec): \(error.reason)")
                 }
             } catch {
-                for fd in fds { Socket.close(fd) }
+                closeListeners()
                 throw error
             }
         }
@@ -125,7 +133,8 @@ package final class ProxyServer: Sendable {
             addresses: addresses,
             group: loops,
             ownsGroup: group == nil,
-            fds: fds
+            fds: fds,
+            socketFiles: socketFiles
         )
         server.startAccepting()
         if let adminFD, let adminAddress {
@@ -136,6 +145,7 @@ package final class ProxyServer: Sendable {
                 runtime: runtime,
                 revocation: revocation,
                 loops: loops.loops,
+                socketFiles: socketFiles,
                 contexts: { server.contexts.withLock { $0 } }
             )
             admin.start()
@@ -175,15 +185,24 @@ package final class ProxyServer: Sendable {
         addresses: [SocketAddress],
         group: EventLoopGroup,
         ownsGroup: Bool,
-        fds: [Int32]
+        fds: [Int32],
+        socketFiles: UnixSocketFiles
     ) {
         self.runtime = runtime
         self.boundAddresses = addresses
         self.group = group
         self.ownsGroup = ownsGroup
         self.listenFDs = fds
+        self.socketFiles = socketFiles
         self.contexts = Locked([])
         self.listeners = Locked([])
+    }
+
+    /// A listening socket; a unix socket's file is recorded in `socketFiles` as it is created.
+    private static func listen(on address: SocketAddress, socketFiles: UnixSocketFiles) throws(IOError) -> Int32 {
+        var path: String?
+        if case .unix(let unixPath) = address { path = unixPath }
+        return try socketFiles.create(at: path) { () throws(IOError) -> Int32 in try Socket.listen(on: address) }
     }
 
     private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
@@ -304,14 +323,6 @@ package final class ProxyServer: Sendable {
         return self.runtime.openConnections.load(ordering: .relaxed)
     }
 
-    /// Removes unix socket files (for an exit that skips `shutdown`).
-    package func removeSocketFiles() {
-        for address in self.boundAddresses {
-            if case .unix(let path) = address { unlink(path) }
-        }
-        if case .unix(let path) = self.adminAddress { unlink(path) }
-    }
-
     /// Stops at once: every connection is closed, in-flight requests are cut.
     package func shutdown() {
         guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -333,7 +344,7 @@ package final class ProxyServer: Sendable {
         for _ in self.group.loops { done.wait() }
         for (index, fd) in self.listenFDs.enumerated() {
             Socket.close(fd)
-            if case .unix(let path) = self.boundAddresses[index] { unlink(path) }
+            if case .unix(let path) = self.boundAddresses[index] { self.socketFiles.remove(path) }
         }
         if self.ownsGroup { self.group.shutdown() }
         admin?.closeSocket()

@@ -2,13 +2,16 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "CBearerLinux.h"
 
 int cbl_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len) { return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 int cbl_socket(int domain, int type) { return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+int cbl_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 int cbl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 int cbl_cpu_count(void) {
     cpu_set_t set;

@@ -2,7 +2,6 @@ import BearerCore
 import BearerIO
 import BearerMocks
 import BearerProxy
-import Dispatch
 import Foundation
 import Glibc
 
@@ -25,47 +24,45 @@ func main() -> Int32 {
         print("bearer-proxy \(CommandLineOptions.version)")
         return 0
     }
-    var configuration: Configuration
-    do throws(ConfigurationError) {
-        configuration = try ConfigurationLoader.load(options)
-    } catch {
-        writeStandardError("Error: \(error)\n")
-        return 1
+    return options.isCheck ? check(options) : run(options)
+}
+
+/// `--check`: leaves no file behind, so signals keep their default meaning (a killed check is not a pass).
+func check(_ options: CommandLineOptions) -> Int32 {
+    guard var configuration = loadConfiguration(options) else { return 1 }
+    if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
+    if options.isDemo {
+        guard let demo = startDemo(options) else { return 1 }
+        defer { demo.stop() }
+        demo.apply(to: &configuration, options: options)
+        print("# --demo: the mock API and token server listen on free loopback ports, new ones each run")
     }
-    if options.isCheck {
-        print(ConfigurationLoader.report(configuration), terminator: "")
-        print("configuration OK")
-        return 0
-    }
+    print(ConfigurationLoader.report(configuration), terminator: "")
+    print("configuration OK")
+    return 0
+}
+
+func run(_ options: CommandLineOptions) -> Int32 {
+    // Before anything is created, so that a signal at any moment finds what it must clean up.
+    let signals = SignalWatcher.start()
+    guard var configuration = loadConfiguration(options) else { return 1 }
 
     let logger = Logger(level: configuration.logLevel, sink: .standardError)
-    var demo: DemoEnvironment?
-    var demoGroup: EventLoopGroup?
+    var demo: DemoMode?
     if options.isDemo {
-        let group = EventLoopGroup(count: 1, name: "demo")
-        do throws(IOError) {
-            let environment = try DemoEnvironment(group: group, backend: options.isJSONDemo ? .json : .oauth2)
-            demo = environment
-            demoGroup = group
-            if configuration.upstream == nil {
-                configuration.upstream = try? UpstreamURL.parse(environment.upstream.baseURL).get()
-            }
-            if !configuration.canRefresh && configuration.accessToken == nil {
-                environment.configureTokens(&configuration)
-            }
-        } catch {
-            writeStandardError("Error: cannot start the demo servers: \(error)\n")
-            return 1
-        }
+        guard let started = startDemo(options) else { return 1 }
+        started.apply(to: &configuration, options: options)
+        demo = started
     }
 
     let server: ProxyServer
     do throws(ProxyServer.StartError) {
-        server = try ProxyServer.start(configuration: configuration, logger: logger)
+        server = try ProxyServer.start(configuration: configuration, logger: logger, socketFiles: signals.socketFiles)
     } catch {
         writeStandardError("Error: \(error)\n")
         return 1
     }
+    signals.serving(server, logger: logger)
     for address in server.boundAddresses {
         logger.announce(
             "listening on \(address)",
@@ -73,43 +70,10 @@ func main() -> Int32 {
         )
     }
     if let demo {
-        writeStandardError(demo.banner(proxy: server.boundAddresses[0]))
+        writeStandardError(demo.banner(proxy: server.boundAddresses[0], admin: server.adminAddress))
     }
 
-    let stop = DispatchSemaphore(value: 0)
-    let signalQueue = DispatchQueue(label: "signals")
-    var sources: [DispatchSourceSignal] = []
-    let stopping = Locked(false)
-    for signalNumber in [SIGINT, SIGTERM] {
-        signal(signalNumber, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-        source.setEventHandler {
-            let isFirstSignal = stopping.withLock { wasStopping in
-                defer { wasStopping = true }
-                return !wasStopping
-            }
-            if isFirstSignal {
-                stop.signal()
-            } else {
-                // A second signal: the operator does not want to wait.
-                logger.warn("second signal: exiting now without waiting for in-flight requests")
-                server.removeSocketFiles()
-                exit(1)
-            }
-        }
-        source.resume()
-        sources.append(source)
-    }
-    signal(SIGHUP, SIG_IGN)
-    let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
-    hangUp.setEventHandler {
-        logger.info("SIGHUP: re-reading credentials")
-        server.runtime.session.reloadCredentials()
-    }
-    hangUp.resume()
-    sources.append(hangUp)
-
-    stop.wait()
+    signals.waitForStopRequest()
     logger.info(
         "shutting down: no new connections; waiting for in-flight requests",
         ["shutdown_timeout": "\(Int(configuration.shutdownTimeout.seconds))s"]
@@ -120,9 +84,29 @@ func main() -> Int32 {
     }
     server.shutdown()
     demo?.stop()
-    demoGroup?.shutdown()
     logger.info("stopped")
     return 0
+}
+
+/// The demo's mock servers (`--demo json`: the JSON backend), or nil after saying on stderr why they
+/// could not start.
+func startDemo(_ options: CommandLineOptions) -> DemoMode? {
+    do throws(IOError) {
+        return try DemoMode.start(backend: options.isJSONDemo ? .json : .oauth2)
+    } catch {
+        writeStandardError("Error: cannot start the demo servers: \(error)\n")
+        return nil
+    }
+}
+
+/// The configuration, or nil after saying on stderr what is wrong with it.
+func loadConfiguration(_ options: CommandLineOptions) -> Configuration? {
+    do throws(ConfigurationError) {
+        return try ConfigurationLoader.load(options)
+    } catch {
+        writeStandardError("Error: \(error)\n")
+        return nil
+    }
 }
 
 func writeStandardError(_ text: String) {

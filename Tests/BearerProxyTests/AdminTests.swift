@@ -87,6 +87,18 @@ import Testing
         #expect(try self.adminRequest(fixture, "GET", "/refresh").status == 405)
     }
 
+    @Test(arguments: [
+        ("GET", "/refresh", "POST"), ("GET", "/logout", "POST"), ("POST", "/status", "GET"),
+        ("POST", "/metrics", "GET"), ("DELETE", "/healthz", "GET, HEAD"),
+    ])
+    func aWrongMethodIs405NamingTheAllowedOnes(method: String, path: String, allowed: String) throws {
+        let fixture = try self.fixture()
+        let response = try self.adminRequest(fixture, method, path)
+        #expect(response.status == 405)
+        #expect(response.header("allow") == allowed)
+        #expect(response.text == "bearer-proxy: \(method) is not allowed on \(path) (use \(allowed))\n")
+    }
+
     @Test(arguments: TokenFlavour.allCases)
     func postLogoutDropsTokensRevokesAndRefreshLogsBackIn(flavour: TokenFlavour) throws {
         let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-logout-secret"] }) {
@@ -107,6 +119,25 @@ import Testing
         #expect(after.status == 401)
         #expect(after.text.contains("logged out"))
         fixture.expectNoSecretsInLogs(["rt-logout-secret"])
+    }
+
+    /// One meaning of "generation": the number of tokens the proxy has put in use. The mock API names
+    /// the token it got by the number the token server gave it, so the two must agree, logout or not.
+    @Test func statusAndTheUpstreamAgreeOnTheGenerationAfterLogoutAndRefresh() throws {
+        let fixture = try self.fixture()
+        #expect(fixture.waitForTokenCalls(1))
+        #expect(waitUntil { fixture.proxy.runtime.session.status.state == "ready" })
+        #expect(try self.adminRequest(fixture, "POST", "/logout").status == 200)
+        let refresh = try self.adminRequest(fixture, "POST", "/refresh")
+        #expect(refresh.text.contains("\"token_generation\":2"))
+        let whoami = try fixture.get("/whoami")
+        #expect(whoami.text.contains("token generation 2."))
+        let status = try self.adminRequest(fixture, "GET", "/status")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.body)) as? [String: Any])
+        #expect(object["token_generation"] as? Int == 2)
+        #expect(fixture.authority.issuedCount == 2)
+        let metrics = try self.adminRequest(fixture, "GET", "/metrics")
+        #expect(metrics.text.contains("bearer_proxy_token_generation 2\n"))
     }
 
     @Test func theAdminPortFollowsTheHostAndOriginRules() throws {

@@ -360,6 +360,15 @@ import Testing
         fixture.expectNoSecretsInLogs(["alice-password-secret"])
     }
 
+    @Test func theRefreshLogLineSaysHowManyRequestsWaitedForTheToken() throws {
+        let fixture = try SessionFixture { config, _ in config.accessToken = Secret("stale-log-line-token") }
+        #expect(try fixture.get("/x").status == 200)
+        let line = fixture.logs.capturedLines.first { $0.contains("token refreshed") }?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line?.contains(" trigger=401 ") == true, "\(line ?? "no line")")
+        #expect(line?.hasSuffix(" waiting_requests=1") == true, "\(line ?? "no line")")
+    }
+
     @Test func tokenCommandProvidesTheToken() throws {
         let fixture = try SessionFixture(acceptedTokens: ["cmd-token-77"]) { config, _ in
             config.tokenURL = nil
@@ -427,7 +436,12 @@ extension SessionFixture {
     func expectStillServingDirectly(sourceLocation: SourceLocation = #_sourceLocation) {
         // A request to a host that needs no token still goes through while the token endpoint is down.
         let other = MockUpstream(group: mockGroup)
-        try? other.start()
+        do {
+            try other.start()
+        } catch {
+            Issue.record("cannot start a second mock upstream: \(error)", sourceLocation: sourceLocation)
+            return
+        }
         defer { other.stop() }
         let authority = "127.0.0.1:\(other.port)"
         let response = try? httpRequest(

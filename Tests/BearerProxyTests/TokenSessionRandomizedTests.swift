@@ -6,18 +6,50 @@ import Testing
 /// Drives the state machine through many random interleavings and checks its invariants after every
 /// event: at most one refresh in flight, no request replayed twice, every parked request resumed or
 /// failed in the end, the generation only increasing.
+///
+/// A run depends on its seed alone: every choice comes from the seeded generator, and requests are
+/// picked from a list in the order they were made, never in a Dictionary's order (which changes from
+/// run to run, even within one process). A failure names its seed and step, and
+/// `swift test --filter TokenSessionRandomizedTests` replays it exactly.
 @Suite struct TokenSessionRandomizedTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+    static let seeds: [UInt64] = [1, 2, 3, 4, 5, 6, 7, 8]
+
+    @Test(arguments: Self.seeds)
+    func invariantsHoldUnderRandomInterleavings(seed: UInt64) {
+        let run = RandomSessionRun(seed: seed)
+        for violation in run.violations {
+            Issue.record("seed \(seed), step \(violation.step): \(violation.message)")
         }
     }
 
+    /// The run is a function of the seed: two runs make the same choices and see the same actions.
+    @Test(arguments: Self.seeds)
+    func theSameSeedReplaysTheSameRun(seed: UInt64) {
+        let first = RandomSessionRun(seed: seed)
+        let second = RandomSessionRun(seed: seed)
+        #expect(first.trace.count == second.trace.count, "seed \(seed)")
+        let divergence = zip(first.trace, second.trace).enumerated().first { $0.element.0 != $0.element.1 }
+        #expect(
+            divergence == nil,
+            "seed \(seed): the runs diverge at event \(divergence.map { "\($0.offset): \($0.element.0) vs \($0.element.1)" } ?? "")"
+        )
+    }
+}
+
+/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// One seeded run of random events against the state machine and a model of the requests.
+struct RandomSessionRun {
     enum Phase: Equatable {
         case parked
         case inFlight(generation: Int)
@@ -30,176 +62,283 @@ import Testing
         var sends = 0
     }
 
-    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8])
-    func invariantsHoldUnderRandomInterleavings(seed: UInt64) throws {
-        var random = SplitMix(state: seed)
-        var now = t0
-        var session = machine(
-            token: Machine.Token(value: Secret("t0"), expiresAt: now + .seconds(20), refreshAt: now + .seconds(10)),
-            retryWithoutNewCredentials: Bool.random(using: &random),
+    struct Violation {
+        var step: Int
+        var message: String
+    }
+
+    /// What happened, in order: the choices made and the machine's answers.
+    enum Event: Equatable {
+        case request(UInt64, Machine.RequestAction)
+        case accepted(UInt64)
+        case rejected(UInt64, Machine.RejectionAction)
+        case refreshEnded(Machine.RefreshEndAction)
+        case proactiveRefreshDue(Bool)
+        case cancelled(UInt64)
+        case expired([UInt64])
+        case credentialsChanged
+    }
+
+    private(set) var trace: [Event] = []
+    private(set) var violations: [Violation] = []
+
+    private var random: SplitMix
+    private var now = t0
+    private var session: Machine
+    private var requests = RequestTable()
+    private var nextID: UInt64 = 1
+    private var refreshInFlight = false
+    private var tokenNumber = 1
+    private var lastGeneration = 0
+    private var step = 0
+
+    init(seed: UInt64, steps: Int = 20_000) {
+        self.random = SplitMix(state: seed)
+        let retry = Bool.random(using: &self.random)
+        self.session = machine(
+            token: Machine.Token(value: Secret("t0"), expiresAt: t0 + .seconds(20), refreshAt: t0 + .seconds(10)),
+            retryWithoutNewCredentials: retry,
             maximumSuspect: 3
         )
-        var requests: [UInt64: Request] = [:]
-        var nextID: UInt64 = 1
-        var refreshInFlight = false
-        var lastGeneration = session.generation
-        var tokenNumber = 1
+        for step in 0..<steps {
+            self.step = step
+            self.randomEvent()
+            self.checkInvariants()
+        }
+        self.drain()
+    }
 
-        func startRefresh(_ started: Bool) {
-            if started {
-                #expect(!refreshInFlight, "a second refresh started while one was in flight (seed \(seed))")
-                refreshInFlight = true
+    private mutating func check(_ condition: Bool, _ message: String) {
+        if !condition { self.violations.append(Violation(step: self.step, message: message)) }
+    }
+
+    /// Whether the machine named a request the model has parked; records a violation when not.
+    private mutating func expectParked(_ id: UInt64, _ what: String) -> Bool {
+        let isParked = self.requests[id]?.phase == .parked
+        self.check(isParked, "the machine \(what) request \(id), which was not parked")
+        return isParked
+    }
+
+    /// A request whose phase matches, chosen with the seeded generator from the candidates in order.
+    private mutating func pick(where matches: (Phase) -> Bool) -> UInt64? {
+        let candidates = self.requests.ids { matches($0.phase) }
+        guard !candidates.isEmpty else { return nil }
+        return candidates[Int.random(in: 0..<candidates.count, using: &self.random)]
+    }
+
+    private mutating func startRefresh(_ started: Bool) {
+        guard started else { return }
+        self.check(!self.refreshInFlight, "a second refresh started while one was in flight")
+        self.refreshInFlight = true
+    }
+
+    private mutating func send(_ id: UInt64, generation: Int) {
+        self.requests[id]!.sends += 1
+        self.check(self.requests[id]!.sends <= 2, "request \(id) was sent a third time")
+        self.requests[id]!.phase = .inFlight(generation: generation)
+    }
+
+    private mutating func randomEvent() {
+        self.now = self.now + .milliseconds(Int64.random(in: 0...400, using: &self.random))
+        switch Int.random(in: 0..<100, using: &self.random) {
+        case 0..<30: self.newRequest()
+        case 30..<60: self.upstreamAnswers()
+        case 60..<75: self.refreshEnds()
+        case 75..<82:
+            let due = self.session.proactiveRefreshDue(now: self.now)
+            self.trace.append(.proactiveRefreshDue(due))
+            self.startRefresh(due)
+        case 82..<88:
+            guard let id = self.pick(where: { $0 == .parked }) else { return }
+            self.session.waiterCancelled(id)
+            self.requests[id]!.phase = .done
+            self.trace.append(.cancelled(id))
+        case 88..<93:
+            let expired = self.session.expireWaiters(now: self.now)
+            self.trace.append(.expired(expired.map(\.0)))
+            for (id, _) in expired where self.expectParked(id, "expired") {
+                self.requests[id]!.phase = .done
             }
+        case 93..<95:
+            self.session.credentialsChanged()
+            self.trace.append(.credentialsChanged)
+        default:
+            break
         }
+    }
 
-        func send(_ id: UInt64, generation: Int) {
-            requests[id]!.sends += 1
-            requests[id]!.phase = .inFlight(generation: generation)
+    private mutating func newRequest() {
+        let id = self.nextID
+        self.nextID += 1
+        self.requests.append(id, Request(phase: .done))
+        let action = self.session.requestNeedsToken(id, now: self.now)
+        self.trace.append(.request(id, action))
+        switch action {
+        case .send(_, let generation):
+            self.send(id, generation: generation)
+        case .sendAndStartRefresh(_, let generation):
+            self.send(id, generation: generation)
+            self.startRefresh(true)
+        case .sendWithoutToken, .fail:
+            self.requests[id]!.phase = .done
+        case .park:
+            self.requests[id]!.phase = .parked
+        case .parkAndStartRefresh:
+            self.requests[id]!.phase = .parked
+            self.startRefresh(true)
         }
+    }
 
-        for _ in 0..<20_000 {
-            now = now + .milliseconds(Int64.random(in: 0...400, using: &random))
-            switch Int.random(in: 0..<100, using: &random) {
-            case 0..<30:
-                let id = nextID
-                nextID += 1
-                requests[id] = Request(phase: .done)
-                switch session.requestNeedsToken(id, now: now) {
-                case .send(_, let generation):
-                    send(id, generation: generation)
-                case .sendAndStartRefresh(_, let generation):
-                    send(id, generation: generation)
-                    startRefresh(true)
-                case .sendWithoutToken:
-                    requests[id]!.phase = .done
-                case .park:
-                    requests[id]!.phase = .parked
-                case .parkAndStartRefresh:
-                    requests[id]!.phase = .parked
-                    startRefresh(true)
-                case .fail:
-                    requests[id]!.phase = .done
-                }
-            case 30..<60:
-                guard
-                    let (id, request) = requests.first(where: {
-                        if case .inFlight = $0.value.phase { true } else { false }
-                    }),
-                    case .inFlight(let generation) = request.phase
-                else { continue }
-                if Int.random(in: 0..<3, using: &random) > 0 {
-                    session.upstreamAccepted(generation: generation)
-                    requests[id]!.phase = .done
-                    continue
-                }
-                let isReplay = request.wasRejected
-                requests[id]!.wasRejected = true
-                let replayable = Int.random(in: 0..<10, using: &random) > 0
-                switch session.upstreamRejected(
-                    id,
-                    generation: generation,
-                    isReplay: isReplay,
-                    isReplayable: replayable,
-                    now: now
-                ) {
-                case .replay(_, let newGeneration):
-                    #expect(!isReplay)
-                    send(id, generation: newGeneration)
-                case .park:
-                    #expect(!isReplay && replayable)
-                    requests[id]!.phase = .parked
-                case .parkAndStartRefresh:
-                    requests[id]!.phase = .parked
-                    startRefresh(true)
-                case .forwardToClient, .forwardToClientStormGuard:
-                    requests[id]!.phase = .done
-                case .forwardToClientAndStartRefresh:
-                    requests[id]!.phase = .done
-                    startRefresh(true)
-                }
-            case 60..<75:
-                guard refreshInFlight else { continue }
-                let result: Machine.RefreshResult
-                switch Int.random(in: 0..<10, using: &random) {
-                case 0: result = .rejected(code: "invalid_grant", description: nil)
-                case 1: result = .transient(reason: "refused", timedOut: false)
-                case 2: result = .rateLimited(retryAfter: .seconds(Int64.random(in: 1...60, using: &random)))
-                default:
-                    tokenNumber += 1
-                    let lifetime = Double.random(in: 2...60, using: &random)
-                    result = .success(
-                        Machine.Token(
-                            value: Secret("t\(tokenNumber)"),
-                            expiresAt: now + .milliseconds(Int64(lifetime * 1000)),
-                            refreshAt: now + .milliseconds(Int64(lifetime * 500))
-                        )
-                    )
-                }
-                switch session.refreshEnded(result, now: now) {
-                case .resume(let waiters, _, let generation):
-                    refreshInFlight = false
-                    for id in waiters {
-                        #expect(requests[id]?.phase == .parked, "resumed a request that was not parked (seed \(seed))")
-                        send(id, generation: generation)
-                    }
-                case .fail(let waiters, _):
-                    refreshInFlight = false
-                    for id in waiters {
-                        #expect(requests[id]?.phase == .parked)
-                        requests[id]!.phase = .done
-                    }
-                case .keepCurrentToken:
-                    refreshInFlight = false
-                case .retry:
-                    break
-                case .ignore:
-                    Issue.record("a refresh in flight was ignored (seed \(seed))")
-                }
-            case 75..<82:
-                startRefresh(session.proactiveRefreshDue(now: now))
-            case 82..<88:
-                guard let id = requests.first(where: { $0.value.phase == .parked })?.key else { continue }
-                session.waiterCancelled(id)
-                requests[id]!.phase = .done
-            case 88..<93:
-                for (id, _) in session.expireWaiters(now: now) {
-                    #expect(requests[id]?.phase == .parked)
-                    requests[id]!.phase = .done
-                }
-            case 93..<95:
-                session.credentialsChanged()
-            default:
-                break
-            }
-            #expect(
-                session.isRefreshing == refreshInFlight,
-                "the machine and the model disagree on a refresh in flight (seed \(seed))"
-            )
-            #expect(session.generation >= lastGeneration)
-            lastGeneration = session.generation
-            let parked = requests.values.filter { $0.phase == .parked }.count
-            #expect(session.parkedCount == parked, "parked count differs (seed \(seed))")
-            #expect(requests.values.allSatisfy { $0.sends <= 2 }, "a request was replayed twice (seed \(seed))")
-            requests = requests.filter { $0.value.phase != .done }
+    private mutating func upstreamAnswers() {
+        guard let id = self.pick(where: { if case .inFlight = $0 { true } else { false } }),
+            case .inFlight(let generation) = self.requests[id]!.phase
+        else { return }
+        if Int.random(in: 0..<3, using: &self.random) > 0 {
+            self.session.upstreamAccepted(generation: generation)
+            self.requests[id]!.phase = .done
+            self.trace.append(.accepted(id))
+            return
         }
-
-        // Drain: let refreshes succeed until nobody waits any more.
-        var rounds = 0
-        while requests.values.contains(where: { $0.phase == .parked }) && rounds < 100 {
-            rounds += 1
-            if !refreshInFlight { continue }
-            now = now + .milliseconds(10)
-            if case .resume(let waiters, _, let generation) = session.refreshEnded(
-                .success(Machine.Token(value: Secret("final"))),
-                now: now
-            ) {
-                refreshInFlight = false
-                for id in waiters { send(id, generation: generation) }
-            }
-        }
-        #expect(
-            !requests.values.contains { $0.phase == .parked },
-            "a parked request was never resumed or failed (seed \(seed))"
+        let isReplay = self.requests[id]!.wasRejected
+        self.requests[id]!.wasRejected = true
+        let replayable = Int.random(in: 0..<10, using: &self.random) > 0
+        let action = self.session.upstreamRejected(
+            id,
+            generation: generation,
+            isReplay: isReplay,
+            isReplayable: replayable,
+            now: self.now
         )
+        self.trace.append(.rejected(id, action))
+        switch action {
+        case .replay(_, let newGeneration):
+            self.check(!isReplay, "request \(id) was replayed a second time")
+            self.send(id, generation: newGeneration)
+        case .park:
+            self.check(!isReplay && replayable, "request \(id) was parked though it cannot be replayed")
+            self.requests[id]!.phase = .parked
+        case .parkAndStartRefresh:
+            self.requests[id]!.phase = .parked
+            self.startRefresh(true)
+        case .forwardToClient, .forwardToClientStormGuard:
+            self.requests[id]!.phase = .done
+        case .forwardToClientAndStartRefresh:
+            self.requests[id]!.phase = .done
+            self.startRefresh(true)
+        }
+    }
+
+    private mutating func refreshEnds() {
+        guard self.refreshInFlight else { return }
+        let result: Machine.RefreshResult
+        switch Int.random(in: 0..<10, using: &self.random) {
+        case 0: result = .rejected(code: "invalid_grant", description: nil)
+        case 1: result = .transient(reason: "refused", timedOut: false)
+        case 2: result = .rateLimited(retryAfter: .seconds(Int64.random(in: 1...60, using: &self.random)))
+        default:
+            self.tokenNumber += 1
+            let lifetime = Double.random(in: 2...60, using: &self.random)
+            result = .success(
+                Machine.Token(
+                    value: Secret("t\(self.tokenNumber)"),
+                    expiresAt: self.now + .milliseconds(Int64(lifetime * 1000)),
+                    refreshAt: self.now + .milliseconds(Int64(lifetime * 500))
+                )
+            )
+        }
+        let action = self.session.refreshEnded(result, now: self.now)
+        self.trace.append(.refreshEnded(action))
+        switch action {
+        case .resume(let waiters, _, let generation):
+            self.refreshInFlight = false
+            for id in waiters where self.expectParked(id, "resumed") {
+                self.send(id, generation: generation)
+            }
+        case .fail(let waiters, _):
+            self.refreshInFlight = false
+            for id in waiters where self.expectParked(id, "failed") {
+                self.requests[id]!.phase = .done
+            }
+        case .keepCurrentToken:
+            self.refreshInFlight = false
+        case .retry:
+            break
+        case .ignore:
+            self.check(false, "a refresh in flight was ignored")
+        }
+    }
+
+    private mutating func checkInvariants() {
+        self.check(
+            self.session.isRefreshing == self.refreshInFlight,
+            "the machine and the model disagree on a refresh in flight"
+        )
+        let parked = self.requests.parkedCount
+        self.check(self.session.parkedCount == parked, "parked count \(self.session.parkedCount), model \(parked)")
+        self.check(self.session.generation >= self.lastGeneration, "the generation went down")
+        self.lastGeneration = self.session.generation
+        if self.step % 256 == 0 { self.requests.removeAll { $0.phase == .done } }
+    }
+
+    /// Lets refreshes succeed until nobody waits any more.
+    private mutating func drain() {
+        var rounds = 0
+        while self.requests.parkedCount > 0 && rounds < 100 {
+            rounds += 1
+            if !self.refreshInFlight { continue }
+            self.now = self.now + .milliseconds(10)
+            if case .resume(let waiters, _, let generation) = self.session.refreshEnded(
+                .success(Machine.Token(value: Secret("final"))),
+                now: self.now
+            ) {
+                self.refreshInFlight = false
+                for id in waiters where self.expectParked(id, "resumed") { self.send(id, generation: generation) }
+            }
+        }
+        self.check(self.requests.parkedCount == 0, "a parked request was never resumed or failed")
+    }
+}
+
+/// The live requests of a run, in the order they were made (ids only grow): lookups by binary search,
+/// choices over a list whose order is the same in every run.
+struct RequestTable {
+    private var entries: [(id: UInt64, request: RandomSessionRun.Request)] = []
+    /// Kept up to date on every change, so that checking it after each event costs nothing.
+    private(set) var parkedCount = 0
+
+    func ids(where matches: (RandomSessionRun.Request) -> Bool) -> [UInt64] {
+        self.entries.filter { matches($0.request) }.map(\.id)
+    }
+
+    mutating func append(_ id: UInt64, _ request: RandomSessionRun.Request) {
+        precondition(self.entries.last.map { $0.id < id } ?? true, "ids must grow")
+        self.entries.append((id, request))
+        if request.phase == .parked { self.parkedCount += 1 }
+    }
+
+    mutating func removeAll(where shouldRemove: (RandomSessionRun.Request) -> Bool) {
+        self.entries.removeAll { shouldRemove($0.request) }
+        self.parkedCount = self.entries.count { $0.request.phase == .parked }
+    }
+
+    subscript(id: UInt64) -> RandomSessionRun.Request? {
+        get { self.index(of: id).map { self.entries[$0].request } }
+        set {
+            guard let index = self.index(of: id) else { preconditionFailure("no request \(id)") }
+            guard let newValue else { preconditionFailure("requests leave the table through removeAll") }
+            if self.entries[index].request.phase == .parked { self.parkedCount -= 1 }
+            if newValue.phase == .parked { self.parkedCount += 1 }
+            self.entries[index].request = newValue
+        }
+    }
+
+    private func index(of id: UInt64) -> Int? {
+        var low = 0
+        var high = self.entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if self.entries[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < self.entries.count && self.entries[low].id == id ? low : nil
     }
 }

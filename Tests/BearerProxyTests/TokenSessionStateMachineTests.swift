@@ -319,6 +319,19 @@ func machine(
         #expect(mutate(&session) { $0.refreshRequested(now: at(3)) })
         #expect(session.requestNeedsToken(4, now: at(3.1)) == .park)
     }
+
+    @Test func theGenerationCountsTokensPutInUseAndALogoutIsNotOne() {
+        var session = machine()
+        #expect(session.generation == 1)
+        _ = session.loggedOut()
+        #expect(session.generation == 1)
+        #expect(mutate(&session) { $0.refreshRequested(now: at(1)) })
+        #expect(
+            session.refreshEnded(.success(token("t2")), now: at(2))
+                == .resume(waiters: [], token: Secret("t2"), generation: 2)
+        )
+        #expect(session.generation == 2)
+    }
 }
 
 /// Runs a mutating call outside `#expect`, whose expansion cannot mutate its operands.

@@ -44,8 +44,7 @@ import Testing
         let options = try BenchOptions.parse([
             "--scenario", "steady,expiry", "--connections", "1000", "--duration", "20s", "--warmup", "500ms",
             "--pipeline", "4", "--expire-every", "2", "--proxy-bin", "/x/bearer-proxy", "--json", "r.json", "--svg",
-            "r.svg",
-            "--target", "http://127.0.0.1:9000/", "--idle-connections", "10000",
+            "r.svg", "--target", "http://127.0.0.1:9000/", "--idle-connections", "10000", "--repeat", "5",
         ])
         #expect(options.scenarios == [.steady, .expiry])
         #expect(options.connections == 1000)
@@ -57,6 +56,8 @@ import Testing
         #expect(options.jsonPath == "r.json" && options.svgPath == "r.svg")
         #expect(options.target == "http://127.0.0.1:9000/")
         #expect(options.idleConnections == 10000)
+        #expect(options.repeats == 5)
+        #expect(try BenchOptions.parse([]).repeats == 3)
     }
 
     @Test func defaultsToAllScenarios() throws {
@@ -73,7 +74,14 @@ import Testing
 }
 
 @Suite struct ReportTests {
-    static func result(_ name: String, rps: Double, p99: UInt32, expiries: Int = 0, calls: Int = 0) -> ScenarioResult {
+    static func result(
+        _ name: String,
+        rps: Double,
+        p99: UInt32,
+        expiries: Int = 0,
+        calls: Int = 0,
+        proxied: Bool = true
+    ) -> ScenarioResult {
         ScenarioResult(
             name: name,
             connections: 64,
@@ -88,56 +96,166 @@ import Testing
             expiryEvents: expiries,
             replays: 0,
             maxTimesSeenUpstream: 1,
-            proxyPeakRSSMiB: 20,
-            proxyCPUSeconds: 5,
+            proxyPeakRSSMiB: proxied ? 20 : nil,
+            proxyCPUSeconds: proxied ? 5 : nil,
             series: [TimeSeriesPoint(startSeconds: 0, requestsPerSecond: rps, p99Milliseconds: 1)],
             expiryTimes: [1],
             refreshTimes: [1.001]
         )
     }
 
+    /// Two rounds of direct, steady and expiry; `noise` moves the second round's steady throughput.
+    static func rounds(noise: Double = 0) -> [[ScenarioResult]] {
+        [0.0, noise].map { shift in
+            [
+                Self.result("direct", rps: 100_000, p99: 1000, proxied: false),
+                Self.result("steady", rps: 50_000 * (1 + shift), p99: 2000),
+                Self.result("expiry", rps: 45_000, p99: 3000, expiries: 10, calls: 10),
+            ]
+        }
+    }
+
+    static let settings = BenchReport.Settings(connections: 64, durationSeconds: 10, warmupSeconds: 2, rounds: 2)
+
+    @Test func mediansAndSpread() {
+        #expect(Spread([3, 1, 2]) == Spread([2, 2, 2, 1, 3]))
+        #expect(Spread([4, 1, 2, 3]).median == 2.5)
+        let spread = Spread([90, 100, 110])
+        #expect(spread.minimum == 90 && spread.maximum == 110 && spread.range == 20)
+        #expect(spread.relativeHalfRange == 0.1)
+    }
+
     @Test func jsonKeepsTheDocumentedNames() throws {
-        let results = [
-            Self.result("direct", rps: 100_000, p99: 1000), Self.result("steady", rps: 50_000, p99: 2000),
-            Self.result("expiry", rps: 45_000, p99: 3000, expiries: 10, calls: 10),
-        ]
-        let data = BenchReport.json(results, ratios: BenchRatios(results), idle: nil)
+        let rounds = Self.rounds()
+        let data = BenchReport.json(
+            ScenarioSummary.group(rounds),
+            ratios: RatioSummary.compute(rounds, comparison: nil),
+            idle: nil,
+            settings: Self.settings
+        )
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let scenarios = try #require(object["scenarios"] as? [[String: Any]])
         #expect(scenarios.count == 3)
         for key in [
-            "name", "connections", "duration_s", "requests", "requests_per_second", "latency_ms", "errors",
-            "client_401s",
-            "token_calls", "expiry_events", "refreshes_per_expiry", "replays", "max_times_seen_upstream",
-            "proxy_peak_rss_mib", "proxy_cpu_s",
+            "name", "connections", "requests", "requests_per_second", "requests_per_second_range", "latency_ms",
+            "p99_ms_range", "errors", "client_401s", "token_calls", "expiry_events", "refreshes_per_expiry", "replays",
+            "max_times_seen_upstream", "proxy_peak_rss_mib", "proxy_cpu_s", "rounds",
         ] {
             #expect(scenarios[2][key] != nil, "missing \(key)")
         }
         let latency = try #require(scenarios[2]["latency_ms"] as? [String: Double])
         #expect(Set(latency.keys) == ["p50", "p99", "p999", "max"])
         #expect(scenarios[2]["refreshes_per_expiry"] as? Double == 1)
+        #expect(scenarios[2]["expiry_events"] as? Int == 20, "summed over the rounds")
+        #expect((scenarios[2]["rounds"] as? [[String: Any]])?.count == 2)
         let ratios = try #require(object["ratios"] as? [String: Any])
         #expect(ratios["steady_over_direct"] as? Double == 0.5)
         #expect(ratios["expiry_over_steady"] as? Double == 0.9)
         #expect(ratios["expiry_p99_over_steady_p99"] as? Double == 1.5)
+        #expect((object["settings"] as? [String: Any])?["rounds"] as? Int == 2)
     }
 
     @Test func tableAndChartShowEveryScenario() {
-        let results = [
-            Self.result("steady", rps: 50_000, p99: 2000),
-            Self.result("expiry", rps: 45_000, p99: 3000, expiries: 3, calls: 3),
-        ]
+        let rounds = Self.rounds()
+        let summaries = ScenarioSummary.group(rounds)
         let table = BenchReport.table(
-            results,
-            ratios: BenchRatios(results),
-            idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10, stopReason: nil)
+            summaries,
+            ratios: RatioSummary.compute(rounds, comparison: nil),
+            idle: IdleResult(connections: 10, established: 10, proxyRSSMiB: 30, proxyRSSBeforeMiB: 10, stopReason: nil),
+            settings: Self.settings
         )
-        #expect(table.contains("steady"))
-        #expect(table.contains("expiry / steady throughput:  0.900"))
+        #expect(table.contains("\nsteady "))
+        #expect(table.contains("expiry / steady throughput  0.90 ± 0.00  (rounds 0.90–0.90)"))
         #expect(table.contains("idle: 10 of 10 keep-alive connections held; proxy RSS 30.0 MiB"))
-        let svg = SVGChart.render(results)
+        #expect(!table.contains("\ndirect           0"), "direct has no token figures")
+        let svg = SVGChart.render(summaries.map(\.representative))
         #expect(svg.hasPrefix("<svg"))
         #expect(svg.contains("expiry: 45000 req/s"))
         #expect(svg.contains("stroke=\"#d62728\""), "expiry events are marked")
+    }
+
+    @Test func aRatioTheRoundsDisagreeOnMoreThanItDiffersFromOneIsCalledNoisy() {
+        let steadyRounds = Self.rounds(noise: 0.01)
+        let quiet = RatioSummary.compute(steadyRounds, comparison: nil).first { $0.key == "expiry_over_steady" }
+        #expect(quiet?.isInconclusive == false)
+        // Rounds of 0.90 and 1.29: 1.09 ± 0.19, an interval that reaches past 1.
+        let noisyRounds = Self.rounds(noise: -0.3)
+        let noisy = RatioSummary.compute(noisyRounds, comparison: nil).first { $0.key == "expiry_over_steady" }
+        #expect(noisy?.isInconclusive == true)
+        let lines = BenchReport.ratioLines(RatioSummary.compute(noisyRounds, comparison: nil), rounds: 2)
+        #expect(
+            lines.contains {
+                $0.hasPrefix("expiry / steady throughput  1.09 ± 0.19  (rounds 0.90–1.29)  noisy: the rounds fall")
+            }
+        )
+        #expect(!lines.contains { $0.hasPrefix("steady / direct throughput") && $0.contains("noisy:") })
+        #expect(
+            BenchReport.ratioLines(RatioSummary.compute([noisyRounds[0]], comparison: nil), rounds: 1).last
+                == "one round: how noisy this machine is was not measured; compare with --repeat 3 or more"
+        )
+    }
+
+    @Test func aSpreadWiderThanTheDistanceFromOneIsNoisyEvenOnOneSide() {
+        let ratio = RatioSummary(key: "k", label: "a / b throughput", spread: Spread([1.01, 1.05, 1.50]))
+        #expect(!ratio.roundsDisagree)
+        #expect(ratio.isInconclusive)
+        #expect(
+            BenchReport.ratioLines([ratio], rounds: 3)
+                == [
+                    "a / b throughput  1.05 ± 0.24  (rounds 1.01–1.50)  noisy: ± 0.24 is more than the distance from 1 (0.05): no conclusion"
+                ]
+        )
+        let clear = RatioSummary(key: "k", label: "a / b throughput", spread: Spread([1.22, 1.38, 1.68]))
+        #expect(!clear.isInconclusive)
+    }
+
+    @Test func theComparisonIsNamedForWhatItIs() {
+        let rounds = Self.rounds().map { $0 + [Self.result("nginx", rps: 40_000, p99: 2500, proxied: false)] }
+        let labels = RatioSummary.compute(rounds, comparison: "nginx").map(\.label)
+        #expect(labels.contains("steady / nginx throughput"))
+    }
+
+    @Test func bareOutputNamesGoUnderBenchResults() {
+        #expect(outputPath("r.json") == "bench-results/r.json")
+        #expect(outputPath("out/r.svg") == "out/r.svg")
+        #expect(outputPath("/tmp/r.json") == "/tmp/r.json")
+    }
+
+    @Test(arguments: [
+        (LoadGenerator.Phase.measuring, 2500, 5, 100_000, "steady, round 2 of 3: 2.5 s of 5 s, 40,000 req/s so far"),
+        (LoadGenerator.Phase.warmup, 500, 1, 0, "steady, round 2 of 3: warming up, 0.5 s of 1 s"),
+    ])
+    func theProgressLineSaysWhereTheRunIs(
+        phase: LoadGenerator.Phase,
+        elapsedMilliseconds: Int64,
+        totalSeconds: Int64,
+        completed: Int,
+        expected: String
+    ) {
+        let text = ProgressLine.text(
+            label: "steady, round 2 of 3",
+            phase: phase,
+            elapsed: .milliseconds(elapsedMilliseconds),
+            of: .seconds(totalSeconds),
+            completed: completed
+        )
+        #expect(text == expected)
+    }
+
+    /// The README shows the report's own words: every column and ratio name appears there.
+    @Test func theReadmeUsesTheReportsNames() throws {
+        let readme = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("README.md").path,
+            encoding: .utf8
+        )
+        let ratioLabels = RatioSummary.compute(
+            Self.rounds().map { $0 + [Self.result("nginx", rps: 1, p99: 1)] },
+            comparison: "nginx"
+        )
+        .map(\.label)
+        for name in BenchReport.speedColumns + BenchReport.tokenColumns + ratioLabels {
+            #expect(readme.contains(name), "the README does not say '\(name)'")
+        }
     }
 }

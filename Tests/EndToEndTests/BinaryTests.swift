@@ -116,10 +116,53 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         // The log line is written after the waiting request was resumed; stderr arrives through a pipe.
         #expect(waitFor { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
         #expect(proxy.standardError.contains("curl -i http://"))
+
+        // The banner names the admin endpoints, which the demo serves on a loopback port of its own.
+        let status = try #require(Self.url(after: "curl -s ", endingWith: "/status", in: proxy.standardError))
+        let metrics = try #require(Self.url(after: "curl -s ", endingWith: "/metrics", in: proxy.standardError))
+        let statusResponse = try Self.get(status)
+        #expect(statusResponse.status == 200)
+        #expect(statusResponse.text.contains("\"token_generation\" : 1"))
+        let metricsResponse = try Self.get(metrics)
+        #expect(metricsResponse.status == 200)
+        #expect(metricsResponse.text.contains("bearer_proxy_token_generation 1\n"))
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit() == 0)
         #expect(!proxy.standardError.contains("mock-access-1"), "a token reached the log")
         #expect(!proxy.standardError.contains("demo-secret"))
+    }
+}
+
+extension DemoTests {
+    /// The `http://…` URL in `text` that follows `prefix` and ends with `suffix`.
+    static func url(after prefix: String, endingWith suffix: String, in text: String) -> String? {
+        text.components(separatedBy: prefix).dropFirst().map { $0.prefix { !$0.isWhitespace } }
+            .first { $0.hasPrefix("http://") && $0.hasSuffix(suffix) }.map(String.init)
+    }
+
+    static func get(_ url: String) throws -> BlockingHTTPClient.Response {
+        let authority = String(url.dropFirst("http://".count).prefix { $0 != "/" })
+        let path = String(url.dropFirst("http://".count + authority.count))
+        let port = Int(authority.split(separator: ":").last ?? "") ?? 0
+        return try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+            "GET \(path) HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
+        )
+    }
+
+    @Test func demoCheckPrintsTheDemosEffectiveConfiguration() throws {
+        let result = try ProxyProcess.run(["--demo", "--check"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        for line in [
+            "upstream = http://127.0.0.1:", "token_url = http://127.0.0.1:", "grant_type = client_credentials\n",
+            "client_id = demo-client\n", "client_secret = <redacted>\n", "admin_listen = 127.0.0.1:0\n",
+            "inject_hosts = 127.0.0.1:",
+        ] {
+            #expect(result.stdout.contains(line), "missing \(line)")
+        }
+        #expect(!result.stdout.contains("(not set)\nupstream"), "upstream is not set")
+        #expect(!result.stdout.contains("demo-secret"))
+        #expect(result.stdout.hasSuffix("configuration OK\n"))
     }
 }
 

@@ -2,6 +2,7 @@ import BearerCore
 import Foundation
 import Glibc
 import Synchronization
+import Testing
 
 /// The built `bearer-proxy` binary, run as a child process with its stderr captured.
 ///
@@ -21,9 +22,11 @@ final class ProxyProcess: @unchecked Sendable {
     }
 
     /// `launcher` runs the binary through another program (`sh -c 'ulimit …; exec "$0" "$@"'`).
-    /// The child inherits this process's environment plus `environment` (only `environment` when
-    /// `inheritsEnvironment` is false), and reads `standardInput` (default: nothing, so a child that
-    /// would ask a question never waits on the terminal the tests were started from).
+    /// The child gets this process's environment plus `environment`, or `environment` alone when
+    /// `inheritsEnvironment` is false; XDG_CONFIG_HOME points nowhere unless given, so that a
+    /// developer's own ~/.config/bearer-proxy/proxy.conf never leaks into a test. It reads
+    /// `standardInput` (default: nothing, so a child that would ask a question never waits on the
+    /// terminal the tests were started from).
     init(
         _ arguments: [String],
         environment: [String: String] = [:],
@@ -39,7 +42,8 @@ final class ProxyProcess: @unchecked Sendable {
             self.process.arguments = arguments
         }
         var env = inheritsEnvironment ? ProcessInfo.processInfo.environment : [:]
-        for (key, value) in environment { env[key] = value }
+        env["XDG_CONFIG_HOME"] = "/nonexistent/bearer-e2e-config"
+        env.merge(environment) { _, given in given }
         self.process.environment = env
         self.process.standardInput = standardInput
         self.process.standardError = self.stderrPipe
@@ -52,6 +56,14 @@ final class ProxyProcess: @unchecked Sendable {
             let text = String(decoding: handle.availableData, as: UTF8.self)
             self?.output.withLock { $0.stdout += text }
         }
+        // A child inherits its parent thread's signal mask, and Swift Testing's threads block nearly
+        // every signal: spawn with none blocked, as a shell or systemd would, or SIGTERM would be held
+        // back until the proxy itself chose to wait for it.
+        var none = sigset_t()
+        sigemptyset(&none)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try self.process.run()
     }
 
@@ -114,6 +126,8 @@ func temporaryFile(_ contents: String, name: String = "proxy.conf") -> String {
     let directory = NSTemporaryDirectory() + "bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let path = directory + "/" + name
-    FileManager.default.createFile(atPath: path, contents: Data(contents.utf8))
+    if !FileManager.default.createFile(atPath: path, contents: Data(contents.utf8)) {
+        Issue.record("cannot create the temporary file \(path)")
+    }
     return path
 }

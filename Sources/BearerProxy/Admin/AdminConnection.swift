@@ -89,12 +89,27 @@ final class AdminConnection: StreamConnectionDelegate {
         case ("POST", "/logout"):
             self.logOut()
         case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
-            self.respond(405, "bearer-proxy: \(method) is not allowed on \(path)\n")
+            // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
+            let allowed = Self.allowedMethods(path)
+            self.respond(
+                405,
+                "bearer-proxy: \(method) is not allowed on \(path) (use \(allowed))\n",
+                extraHeaders: "Allow: \(allowed)\r\n"
+            )
         default:
             self.respond(
                 404,
                 "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n"
             )
+        }
+    }
+
+    /// What each admin endpoint answers to, as an `Allow` value.
+    private static func allowedMethods(_ path: String) -> String {
+        switch path {
+        case "/healthz": "GET, HEAD"
+        case "/refresh", "/logout": "POST"
+        default: "GET"
         }
     }
 
@@ -187,11 +202,17 @@ final class AdminConnection: StreamConnectionDelegate {
         }
     }
 
-    private func respond(_ status: Int, _ body: String, contentType: String = "text/plain; charset=utf-8") {
+    private func respond(
+        _ status: Int,
+        _ body: String,
+        contentType: String = "text/plain; charset=utf-8",
+        extraHeaders: String = ""
+    ) {
         guard !self.stream.isClosed else { return }
         let close = self.closes
         self.stream.withOutbound { buffer in
             buffer.writeString("HTTP/1.1 \(status) \(reasonPhrase(status))\r\nContent-Type: \(contentType)\r\n")
+            buffer.writeString(extraHeaders)
             buffer.writeString("Content-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\n")
             if close { buffer.writeString("Connection: close\r\n") }
             buffer.writeString("\r\n")

@@ -12,6 +12,7 @@ final class AdminServer: Sendable {
     let address: SocketAddress
     private let fd: Int32
     private let loops: [EventLoop]
+    private let socketFiles: UnixSocketFiles
     private let contexts: @Sendable () -> [UnsafeTransfer<LoopContext>]
     private let listeners = Locked<[UnsafeTransfer<Listener>]>([])
 
@@ -21,6 +22,7 @@ final class AdminServer: Sendable {
         runtime: ProxyRuntime,
         revocation: TokenRevocation?,
         loops: [EventLoop],
+        socketFiles: UnixSocketFiles,
         contexts: @escaping @Sendable () -> [UnsafeTransfer<LoopContext>]
     ) {
         self.fd = fd
@@ -28,6 +30,7 @@ final class AdminServer: Sendable {
         self.runtime = runtime
         self.revocation = revocation
         self.loops = loops
+        self.socketFiles = socketFiles
         self.contexts = contexts
         self.isUnixSocket = address.isUnix
         self.requestGuard = RequestGuard(
@@ -63,7 +66,7 @@ final class AdminServer: Sendable {
 
     func closeSocket() {
         Socket.close(self.fd)
-        if case .unix(let path) = self.address { unlink(path) }
+        if case .unix(let path) = self.address { self.socketFiles.remove(path) }
     }
 
     /// Collects every loop's counters (each on its own loop), then calls `completion` on `home`.

@@ -313,11 +313,14 @@ package final class TokenSession: Sendable {
         let milliseconds = String(Int(duration.milliseconds))
         switch action {
         case .resume(let waiters, _, let generation):
+            // waiting_requests: the requests that were held for this token (new ones, and ones that got
+            // a 401 and are replayed), now sent with it.
             self.logger.info(
                 "token refreshed",
                 [
                     "generation": "\(generation)", "trigger": trigger, "duration_ms": milliseconds,
-                    "expires_in": expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown", "resumed": "\(waiters.count)",
+                    "expires_in": expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown",
+                    "waiting_requests": "\(waiters.count)",
                 ]
             )
             if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) {

@@ -144,8 +144,10 @@ package struct TokenSessionStateMachine: Sendable {
     package let settings: Settings
     private(set) var state: State = .idle
     package private(set) var token: Token?
-    /// Increases by one with every new token; requests are stamped with it. The configured token is
-    /// generation 1; without one, the first fetched token is.
+    /// How many tokens the session has put in use: the configured token is generation 1 (without one,
+    /// the first fetched token is), and each new token adds one; nothing else changes it (a logout
+    /// drops the token but is not one), so `/status` and an API numbering its tokens agree. Requests
+    /// are stamped with it.
     package private(set) var generation: Int
     /// The current token got at least one upstream answer whose status is not in refresh_on.
     private(set) var currentTokenServedTraffic = false
@@ -434,7 +436,6 @@ package struct TokenSessionStateMachine: Sendable {
         var waiters: [WaiterID] = []
         if case .refreshing(let refresh) = self.state { waiters = refresh.waiters.map(\.id) }
         self.token = nil
-        self.generation += 1
         self.state = .loggedOut
         return waiters
     }

@@ -88,7 +88,8 @@ func endingRefresh(
 }
 
 /// `token_command`: a program whose stdout is the access token or an OAuth2 JSON token response.
-/// Runs on Dispatch's pool, never on an event loop; bounded by refresh_timeout.
+/// Runs on the blocking-work pool, never on an event loop; bounded by refresh_timeout, after which the
+/// command and every process it started are killed, so a hanging command never holds the session.
 final class CommandTokenSource: TokenSource {
     let argv: [String]
     let timeout: Duration
@@ -108,55 +109,31 @@ final class CommandTokenSource: TokenSource {
     }
 
     private func run() -> TokenFetchOutcome {
-        let process = Process()
         let program = self.argv[0]
-        if program.contains("/") {
-            process.executableURL = URL(fileURLWithPath: program)
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        }
-        process.arguments = program.contains("/") ? Array(self.argv.dropFirst()) : self.argv
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return .permanent(.commandFailed(reason: "cannot run \(program): \(error.localizedDescription)"))
-        }
-        let group = DispatchGroup()
-        final class Collected: @unchecked Sendable { var stdout = Data(); var stderr = Data() }
-        let collected = Collected()
-        group.enter()
-        BlockingWorkPool.shared.execute {
-            collected.stderr = stderr.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        collected.stdout = stdout.fileHandleForReading.readDataToEndOfFile()
-        let pid = process.processIdentifier
-        let timedOut = group.wait(timeout: .now() + .nanoseconds(Int(self.timeout.nanoseconds))) == .timedOut
-        if timedOut { kill(pid, SIGKILL) }
-        process.waitUntilExit()
-        if timedOut {
-            return .transient(reason: "token_command did not finish within refresh_timeout", timedOut: true)
-        }
-        let errorText = String(decoding: collected.stderr, as: UTF8.self).trimmingWhitespace()
-        let output = String(decoding: collected.stdout, as: UTF8.self).trimmingWhitespace()
-        guard process.terminationStatus == 0 else {
-            let status =
-                process.terminationReason == .uncaughtSignal
-                ? "was killed by signal \(process.terminationStatus)"
-                : "exited with status \(process.terminationStatus)"
-            return .permanent(
-                .commandFailed(reason: "\(program) \(status)" + (errorText.isEmpty ? "" : ": \(errorText)"))
+        switch TokenCommandProcess.run(self.argv, deadline: Instant.now() + self.timeout) {
+        case .cannotStart(let reason):
+            return .permanent(.commandFailed(reason: "cannot run \(program): \(reason)"))
+        case .timedOut:
+            return .transient(
+                reason: "token_command did not finish within refresh_timeout (it was killed)",
+                timedOut: true
             )
+        case .killed(let signal, let stderr):
+            return .permanent(.commandFailed(reason: "\(program) was killed by signal \(signal)" + Self.detail(stderr)))
+        case .exited(let status, let stdout, let stderr):
+            guard status == 0 else {
+                return .permanent(
+                    .commandFailed(reason: "\(program) exited with status \(status)" + Self.detail(stderr))
+                )
+            }
+            return Self.interpret(stdout: stdout, stderr: stderr, program: program)
         }
+    }
+
+    private static func interpret(stdout: [UInt8], stderr: [UInt8], program: String) -> TokenFetchOutcome {
+        let output = String(decoding: stdout, as: UTF8.self).trimmingWhitespace()
         guard !output.isEmpty else {
-            return .permanent(
-                .commandFailed(reason: "\(program) printed no token" + (errorText.isEmpty ? "" : ": \(errorText)"))
-            )
+            return .permanent(.commandFailed(reason: "\(program) printed no token" + Self.detail(stderr)))
         }
         if output.hasPrefix("{") {
             guard let token = TokenEndpointResponse.parseTokenJSON(Array(output.utf8)) else {
@@ -170,5 +147,11 @@ final class CommandTokenSource: TokenSource {
             )
         }
         return .token(FetchedToken(accessToken: Secret(output)))
+    }
+
+    /// `: <stderr>` when the command said something there.
+    private static func detail(_ stderr: [UInt8]) -> String {
+        let text = String(decoding: stderr, as: UTF8.self).trimmingWhitespace()
+        return text.isEmpty ? "" : ": \(text)"
     }
 }

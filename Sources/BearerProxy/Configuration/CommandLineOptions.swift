@@ -72,18 +72,21 @@ package struct CommandLineOptions: Equatable, Sendable {
         OVERVIEW: A local authenticating HTTP proxy. It adds 'Authorization: Bearer <token>' to
         requests and forwards them upstream, refreshing the token when it expires.
 
-        USAGE: bearer-proxy --config <file> [<options>]
-               bearer-proxy --demo [json]
-               bearer-proxy login --config <file> [--device] [--no-browser]
-               bearer-proxy logout --config <file>
+        USAGE: bearer-proxy [--config <file>] [<options>]
+               bearer-proxy --demo [json] [<options>]
+               bearer-proxy login [--config <file>] [--device] [--no-browser]
+               bearer-proxy logout [--config <file>]
 
         OPTIONS:
-          --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example).
+          --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
+                                  a pipe works too: --config <(pass show api/proxy.conf)
+                                  (default: $XDG_CONFIG_HOME/bearer-proxy/proxy.conf, else
+                                  ~/.config/bearer-proxy/proxy.conf, when it exists)
           --listen <addr>         Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path
                                   (default: 127.0.0.1:8080)
           --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
           --admin-listen <addr>   Serve /metrics, /healthz, /status, POST /refresh, POST /logout
-                                  there (default: off)
+                                  there (default: off; with --demo: a free port on 127.0.0.1)
           --log-level <level>     error, warn, info or debug (default: info)
           --check                 Validate the configuration, print it with secrets masked, and exit.
           --demo [json]           Run against built-in mock upstream and token servers; no config needed.
@@ -100,7 +103,7 @@ package struct CommandLineOptions: Equatable, Sendable {
 
         """
 
-    package static let usageLine = "Usage: bearer-proxy --config <file> [<options>]"
+    package static let usageLine = "Usage: bearer-proxy [--config <file>] [<options>]"
 }
 
 /// A command-line mistake; printed as `Error: …`, the usage line, and a pointer to `--help`.

@@ -10,8 +10,11 @@ package struct ConfigEntry: Equatable, Sendable {
 
 /// Reads the config file format: `key = value` lines, `#` comment lines, `${VAR}` expansion.
 ///
-/// `#` starts a comment only at the start of a line (after blanks), so a value may contain `#`.
-/// A value may be wrapped in double quotes to keep leading or trailing blanks.
+/// `#` starts a comment only at the start of a line (after blanks), so a value may contain `#`
+/// (passwords do). A blank before a `#` in a value is refused, though: it is almost always a comment
+/// written after the value, which would otherwise become part of it (and fail far from its cause, or
+/// not at all). A value may be wrapped in double quotes to keep leading or trailing blanks, or a ` #`.
+/// A key given twice is an error naming both lines: silently letting the last one win hides edits.
 package enum ConfigFileParser {
     package static func parse(
         _ text: String,
@@ -19,6 +22,7 @@ package enum ConfigFileParser {
         environment: [String: String]
     ) throws(ConfigurationError) -> [ConfigEntry] {
         var entries: [ConfigEntry] = []
+        var firstPlace: [String: String] = [:]
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let place = "\(fileName):\(offset + 1)"
             let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
@@ -38,9 +42,24 @@ package enum ConfigFileParser {
                     message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)"
                 )
             }
+            if let first = firstPlace[key] {
+                throw ConfigurationError(
+                    place: place,
+                    key: key,
+                    message: "given twice, on \(first) and \(place) (keep one)"
+                )
+            }
+            firstPlace[key] = place
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
+            } else if Self.hasTrailingComment(value) {
+                throw ConfigurationError(
+                    place: place,
+                    key: key,
+                    message:
+                        "'#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
+                )
             }
             let expanded = try Self.expand(value, place: place, key: key, environment: environment)
             entries.append(ConfigEntry(key: key, value: expanded, place: place))
@@ -75,6 +94,11 @@ package enum ConfigFileParser {
         }
         result += rest
         return result
+    }
+
+    /// A blank followed by `#`: what a comment after a value looks like.
+    private static func hasTrailingComment(_ value: String) -> Bool {
+        zip(value, value.dropFirst()).contains { $0.isWhitespace && $1 == "#" }
     }
 
     private static func preview(_ text: String) -> String {

@@ -6,26 +6,27 @@ package enum ConfigurationLoader {
         _ options: CommandLineOptions,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> Configuration {
+        let path = Self.configFile(for: options, environment: environment)
         var entries: [ConfigEntry] = []
-        if let path = options.configPath {
-            let text: String
-            do {
-                text = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw ConfigurationError(
-                    place: path,
-                    key: nil,
-                    message: "cannot read the config file: \(Self.reason(error, path: path))"
-                )
-            }
+        if let path {
+            let text = try ConfigFileReader.read(path)
             entries += try ConfigFileParser.parse(text, fileName: path, environment: environment)
         }
         entries += options.overrides
         let config = try Configuration.build(from: entries)
-        try config.validateCombinations(place: options.configPath ?? "configuration")
+        try config.validateCombinations(place: path ?? "configuration")
         if !options.isDemo && config.upstream == nil {
+            guard let path else {
+                let place = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
+                throw ConfigurationError(
+                    place: "configuration",
+                    key: "upstream",
+                    message:
+                        "required: no config file was given (--config FILE) and \(place) does not exist; pass --upstream URL, or try --demo"
+                )
+            }
             throw ConfigurationError(
-                place: options.configPath ?? "configuration",
+                place: path,
                 key: "upstream",
                 message: "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)"
             )
@@ -33,12 +34,13 @@ package enum ConfigurationLoader {
         return config
     }
 
-    private static func reason(_ error: Error, path: String) -> String {
-        var info = stat()
-        if stat(path, &info) != 0 { return String(cString: strerror(errno)) }
-        if info.st_mode & S_IFMT == S_IFDIR { return "it is a directory" }
-        if access(path, R_OK) != 0 { return String(cString: strerror(errno)) }
-        return "not valid UTF-8 text"
+    /// The file settings come from: `--config`, else the default file when it exists (not with --demo).
+    package static func configFile(
+        for options: CommandLineOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        if let path = options.configPath { return path }
+        return options.isDemo ? nil : DefaultConfigFile.existingPath(environment: environment)
     }
 
     /// The effective configuration as `key = value` lines, secrets masked (`--check`).

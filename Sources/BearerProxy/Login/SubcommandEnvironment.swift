@@ -13,8 +13,8 @@ struct SubcommandEnvironment {
 
     init(_ options: Subcommand.Options, subcommand: Subcommand) throws(LoginError) {
         var loaderOptions = CommandLineOptions()
-        loaderOptions.configPath = options.configPath ?? Self.defaultConfigPath()
-        guard let path = loaderOptions.configPath else {
+        loaderOptions.configPath = options.configPath
+        guard let path = ConfigurationLoader.configFile(for: loaderOptions) else {
             throw .notConfigured(
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
@@ -52,15 +52,5 @@ struct SubcommandEnvironment {
 
     func shutdown() {
         self.group.shutdown()
-    }
-
-    /// `$XDG_CONFIG_HOME/bearer-proxy/proxy.conf`, else `~/.config/bearer-proxy/proxy.conf`, when it exists.
-    static func defaultConfigPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        let base =
-            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? environment["HOME"].map { $0 + "/.config" }
-        guard let base else { return nil }
-        let path = base + "/bearer-proxy/proxy.conf"
-        return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 }

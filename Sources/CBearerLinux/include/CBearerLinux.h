@@ -1,4 +1,4 @@
-// What Glibc's Swift module does not export: epoll, eventfd, accept4, thread names, CPU affinity,
+// What Glibc's Swift module does not export: epoll, eventfd, accept4, pipe2, thread names, CPU affinity,
 // and a few constants as values. Every function is a one-line forward to libc; no logic lives here.
 #ifndef C_BEARER_LINUX_H
 #define C_BEARER_LINUX_H
@@ -44,6 +44,7 @@ static const int CBL_SHUT_WR = SHUT_WR;
 int cbl_eventfd(void);
 int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len);
 int cbl_socket(int domain, int type);
+int cbl_pipe_cloexec(int fds[2]);
 int cbl_set_thread_name(const char *name);
 int cbl_cpu_count(void);
 

@@ -1,0 +1,176 @@
+import BearerCore
+import CBearerLinux
+import Glibc
+
+/// One run of `token_command`: a child in its own process group, its stdout and stderr collected,
+/// and the whole group killed when it has not finished by the deadline.
+///
+/// Why not Foundation's `Process`: it cannot put the child in a process group of its own, and
+/// reading a pipe to its end blocks for as long as *any* process holds the write end (a shell's
+/// background child, `sleep` in place of the shell). Here the pipes are polled against the deadline,
+/// and at the deadline `kill(-pgid, SIGKILL)` ends the command and everything it started.
+/// Blocking: runs on the blocking-work pool, never on an event loop.
+struct TokenCommandProcess {
+    enum Outcome: Equatable {
+        /// It exited with `status`; stdout and stderr as written (each bounded).
+        case exited(status: Int32, stdout: [UInt8], stderr: [UInt8])
+        /// A signal ended it (not ours).
+        case killed(signal: Int32, stderr: [UInt8])
+        /// The deadline passed; the process group was killed.
+        case timedOut
+        /// It could not be started (no such program, not executable …).
+        case cannotStart(reason: String)
+    }
+
+    /// More output than a token response needs is read and dropped, so memory stays bounded.
+    static let outputLimit = 1 << 20
+
+    /// Runs `argv` (argv[0] searched in PATH when it has no slash) with stdin on /dev/null.
+    static func run(_ argv: [String], deadline: Instant) -> Outcome {
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
+        guard cbl_pipe_cloexec(&stdoutPipe) == 0 else { return .cannotStart(reason: Self.errorText()) }
+        guard cbl_pipe_cloexec(&stderrPipe) == 0 else {
+            Self.closeAll(stdoutPipe)
+            return .cannotStart(reason: Self.errorText())
+        }
+        let spawned = Self.spawn(argv, stdout: stdoutPipe[1], stderr: stderrPipe[1])
+        // The child has its own copies of the write ends; ours must go, or the reads never end.
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
+        defer {
+            close(stdoutPipe[0])
+            close(stderrPipe[0])
+        }
+        let pid: pid_t
+        switch spawned {
+        case .success(let child): pid = child
+        case .failure(let reason): return .cannotStart(reason: reason)
+        }
+        var output = CollectedOutput(stdout: stdoutPipe[0], stderr: stderrPipe[0])
+        guard output.readUntilEnd(deadline: deadline), let status = Self.waitForExit(pid, deadline: deadline) else {
+            // The child is not reaped yet (or is a zombie), so its PID, which is also the group's
+            // ID, cannot have been reused: this signal reaches only what the command started.
+            kill(-pid, SIGKILL)
+            _ = Self.waitForExit(pid, deadline: nil)
+            return .timedOut
+        }
+        return Self.outcome(status: status, output: output)
+    }
+
+    private static func outcome(status: Int32, output: CollectedOutput) -> Outcome {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which are macros the importer does not bring over.
+        let signal = status & 0x7F
+        if signal == 0 {
+            return .exited(status: (status >> 8) & 0xFF, stdout: output.stdoutBytes, stderr: output.stderrBytes)
+        }
+        return .killed(signal: signal, stderr: output.stderrBytes)
+    }
+
+    private enum SpawnResult {
+        case success(pid_t)
+        case failure(String)
+    }
+
+    private static func spawn(_ argv: [String], stdout: Int32, stderr: Int32) -> SpawnResult {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Its own process group (so the group can be killed), no blocked signals, and the signals the
+        // proxy ignores or handles itself back at their defaults (an ignored SIGPIPE survives exec).
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(
+            &attributes,
+            Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+        )
+
+        // strdup'd C strings live until after posix_spawnp returns, which copies what it needs.
+        let arguments = argv.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, argv[0], &actions, &attributes, arguments, environ)
+        guard result == 0 else { return .failure(String(cString: strerror(result))) }
+        return .success(pid)
+    }
+
+    /// Waits for the child to exit, until `deadline` (for ever when nil); its wait status, or nil.
+    private static func waitForExit(_ pid: pid_t, deadline: Instant?) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, deadline == nil ? 0 : WNOHANG)
+            if result == pid { return status }
+            if result < 0 && errno != EINTR { return nil }
+            if let deadline {
+                if Instant.now() >= deadline { return nil }
+                usleep(5000)
+            }
+        }
+    }
+
+    private static func closeAll(_ fds: [Int32]) {
+        for fd in fds where fd >= 0 { close(fd) }
+    }
+
+    private static func errorText() -> String {
+        String(cString: strerror(errno))
+    }
+}
+
+/// Reads a child's stdout and stderr as they come, both at once (a child blocked writing one while
+/// we wait on the other would never finish), until both end or the deadline passes.
+private struct CollectedOutput {
+    let stdout: Int32
+    let stderr: Int32
+    var stdoutBytes: [UInt8] = []
+    var stderrBytes: [UInt8] = []
+
+    init(stdout: Int32, stderr: Int32) {
+        self.stdout = stdout
+        self.stderr = stderr
+    }
+
+    /// Whether both pipes ended before the deadline.
+    mutating func readUntilEnd(deadline: Instant) -> Bool {
+        var open: [Int32] = [self.stdout, self.stderr]
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while !open.isEmpty {
+            let remaining = deadline - Instant.now()
+            guard remaining > .zero else { return false }
+            var descriptors = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let milliseconds = Int32(clamping: max(1, remaining.nanoseconds / 1_000_000))
+            let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+            if ready < 0 && errno != EINTR { return false }
+            for descriptor in descriptors where descriptor.revents != 0 {
+                let count = chunk.withUnsafeMutableBytes { read(descriptor.fd, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    self.append(chunk[0..<count], from: descriptor.fd)
+                } else if count == 0 || errno != EINTR && errno != EAGAIN {
+                    open.removeAll { $0 == descriptor.fd }
+                }
+            }
+        }
+        return true
+    }
+
+    private mutating func append(_ bytes: ArraySlice<UInt8>, from fd: Int32) {
+        if fd == self.stdout {
+            if self.stdoutBytes.count < TokenCommandProcess.outputLimit { self.stdoutBytes += bytes }
+        } else if self.stderrBytes.count < TokenCommandProcess.outputLimit {
+            self.stderrBytes += bytes
+        }
+    }
+}

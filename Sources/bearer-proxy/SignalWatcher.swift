@@ -1,0 +1,103 @@
+import BearerCore
+import BearerIO
+import BearerProxy
+import Dispatch
+import Glibc
+
+/// SIGTERM, SIGINT and SIGHUP, from the start of a run to its end.
+///
+/// The signals are blocked in the main thread before anything is created (threads made later
+/// inherit the mask), and one thread takes them with `sigwait`: none is lost, none lands in a thread
+/// in the middle of something, and none can find the process half-built with nobody to clean up.
+/// What a signal does depends on how far the run is:
+/// - starting: remove the unix socket files created so far and exit 0 (nothing is in flight yet);
+/// - serving: the first SIGTERM/SIGINT asks `main` to drain and stop; SIGHUP re-reads credentials;
+/// - stopping: a second SIGTERM/SIGINT exits at once (status 1), removing the socket files.
+final class SignalWatcher: Sendable {
+    private enum Phase {
+        case starting
+        case serving(ProxyServer, Logger)
+        case stopping(Logger)
+    }
+
+    static let signals = [SIGTERM, SIGINT, SIGHUP]
+
+    let socketFiles = UnixSocketFiles()
+    private let phase = Locked<Phase>(.starting)
+    private let stopRequested = DispatchSemaphore(value: 0)
+    private let startupLogger = Logger(level: .info, sink: .standardError)
+
+    /// Blocks the signals in the calling thread (call it from `main` before creating anything) and
+    /// starts the thread that waits for them.
+    static func start() -> SignalWatcher {
+        var set = Self.signalSet()
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        let watcher = SignalWatcher()
+        _ = spawnThread(name: "signals") {
+            var set = Self.signalSet()
+            while true {
+                var number: Int32 = 0
+                guard sigwait(&set, &number) == 0 else { continue }
+                watcher.received(number)
+            }
+        }
+        return watcher
+    }
+
+    /// The proxy is up: signals now stop it gracefully.
+    func serving(_ server: ProxyServer, logger: Logger) {
+        self.phase.withLock { $0 = .serving(server, logger) }
+    }
+
+    /// Returns once SIGTERM or SIGINT asked the serving proxy to stop.
+    func waitForStopRequest() {
+        self.stopRequested.wait()
+    }
+
+    private func received(_ number: Int32) {
+        let name = Self.name(number)
+        let action = self.phase.withLock { phase -> (() -> Void)? in
+            switch phase {
+            case .starting:
+                guard number != SIGHUP else { return nil }
+                return {
+                    self.startupLogger.info("stopping: signal during start-up", ["signal": name])
+                    self.socketFiles.removeAllAndExit(0)
+                }
+            case .serving(let server, let logger):
+                if number == SIGHUP {
+                    return {
+                        logger.info("SIGHUP: re-reading credentials")
+                        server.runtime.session.reloadCredentials()
+                    }
+                }
+                phase = .stopping(logger)
+                return { self.stopRequested.signal() }
+            case .stopping(let logger):
+                guard number != SIGHUP else { return nil }
+                return {
+                    // A second signal: the operator does not want to wait.
+                    logger.warn("second signal: exiting now without waiting for in-flight requests")
+                    self.socketFiles.removeAllAndExit(1)
+                }
+            }
+        }
+        action?()
+    }
+
+    private static func signalSet() -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in Self.signals { sigaddset(&set, number) }
+        return set
+    }
+
+    private static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "\(number)"
+        }
+    }
+}

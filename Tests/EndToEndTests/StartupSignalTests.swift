@@ -1,0 +1,87 @@
+import BearerCore
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+/// SIGTERM or SIGINT at any moment of start-up: the process ends, cleanly, and its unix socket file
+/// is gone. The moments are spread over start-up: at once, the instant the socket file appears (the
+/// window between bind and a ready proxy), and after delays growing round by round.
+@Suite struct StartupSignalTests {
+    enum Moment: CustomStringConvertible {
+        case atOnce
+        case whenTheSocketFileAppears
+        case after(Duration)
+
+        var description: String {
+            switch self {
+            case .atOnce: "at once"
+            case .whenTheSocketFileAppears: "when the socket file appears"
+            case .after(let delay): "after \(delay)"
+            }
+        }
+    }
+
+    @Test func aSignalAtAnyMomentOfStartUpLeavesNoSocketFile() throws {
+        let rounds = 24
+        for round in 0..<rounds {
+            let moment: Moment =
+                switch round % 3 {
+                case 0: .atOnce
+                case 1: .whenTheSocketFileAppears
+                default: .after(.milliseconds(Int64(round * 4)))
+                }
+            let signal = round % 2 == 0 ? SIGTERM : SIGINT
+            let path = "/tmp/bearer-e2e-start-\(getpid())-\(round).sock"
+            unlink(path)
+            let proxy = try ProxyProcess(["--demo", "--listen", "unix:\(path)"])
+            switch moment {
+            case .atOnce:
+                break
+            case .whenTheSocketFileAppears:
+                // Busy-polls on purpose: the point is to land in the moment right after bind.
+                let deadline = Instant.now() + .seconds(20)
+                while !FileManager.default.fileExists(atPath: path) && proxy.process.isRunning
+                    && Instant.now() < deadline
+                {
+                    usleep(100)
+                }
+            case .after(let delay):
+                usleep(UInt32(delay.nanoseconds / 1000))
+            }
+            proxy.signal(signal)
+            let status = proxy.waitForExit()
+            let context = "round \(round), signal \(signal) \(moment)"
+            #expect(status != nil, "\(context): still running")
+            #expect(!FileManager.default.fileExists(atPath: path), "\(context): the socket file was left behind")
+            // Exit 0 (a clean stop); or, when the signal came before the program's first instruction
+            // ran, death by that signal, as for any program.
+            let reason = proxy.process.isRunning ? nil : proxy.process.terminationReason
+            #expect(
+                (reason == .exit && status == 0) || (reason == .uncaughtSignal && status == signal),
+                "\(context): exit status \(status.map(String.init) ?? "-") (\(String(describing: reason))); stderr: \(proxy.standardError)"
+            )
+            unlink(path)
+        }
+    }
+
+    @Test func aSecondSignalWhileDrainingExitsAtOnceAndRemovesTheSocketFile() throws {
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let path = "/tmp/bearer-e2e-second-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let proxy = try ProxyProcess(["--upstream", upstream.baseURL, "--listen", "unix:\(path)"])
+        #expect(proxy.waitUntilListening() == "unix:\(path)")
+        let client = try BlockingHTTPClient(connectingTo: .unix(path: path))
+        client.send("GET /hang HTTP/1.1\r\nHost: api\r\n\r\n")
+        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
+        proxy.signal(SIGTERM)
+        #expect(waitFor { proxy.standardError.contains("shutting down") })
+        #expect(FileManager.default.fileExists(atPath: path), "the socket file stays until the proxy ends")
+        proxy.signal(SIGINT)
+        #expect(proxy.waitForExit(timeout: .seconds(5)) == 1)
+        #expect(proxy.standardError.contains("second signal"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+}
