@@ -54,6 +54,8 @@ final class LoopContext {
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
     @exclusivity(unchecked) var metrics = LoopMetrics()
+    /// The token line this loop's requests carry while the session says it stands (no lock).
+    @exclusivity(unchecked) var tokenCache = TokenSession.LoopTokenCache()
     /// Client connections open on this loop, for shutdown.
     @exclusivity(unchecked) var clients: [ObjectIdentifier: ClientConnection] = [:]
 

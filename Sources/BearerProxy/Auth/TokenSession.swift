@@ -54,6 +54,26 @@ package final class TokenSession: Sendable {
         var lastOutcome: (outcome: String, wallTime: Double)?
         var observers: [@Sendable (RefreshOutcome) -> Void] = []
         var metrics = SessionMetrics()
+        /// What `freeEpoch` currently stands for (see `publishFreeToken`).
+        var publishedFree: FreeToken?
+        var lastEpoch = 0
+    }
+
+    /// A token requests may carry without taking the lock: which one, and until when.
+    private struct FreeToken: Equatable {
+        var generation: Int
+        var usableUntil: Instant?
+    }
+
+    /// Per event loop: the token last handed out there, reused without the session's lock while
+    /// `freeEpoch` still names it. Confined to its loop (each loop keeps its own).
+    package struct LoopTokenCache {
+        var epoch = 0
+        var line: [UInt8] = []
+        var generation = 0
+        var usableUntil: Instant?
+
+        package init() {}
     }
 
     /// How a refresh ended, for whoever forced it.
@@ -63,6 +83,12 @@ package final class TokenSession: Sendable {
     }
 
     private let state: Locked<State>
+    /// Names the token every request may carry without a decision (0: none, ask). Bumped, under the
+    /// lock, whenever that changes: a loop's cache holding another epoch asks again. This is what keeps
+    /// the lock off the data path while a token simply works.
+    private let freeEpoch = Atomic<Int>(0)
+    /// The newest generation the session heard was accepted: later acceptances of it need no lock.
+    private let acceptedGeneration = Atomic<Int>(0)
     private let source: TokenSource?
     package let store: RefreshTokenStore?
     private let logger: Logger
@@ -107,7 +133,7 @@ package final class TokenSession: Sendable {
     package func start(timerLoop loop: EventLoop) {
         self.timerLoop.withLock { $0 = loop }
         let now = self.clock.now()
-        let (mustFetch, refreshAt) = self.state.withLock { state -> (Bool, Instant?) in
+        let (mustFetch, refreshAt) = self.mutate { state -> (Bool, Instant?) in
             let started = state.machine.started(now: now)
             if started { self.noteRefreshStart(&state, trigger: "startup", now: now) }
             return (started, state.machine.token?.refreshAt)
@@ -117,9 +143,62 @@ package final class TokenSession: Sendable {
         if self.store?.path != nil { self.watchRefreshTokenFile() }
     }
 
+    /// Changes the state under the lock, then publishes whether a token is free to use (`freeEpoch`).
+    private func mutate<Result>(_ body: (inout State) -> Result) -> Result {
+        self.state.withLock { state in
+            let result = body(&state)
+            self.publishFreeToken(&state)
+            return result
+        }
+    }
+
+    /// Called under the lock after every change: when the freely usable token changed (or stopped
+    /// being free), a new epoch is published, so that no loop goes on using a token it should not.
+    private func publishFreeToken(_ state: inout State) {
+        let free = state.machine.freelyUsableToken.map {
+            FreeToken(generation: $0.generation, usableUntil: $0.usableUntil)
+        }
+        guard free != state.publishedFree else { return }
+        state.publishedFree = free
+        if free == nil {
+            self.freeEpoch.store(0, ordering: .releasing)
+        } else {
+            state.lastEpoch += 1
+            self.freeEpoch.store(state.lastEpoch, ordering: .releasing)
+        }
+    }
+
     // MARK: The request path
 
     /// The token for a request about to be sent to an injected host, or a ticket to wait for one.
+    ///
+    /// While a token simply works, this is one atomic load and a clock read: the loop's `cache`
+    /// holds the token line, and the session's epoch says it still stands. Otherwise the state
+    /// machine decides under the lock, and a token it hands out freely refills the cache.
+    func tokenForRequest(loop: EventLoop, waiter: TokenWaiter, cache: inout LoopTokenCache) -> RequestResult {
+        let epoch = self.freeEpoch.load(ordering: .acquiring)
+        if epoch != 0 && epoch == cache.epoch {
+            if let until = cache.usableUntil {
+                if self.clock.now() < until { return .ready(line: cache.line, generation: cache.generation) }
+            } else {
+                return .ready(line: cache.line, generation: cache.generation)
+            }
+        }
+        let result = self.tokenForRequest(loop: loop, waiter: waiter)
+        if case .ready(let line, let generation) = result {
+            self.state.withLock { state in
+                guard let free = state.publishedFree, free.generation == generation else { return }
+                cache = LoopTokenCache()
+                cache.epoch = state.lastEpoch
+                cache.line = line
+                cache.generation = generation
+                cache.usableUntil = free.usableUntil
+            }
+        }
+        return result
+    }
+
+    /// The token for a request, decided by the state machine under the lock.
     func tokenForRequest(loop: EventLoop, waiter: TokenWaiter) -> RequestResult {
         let now = self.clock.now()
         let handle = WaiterHandle(loop: loop, waiter: waiter)
@@ -127,7 +206,7 @@ package final class TokenSession: Sendable {
         if case .failed = result, let store = self.store, store.fileChanged(now: now) {
             // A fresh refresh token was dropped into the file: a new attempt may succeed.
             self.logger.info("refresh token file changed; retrying", ["file": store.path ?? ""])
-            self.state.withLock { $0.machine.credentialsChanged() }
+            self.mutate { $0.machine.credentialsChanged() }
             result = self.decide(now: now, handle: handle)
         }
         return result
@@ -136,7 +215,7 @@ package final class TokenSession: Sendable {
     private func decide(now: Instant, handle: WaiterHandle) -> RequestResult {
         var startsRefresh = false
         var parkedID: WaiterID?
-        let result = self.state.withLock { state -> RequestResult in
+        let result = self.mutate { state -> RequestResult in
             let id = state.nextWaiterID
             let action = state.machine.requestNeedsToken(id, now: now)
             switch action {
@@ -182,7 +261,7 @@ package final class TokenSession: Sendable {
         var startsRefresh = false
         var logStormGuard = false
         let handle = WaiterHandle(loop: loop, waiter: waiter)
-        let result = self.state.withLock { state -> RejectionResult in
+        let result = self.mutate { state -> RejectionResult in
             let id = state.nextWaiterID
             let action = state.machine.upstreamRejected(
                 id,
@@ -216,7 +295,7 @@ package final class TokenSession: Sendable {
         if logStormGuard {
             self.logger.warn(
                 "refresh storm guard: new tokens are rejected right after they are issued; passing 401s to clients",
-                ["max_refreshes": "\(self.state.withLock { $0.machine.settings.maximumSuspectRefreshes })"]
+                ["max_refreshes": "\(self.mutate { $0.machine.settings.maximumSuspectRefreshes })"]
             )
         }
         if startsRefresh { self.runRefresh() }
@@ -226,12 +305,15 @@ package final class TokenSession: Sendable {
 
     /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
     func upstreamAccepted(generation: Int) {
-        self.state.withLock { $0.machine.upstreamAccepted(generation: generation) }
+        // Only the first acceptance of a token changes anything (the storm guard's "it worked").
+        if self.acceptedGeneration.load(ordering: .relaxed) == generation { return }
+        self.mutate { $0.machine.upstreamAccepted(generation: generation) }
+        self.acceptedGeneration.store(generation, ordering: .relaxed)
     }
 
     /// A parked request's client went away.
     func cancel(_ id: WaiterID) {
-        self.state.withLock { state in
+        self.mutate { state in
             state.waiters[id] = nil
             state.machine.waiterCancelled(id)
         }
@@ -276,7 +358,7 @@ package final class TokenSession: Sendable {
         var trigger = ""
         var observers: [@Sendable (RefreshOutcome) -> Void] = []
         var outcomeForObservers: RefreshOutcome?
-        let action = self.state.withLock { state -> TokenSessionStateMachine.RefreshEndAction in
+        let action = self.mutate { state -> TokenSessionStateMachine.RefreshEndAction in
             let action = state.machine.refreshEnded(result, now: now)
             duration = state.refreshStartedAt.map { now - $0 } ?? .zero
             trigger = state.refreshTrigger
@@ -323,7 +405,7 @@ package final class TokenSession: Sendable {
                     "waiting_requests": "\(waiters.count)",
                 ]
             )
-            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) {
+            if let refreshAt = self.mutate({ $0.machine.token?.refreshAt }) {
                 self.scheduleProactiveRefresh(at: refreshAt)
             }
         case .fail(let waiters, let failure):
@@ -339,7 +421,7 @@ package final class TokenSession: Sendable {
                 "proactive token refresh failed; the current token is kept until it expires or is rejected",
                 ["error": failure.shortName, "reason": failure.message]
             )
-            if let refreshAt = self.state.withLock({ $0.machine.token?.refreshAt }) {
+            if let refreshAt = self.mutate({ $0.machine.token?.refreshAt }) {
                 self.scheduleProactiveRefresh(at: refreshAt)
             }
         case .retry(let delay):
@@ -385,7 +467,7 @@ package final class TokenSession: Sendable {
         let delay = instant - self.clock.now()
         self.onTimerLoop(after: max(delay, .zero)) {
             let now = self.clock.now()
-            let due = self.state.withLock { state -> Bool in
+            let due = self.mutate { state -> Bool in
                 let due = state.machine.proactiveRefreshDue(now: now)
                 if due { self.noteRefreshStart(&state, trigger: "proactive", now: now) }
                 return due
@@ -409,7 +491,7 @@ package final class TokenSession: Sendable {
     /// A new refresh token file after a permanent failure: try again now. A deliberate logout stays.
     private func refreshTokenFileChanged() {
         let now = self.clock.now()
-        let starts = self.state.withLock { state -> Bool in
+        let starts = self.mutate { state -> Bool in
             guard let failure = state.machine.failure, failure != .loggedOut else { return false }
             state.machine.credentialsChanged()
             let starts = state.machine.refreshRequested(now: now)
@@ -423,7 +505,7 @@ package final class TokenSession: Sendable {
 
     /// Keeps one timer at the earliest time a parked request gives up.
     private func armWaiterTimer() {
-        let deadline = self.state.withLock { state -> Instant? in
+        let deadline = self.mutate { state -> Instant? in
             guard let next = state.machine.nextWaiterDeadline else { return nil }
             if let armed = state.waiterTimerAt, armed <= next { return nil }
             state.waiterTimerAt = next
@@ -432,7 +514,7 @@ package final class TokenSession: Sendable {
         guard let deadline else { return }
         self.onTimerLoop(after: max(deadline - self.clock.now(), .zero)) {
             let now = self.clock.now()
-            let expired = self.state.withLock { state -> [(WaiterHandle, WaiterID, SessionFailure)] in
+            let expired = self.mutate { state -> [(WaiterHandle, WaiterID, SessionFailure)] in
                 state.waiterTimerAt = nil
                 return state.machine.expireWaiters(now: now).compactMap { id, failure in
                     state.waiters.removeValue(forKey: id).map { ($0, id, failure) }
@@ -509,7 +591,7 @@ package final class TokenSession: Sendable {
     @discardableResult
     package func forceRefresh(trigger: String, observer: (@Sendable (RefreshOutcome) -> Void)? = nil) -> Bool {
         let now = self.clock.now()
-        let (canRefresh, starts) = self.state.withLock { state -> (Bool, Bool) in
+        let (canRefresh, starts) = self.mutate { state -> (Bool, Bool) in
             guard state.machine.settings.canRefresh else { return (false, false) }
             if state.machine.failure != nil { state.machine.credentialsChanged() }
             let starts = state.machine.refreshRequested(now: now)
@@ -524,7 +606,7 @@ package final class TokenSession: Sendable {
     /// Admin POST /logout: drop the tokens; waiting and later requests get 401 until a refresh is forced.
     /// Returns the refresh token that was in use (for revocation).
     package func logOut() -> Secret<String>? {
-        let waiters = self.state.withLock { state -> [(WaiterHandle, WaiterID)] in
+        let waiters = self.mutate { state -> [(WaiterHandle, WaiterID)] in
             let ids = state.machine.loggedOut()
             state.cachedLine = nil
             state.lastOutcome = ("logged_out", wallClockSeconds())
@@ -553,7 +635,7 @@ package final class TokenSession: Sendable {
 
     package var status: Status {
         let now = self.clock.now()
-        return self.state.withLock { state in
+        return self.mutate { state in
             let machine = state.machine
             let name: String
             switch machine.failure {

@@ -160,6 +160,15 @@ package struct TokenSessionStateMachine: Sendable {
         self.generation = token == nil ? 0 : 1
     }
 
+    /// The token a request gets without asking, and until when: while no refresh runs and nothing
+    /// failed, every request gets the current token until its proactive refresh time (else its
+    /// expiry); without a way to refresh, for as long as it stands. Nil otherwise: ask.
+    package var freelyUsableToken: (value: Secret<String>, generation: Int, usableUntil: Instant?)? {
+        guard case .idle = self.state, let token = self.token else { return nil }
+        let until = self.settings.canRefresh ? (token.refreshAt ?? token.expiresAt) : nil
+        return (token.value, self.generation, until)
+    }
+
     package var isRefreshing: Bool {
         if case .refreshing = self.state { return true }
         return false

@@ -19,7 +19,11 @@ extension ClientConnection {
                 return
 
             case .requestToken:
-                let answer = self.runtime.session.tokenForRequest(loop: self.loop, waiter: self)
+                let answer = self.runtime.session.tokenForRequest(
+                    loop: self.loop,
+                    waiter: self,
+                    cache: &self.context.tokenCache
+                )
                 action = self.machine.tokenAnswered(answer, now: now)
 
             case .connectUpstream(let origin, let allowReuse, let isReplay):
