@@ -189,6 +189,29 @@ package final class LogSink: Sendable {
         }
     }
 
+    /// Writes whole lines at once (a batch of access log lines): one `write(2)` under the lock.
+    package func write(bytes: UnsafeRawBufferPointer) {
+        switch self.destination {
+        case .discard:
+            return
+        case .memory:
+            let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { String($0) + "\n" }
+            self.state.withLock { $0 += lines }
+        case .fileDescriptor(let fd):
+            self.state.withLock { _ in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        return
+                    }
+                    offset += written
+                }
+            }
+        }
+    }
+
     package var capturedLines: [String] {
         self.state.withLock { $0 }
     }

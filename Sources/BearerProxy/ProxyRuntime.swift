@@ -54,6 +54,8 @@ final class LoopContext {
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
     @exclusivity(unchecked) var metrics = LoopMetrics()
+    /// This loop's access log lines, written in batches (nil: no access log).
+    let accessLog: AccessLogBuffer?
     /// The token line this loop's requests carry while the session says it stands (no lock).
     @exclusivity(unchecked) var tokenCache = TokenSession.LoopTokenCache()
     /// Client connections open on this loop, for shutdown.
@@ -62,6 +64,7 @@ final class LoopContext {
     init(loop: EventLoop, runtime: ProxyRuntime) {
         self.loop = loop
         self.runtime = runtime
+        self.accessLog = runtime.accessLog.map { AccessLogBuffer(sink: $0, loop: loop) }
     }
 }
 

@@ -336,6 +336,7 @@ package final class ProxyServer: Sendable {
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
                     for client in Array(context.value.clients.values) { client.closeNow() }
+                    context.value.accessLog?.flush()
                     context.value.pool.closeAll()
                 }
                 done.signal()

@@ -163,7 +163,12 @@ import Testing
         }
         #expect(try fixture.get("/items?page=2").status == 200)
         #expect(try fixture.send(raw: "GET /x HTTP/1.1\r\nHost: evil.example\r\n\r\n").status == 403)
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        // Lines are written in batches at the end of the loop's turn: wait for both.
+        func lines() -> [Substring] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+        }
+        #expect(waitUntil { lines().count == 2 })
+        let lines = lines()
         #expect(lines.count == 2)
         #expect(
             lines[0].contains(
@@ -176,6 +181,27 @@ import Testing
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(!lines.joined().contains("stale-access-log-token"))
+    }
+
+    @Test func accessLogValuesAreQuotedEscapedAndCut() throws {
+        let path = NSTemporaryDirectory() + "bearer-access-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        defer { unlink(path) }
+        let fixture = try SessionFixture { config, _ in config.accessLog = .file(path) }
+        _ = try fixture.get("/a\"b\\c")
+        _ = try fixture.get("/" + String(repeating: "x", count: 600))
+        func lines() -> [Substring] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+        }
+        #expect(waitUntil { lines().count == 2 })
+        let written = lines()
+        #expect(written.first?.contains(#" path="/a\"b\\c" "#) == true)
+        #expect(written.last?.contains(" path=\"/" + String(repeating: "x", count: 511) + "…\" ") == true)
+        #expect(
+            written.allSatisfy {
+                $0.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "#, options: .regularExpression) != nil
+            }
+        )
+        #expect(written.allSatisfy { $0.range(of: #" duration_ms=\d+\.\d\d "#, options: .regularExpression) != nil })
     }
 
     @Test func logsTheEffectiveSettingsAtStartWithoutSecrets() throws {

@@ -285,17 +285,15 @@ extension ClientConnection {
         bytes: Int,
         isReplay: Bool
     ) {
-        let seconds = (self.loop.now - record.startedAt).seconds
-        self.context.metrics.recordRequest(status: status, seconds: seconds)
-        guard let accessLog = self.runtime.accessLog else { return }
-        let head = record.head
-        var line = formatTimestamp(wallClockSeconds())
-        line += " method=" + (head.map { logfmtValue($0.string($0.methodRange)) } ?? "-")
-        let host = record.target?.origin.description ?? head?.hostAuthority.map { head!.string($0.host) } ?? "-"
-        line += " host=" + logfmtValue(host)
-        line += " path=" + (head.map { logfmtValue(oneLine($0.string($0.target), limit: 512)) } ?? "-")
-        line +=
-            " status=\(status) bytes=\(bytes) duration_ms=\(String(format: "%.2f", seconds * 1000)) replayed=\(isReplay ? "yes" : "no")\n"
-        accessLog.write(line)
+        let duration = self.loop.now - record.startedAt
+        self.context.metrics.recordRequest(status: status, seconds: duration.seconds)
+        self.context.accessLog?.append(
+            head: record.head,
+            host: record.target?.logName,
+            status: status,
+            bodyBytes: bytes,
+            duration: duration,
+            isReplay: isReplay
+        )
     }
 }

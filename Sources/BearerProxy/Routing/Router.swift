@@ -106,12 +106,15 @@ package final class Target: Equatable, Sendable, CustomStringConvertible {
     /// Prepended to origin-form paths.
     package let pathPrefix: [UInt8]
     package let injectsToken: Bool
+    /// `host:port`, for the access log.
+    let logName: [UInt8]
 
     package init(origin: Origin, authority: [UInt8], pathPrefix: [UInt8], injectsToken: Bool) {
         self.origin = origin
         self.authority = authority
         self.pathPrefix = pathPrefix
         self.injectsToken = injectsToken
+        self.logName = Array(origin.description.utf8)
     }
 
     package static func == (lhs: Target, rhs: Target) -> Bool {

@@ -1,0 +1,160 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import Glibc
+
+/// One event loop's access log lines, formatted as bytes into a buffer and written in batches.
+///
+/// A line per request must cost the request path almost nothing: no `String`, no formatting
+/// through Foundation, no lock and no `write(2)` per line. Lines collect here and go to the sink
+/// once per loop turn (or when 64 KiB have gathered), in one write under the sink's lock, so lines
+/// of different loops never interleave. Confined to its loop.
+final class AccessLogBuffer {
+    private let sink: LogSink
+    private unowned(unsafe) let loop: EventLoop
+    @exclusivity(unchecked) private var buffer = ByteBuffer()
+    @exclusivity(unchecked) private var isFlushScheduled = false
+    /// `YYYY-MM-DDTHH:MM:SS.` for the second of the last line: formatted once per second.
+    @exclusivity(unchecked) private var secondPrefix: (second: Int, bytes: [UInt8]) = (-1, [])
+
+    static let flushThreshold = 64 * 1024
+    /// Longer paths are cut in the log (with `…`): a line stays readable, a buffer stays bounded.
+    static let pathLimit = 512
+
+    /// `loop` outlives its buffer (the loop context holds both).
+    init(sink: LogSink, loop: EventLoop) {
+        self.sink = sink
+        self.loop = loop
+    }
+
+    /// `time method=… host=… path=… status=… bytes=… duration_ms=… replayed=yes|no`
+    func append(
+        head: RequestHead?,
+        host: [UInt8]?,
+        status: Int,
+        bodyBytes: Int,
+        duration: Duration,
+        isReplay: Bool
+    ) {
+        self.writeTimestamp()
+        self.buffer.writeStaticString(" method=")
+        if let head {
+            head.bytes.withUnsafeBytes { self.writeValue(UnsafeRawBufferPointer(rebasing: $0[head.methodRange])) }
+        } else {
+            self.buffer.writeByte(UInt8(ascii: "-"))
+        }
+        self.buffer.writeStaticString(" host=")
+        if let host {
+            host.withUnsafeBytes { self.writeValue($0) }
+        } else if let head, let authority = head.hostAuthority {
+            head.bytes.withUnsafeBytes { self.writeValue(UnsafeRawBufferPointer(rebasing: $0[authority.host])) }
+        } else {
+            self.buffer.writeByte(UInt8(ascii: "-"))
+        }
+        self.buffer.writeStaticString(" path=")
+        if let head {
+            head.bytes.withUnsafeBytes { raw in
+                let target = head.target
+                let shown = target.lowerBound..<min(target.upperBound, target.lowerBound + Self.pathLimit)
+                self.writeValue(UnsafeRawBufferPointer(rebasing: raw[shown]), cut: shown != target)
+            }
+        } else {
+            self.buffer.writeByte(UInt8(ascii: "-"))
+        }
+        self.buffer.writeStaticString(" status=")
+        self.buffer.writeDecimal(status)
+        self.buffer.writeStaticString(" bytes=")
+        self.buffer.writeDecimal(max(bodyBytes, 0))
+        self.buffer.writeStaticString(" duration_ms=")
+        let hundredths = Int(max(duration.nanoseconds, 0) / 10_000)
+        self.buffer.writeDecimal(hundredths / 100)
+        self.buffer.writeByte(UInt8(ascii: "."))
+        if hundredths % 100 < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
+        self.buffer.writeDecimal(hundredths % 100)
+        self.buffer.writeStaticString(isReplay ? " replayed=yes\n" : " replayed=no\n")
+        if self.buffer.readableBytes >= Self.flushThreshold {
+            self.flush()
+        } else if !self.isFlushScheduled {
+            self.isFlushScheduled = true
+            self.loop.defer { self.flush() }
+        }
+    }
+
+    /// Writes what has gathered.
+    func flush() {
+        self.isFlushScheduled = false
+        guard !self.buffer.isEmpty else { return }
+        self.buffer.withUnsafeReadableBytes { self.sink.write(bytes: $0) }
+        self.buffer.clear()
+    }
+
+    private func writeTimestamp() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let second = Int(now.tv_sec)
+        if second != self.secondPrefix.second {
+            var seconds = time_t(second)
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            var prefix = ByteBuffer()
+            func pad(_ value: Int32, _ width: Int) {
+                var digits = ByteBuffer()
+                digits.writeDecimal(Int(value))
+                for _ in digits.readableBytes..<width { prefix.writeByte(UInt8(ascii: "0")) }
+                prefix.writeBuffer(digits)
+            }
+            pad(parts.tm_year + 1900, 4)
+            prefix.writeByte(UInt8(ascii: "-"))
+            pad(parts.tm_mon + 1, 2)
+            prefix.writeByte(UInt8(ascii: "-"))
+            pad(parts.tm_mday, 2)
+            prefix.writeByte(UInt8(ascii: "T"))
+            pad(parts.tm_hour, 2)
+            prefix.writeByte(UInt8(ascii: ":"))
+            pad(parts.tm_min, 2)
+            prefix.writeByte(UInt8(ascii: ":"))
+            pad(parts.tm_sec, 2)
+            prefix.writeByte(UInt8(ascii: "."))
+            self.secondPrefix = (second, prefix.readableBytesArray)
+        }
+        self.buffer.writeBytes(self.secondPrefix.bytes)
+        let millis = Int(now.tv_nsec) / 1_000_000
+        if millis < 100 { self.buffer.writeByte(UInt8(ascii: "0")) }
+        if millis < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
+        self.buffer.writeDecimal(millis)
+        self.buffer.writeByte(UInt8(ascii: "Z"))
+    }
+
+    /// A logfmt value: as is when it is plain, else quoted with `"`, `\`, and control bytes escaped.
+    private func writeValue(_ bytes: UnsafeRawBufferPointer, cut: Bool = false) {
+        if bytes.isEmpty {
+            self.buffer.writeStaticString("\"\"")
+            return
+        }
+        let needsQuotes = cut || bytes.contains { $0 <= 0x20 || $0 == 0x22 || $0 == 0x3D || $0 == 0x5C || $0 == 0x7F }
+        guard needsQuotes else {
+            self.buffer.writeBytes(bytes)
+            return
+        }
+        self.buffer.writeByte(UInt8(ascii: "\""))
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""): self.buffer.writeStaticString("\\\"")
+            case UInt8(ascii: "\\"): self.buffer.writeStaticString("\\\\")
+            case 0x0A: self.buffer.writeStaticString("\\n")
+            case 0x0D: self.buffer.writeStaticString("\\r")
+            case 0x09: self.buffer.writeStaticString("\\t")
+            case 0x00..<0x20, 0x7F:
+                self.buffer.writeStaticString("\\u{")
+                self.buffer.writeHexadecimal(Int(byte))
+                self.buffer.writeByte(UInt8(ascii: "}"))
+            default: self.buffer.writeByte(byte)
+            }
+        }
+        if cut { self.buffer.writeStaticString("…") }
+        self.buffer.writeByte(UInt8(ascii: "\""))
+    }
+}
+
+@available(*, unavailable)
+extension AccessLogBuffer: Sendable {}
