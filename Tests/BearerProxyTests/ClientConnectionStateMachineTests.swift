@@ -355,6 +355,34 @@ typealias Action = ClientConnectionStateMachine.Action
         )
     }
 
+    /// A body for a host that gets no token is never copied: there is no refresh to replay after.
+    @Test func aBodyForAHostWithoutTheTokenIsNotKept() {
+        let budget = ReplayMemoryBudget(limit: 1 << 20)
+        var machine = Self.machine(budget: budget) { $0.injectHosts = [.host("elsewhere.test")] }
+        #expect(
+            machine.requestHeadReceived(Self.post10, now: at(0))
+                == .connectUpstream(Self.upstream, allowReuse: true, isReplay: false)
+        )
+        #expect(budget.bytesInUse == 0)
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        _ = Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
+        _ = machine.requestEnded(now: at(0))
+        // Its pooled connection dies after the body went out: a POST is not resent either way.
+        guard
+            case .respond(let response) = machine.upstreamEnded(
+                endsResponse: false,
+                sentNothing: false,
+                reset: false,
+                now: at(0.1)
+            )
+        else {
+            Issue.record("expected a 502")
+            return
+        }
+        #expect(response.error.status == 502)
+        #expect(budget.bytesInUse == 0)
+    }
+
     // MARK: Tunnels and WebSocket
 
     @Test func aWebSocketHandshakeBecomesARelay() {

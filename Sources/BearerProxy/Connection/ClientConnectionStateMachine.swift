@@ -218,6 +218,10 @@ struct ClientConnectionStateMachine {
             switch head.framing {
             case .none, .contentLength(0):
                 body = .kept(ByteBuffer(), reserved: 0)
+            case _ where !target.injectsToken:
+                // No token, no refresh to replay after: the body is not copied. (A pooled connection
+                // found dead before any of it went out is still resent; after, it is a 502.)
+                body = .untouched
             case .contentLength(let length):
                 let fits = length <= self.settings.replayBodyLimit && self.replayBudget.reserve(length)
                 body = fits ? .kept(ByteBuffer(), reserved: length) : .untouched
