@@ -26,6 +26,8 @@ package final class EventLoop: @unchecked Sendable {
     /// Where time comes from: the system's monotonic clock, or a test's manual one.
     private let clock: any TimeSource
     @exclusivity(unchecked) private var currentTime: Instant
+    /// How long this loop's turns take (read on the loop, for /metrics).
+    @exclusivity(unchecked) package private(set) var turnDurations = LoopTurnHistogram()
 
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
     /// (Computed, so that reads from other modules pay no dynamic exclusivity check.)
@@ -243,6 +245,10 @@ package final class EventLoop: @unchecked Sendable {
             self.runDueTimers()
             self.runQueuedTasks()
             self.runDeferredWork()
+            if count > 0 {
+                // Turns that only woke up for a timer or a task are short and many: not counted.
+                self.turnDurations.record(self.clock.now().nanoseconds &- self.currentTime.nanoseconds)
+            }
         }
         // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
         self.runQueuedTasks()

@@ -58,6 +58,10 @@ import Testing
         #expect(text.contains("bearer_proxy_token_generation 2\n"))
         #expect(text.contains("# TYPE bearer_proxy_open_connections gauge\n"))
         #expect(text.contains("bearer_proxy_upstream_pool_idle_connections "))
+        // The proxy's loops turned for those requests: their turns are counted.
+        let turns = text.split(separator: "\n").first { $0.hasPrefix("bearer_proxy_loop_turn_seconds_count ") }
+        #expect((turns.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0) > 0)
+        #expect(text.contains("bearer_proxy_loop_turn_seconds_bucket{le=\"+Inf\"} "))
         #expect(!text.contains("stale-admin-token") && !text.contains("mock-access"))
     }
 

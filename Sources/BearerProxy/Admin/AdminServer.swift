@@ -79,6 +79,7 @@ final class AdminServer: Sendable {
             loop.execute {
                 var snapshot = context.value.metrics
                 snapshot.poolIdle = context.value.pool.idleCount
+                snapshot.loopTurns = loop.turnDurations
                 let finished = remaining.withLock { state -> LoopMetrics? in
                     state.total.add(snapshot)
                     state.count -= 1

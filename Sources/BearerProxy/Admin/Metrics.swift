@@ -1,3 +1,5 @@
+import BearerIO
+
 /// Every metric the proxy exports, in one place, with bounded label values.
 ///
 /// Counters touched per request live per event loop (`LoopMetrics`, no atomics on the data path) and
@@ -14,6 +16,7 @@ enum MetricNames {
     static let openConnections = "bearer_proxy_open_connections"
     static let poolIdle = "bearer_proxy_upstream_pool_idle_connections"
     static let generation = "bearer_proxy_token_generation"
+    static let loopTurns = "bearer_proxy_loop_turn_seconds"
 }
 
 /// Latency buckets in seconds, from a fast local upstream to a slow refresh.
@@ -61,6 +64,8 @@ struct LoopMetrics: Sendable {
     var upstreamRejections = 0
     var replays = 0
     var poolIdle = 0
+    /// Filled in when scraped, from the loop itself.
+    var loopTurns = LoopTurnHistogram()
 
     mutating func recordRequest(status: Int, seconds: Double) {
         let index = min(max(status / 100 - 1, 0), 4)
@@ -75,6 +80,7 @@ struct LoopMetrics: Sendable {
         self.upstreamRejections += other.upstreamRejections
         self.replays += other.replays
         self.poolIdle += other.poolIdle
+        self.loopTurns.add(other.loopTurns)
     }
 }
 
@@ -121,6 +127,7 @@ func renderMetrics(
         MetricNames.refreshDuration,
         help: "Time from the start of a refresh to its end, retries included."
     )
+    text += renderLoopTurns(loops.loopTurns)
     text += gauge(MetricNames.parked, "Requests waiting for a token now.", parked)
     text += gauge(MetricNames.openConnections, "Client connections open now.", openConnections)
     text += gauge(MetricNames.poolIdle, "Idle pooled upstream connections now.", loops.poolIdle)
@@ -129,6 +136,22 @@ func renderMetrics(
         "Generation of the current token (increases with every new token).",
         generation
     )
+    return text
+}
+
+/// The event loops' turn durations (a long turn delays every connection of its loop: tail latency).
+private func renderLoopTurns(_ turns: LoopTurnHistogram) -> String {
+    let name = MetricNames.loopTurns
+    var text =
+        "# HELP \(name) Event loop turns that handled I/O, by how long they took (all loops).\n# TYPE \(name) histogram\n"
+    var cumulative = 0
+    for (index, bound) in LoopTurnHistogram.bounds.enumerated() {
+        cumulative += turns.counts[index]
+        text += "\(name)_bucket{le=\"\(prometheusNumber(Double(bound) / 1e9))\"} \(cumulative)\n"
+    }
+    let total = turns.count
+    text += "\(name)_bucket{le=\"+Inf\"} \(total)\n"
+    text += "\(name)_sum \(prometheusNumber(Double(turns.totalNanoseconds) / 1e9))\n\(name)_count \(total)\n"
     return text
 }
 
