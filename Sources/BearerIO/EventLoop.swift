@@ -3,6 +3,16 @@ import CBearerLinux
 import Glibc
 import Synchronization
 
+/// How an event loop does its I/O.
+package enum IOBackend: String, Sendable, CaseIterable {
+    /// Readiness from epoll; every read and send a system call of its own.
+    case epoll
+    /// Plain sockets receive through io_uring multishot receives into provided buffers, and one
+    /// `io_uring_enter` a turn waits; epoll still reports writability, TLS, listeners and wake-ups
+    /// (its descriptor is polled through the ring). Falls back to epoll when the kernel refuses.
+    case ioUring = "io_uring"
+}
+
 /// One epoll loop on one thread: I/O readiness, timers, and tasks sent from other threads.
 ///
 /// Everything registered with a loop (connections, listeners) is touched only on its thread, so the
@@ -11,40 +21,60 @@ import Synchronization
 /// `shutdown` must be called on the loop's thread.
 package final class EventLoop: @unchecked Sendable {
     package let index: Int
-    private let epollFD: Int32
+    let epollFD: Int32
     private let wakeFD: Int32
-    @exclusivity(unchecked) private var slots: [Slot] = []
+    @exclusivity(unchecked) var slots: [Slot] = []
     @exclusivity(unchecked) private var timers = TimerHeap()
     private let queuedTasks = Locked<[@Sendable () -> Void]>([])
     private let wakePending = Atomic<Bool>(false)
-    private let stopRequested = Atomic<Bool>(false)
+    let stopRequested = Atomic<Bool>(false)
     private var thread: pthread_t?
     private let loopThreadID = Atomic<UInt>(0)
     @exclusivity(unchecked) private var bufferPool: [ByteBuffer] = []
     /// Work for the end of this loop turn, queued from the loop itself (no wake-up needed).
     @exclusivity(unchecked) private var deferredWork: [() -> Void] = []
     /// Where time comes from: the system's monotonic clock, or a test's manual one.
-    private let clock: any TimeSource
-    @exclusivity(unchecked) private var currentTime: Instant
+    let clock: any TimeSource
+    @exclusivity(unchecked) var currentTime: Instant
     /// How long this loop's turns take (read on the loop, for /metrics).
     @exclusivity(unchecked) package private(set) var turnDurations = LoopTurnHistogram()
+    private let requestedBackend: IOBackend
+    /// The ring, with `io = io_uring` when the kernel allowed it. Made on the loop's own thread (the
+    /// only one that submits), before `start` returns.
+    @exclusivity(unchecked) var ring: IOUring?
+    /// Why `io = io_uring` fell back to epoll (nil: it did not, or was not asked for).
+    package private(set) var ringUnavailableReason: String?
 
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
     /// (Computed, so that reads from other modules pay no dynamic exclusivity check.)
     package var now: Instant { self.currentTime }
 
-    private struct Slot {
+    struct Slot {
         var generation: UInt32 = 0
         var handler: Selectable?
         var interest: Interest = .none
         var isExclusive = false
+        /// In the epoll set (with a ring, a descriptor that wants nothing from epoll is left out of it,
+        /// so that a hang-up it cannot act on does not wake the loop on every turn).
+        var isInEpoll = false
+        /// Its multishot receive, with a ring.
+        var receive: ReceiveState = .idle
+    }
+
+    /// Where a socket's multishot receive is. A cancelled receive still completes once (-ECANCELED):
+    /// a new one is armed only after that, so two never run for one socket.
+    enum ReceiveState {
+        case idle
+        case armed
+        case cancelling(rearm: Bool)
     }
 
     private static let wakeToken: UInt64 = .max
 
-    package init(index: Int, clock: any TimeSource = SystemTimeSource()) {
+    package init(index: Int, clock: any TimeSource = SystemTimeSource(), io: IOBackend = .epoll) {
         self.index = index
         self.clock = clock
+        self.requestedBackend = io
         self.currentTime = clock.now()
         self.epollFD = cbl_epoll_create()
         precondition(self.epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
@@ -59,13 +89,26 @@ package final class EventLoop: @unchecked Sendable {
         close(self.wakeFD)
     }
 
-    /// Starts the loop's thread.
+    /// Starts the loop's thread; returns once the loop has its I/O backend.
     package func start(name: String) {
+        let ready = Locked(false)
         self.thread = spawnThread(name: name) { [self] in
             self.loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+            if self.requestedBackend == .ioUring {
+                do throws(IOUring.Unavailable) {
+                    self.ring = try IOUring()
+                } catch {
+                    self.ringUnavailableReason = error.description
+                }
+            }
+            ready.withLock { $0 = true }
             self.run()
         }
+        while !ready.withLock({ $0 }) { sched_yield() }
     }
+
+    /// Whether plain sockets on this loop receive through the ring.
+    package var usesIOUring: Bool { self.ring != nil }
 
     package var inEventLoop: Bool {
         self.loopThreadID.load(ordering: .acquiring) == UInt(pthread_self())
@@ -108,16 +151,42 @@ package final class EventLoop: @unchecked Sendable {
         self.slots[index].handler = handler
         self.slots[index].interest = interest
         self.slots[index].isExclusive = exclusive
+        self.slots[index].receive = .idle
+        self.slots[index].isInEpoll = false
+        if self.ring != nil && interest == .none { return }
         var events = Self.epollEvents(interest)
         if exclusive { events |= CBL_EPOLLEXCLUSIVE }
         let result = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_ADD, fd, events, self.token(fd))
         precondition(result == 0, "epoll_ctl(ADD, \(fd)) failed: \(String(cString: strerror(errno)))")
+        self.slots[index].isInEpoll = true
     }
 
     package func setInterest(_ fd: Int32, _ interest: Interest) {
         let index = Int(fd)
         guard self.slots[index].handler != nil, self.slots[index].interest != interest else { return }
         self.slots[index].interest = interest
+        if self.ring != nil && !self.slots[index].isExclusive {
+            // With a ring, a descriptor that wants nothing from epoll leaves the epoll set.
+            if interest == .none {
+                if self.slots[index].isInEpoll {
+                    _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
+                    self.slots[index].isInEpoll = false
+                }
+                return
+            }
+            if !self.slots[index].isInEpoll {
+                let result = cbl_epoll_ctl(
+                    self.epollFD,
+                    CBL_EPOLL_CTL_ADD,
+                    fd,
+                    Self.epollEvents(interest),
+                    self.token(fd)
+                )
+                precondition(result == 0, "epoll_ctl(ADD, \(fd)) failed: \(String(cString: strerror(errno)))")
+                self.slots[index].isInEpoll = true
+                return
+            }
+        }
         if self.slots[index].isExclusive {
             // EPOLLEXCLUSIVE registrations cannot be modified, only removed and added again.
             _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
@@ -140,13 +209,18 @@ package final class EventLoop: @unchecked Sendable {
     package func deregister(_ fd: Int32) {
         let index = Int(fd)
         guard index < self.slots.count, self.slots[index].handler != nil else { return }
-        _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
+        // An armed receive holds the socket open until it ends: cancel it before the fd is closed.
+        self.stopReceiving(fd)
+        if self.ring == nil || self.slots[index].isInEpoll {
+            _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
+        }
         self.slots[index].handler = nil
         self.slots[index].generation &+= 1
         self.slots[index].interest = .none
+        self.slots[index].isInEpoll = false
     }
 
-    private func token(_ fd: Int32) -> UInt64 {
+    func token(_ fd: Int32) -> UInt64 {
         UInt64(UInt32(bitPattern: fd)) | UInt64(self.slots[Int(fd)].generation) << 32
     }
 
@@ -205,49 +279,15 @@ package final class EventLoop: @unchecked Sendable {
             alignment: 8
         )
         defer { events.deallocate() }
-        let eventSize = cbl_epoll_event_size()
 
-        while !self.stopRequested.load(ordering: .acquiring) {
-            let timeout = self.epollTimeout()
-            let count = cbl_epoll_wait(
-                self.epollFD,
-                events.assumingMemoryBound(to: epoll_event.self),
-                Int32(maximumEvents),
-                timeout
-            )
-            self.currentTime = self.clock.now()
-            if count < 0 {
-                precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
-                continue
-            }
-            for index in 0..<Int(count) {
-                let event = (events + index * eventSize).assumingMemoryBound(to: epoll_event.self)
-                let data = cbl_epoll_event_data(event)
-                if data == Self.wakeToken {
-                    var value: UInt64 = 0
-                    _ = Glibc.read(self.wakeFD, &value, 8)
-                    continue
-                }
-                let fd = Int(UInt32(truncatingIfNeeded: data))
-                let generation = UInt32(truncatingIfNeeded: data >> 32)
-                guard fd < self.slots.count, self.slots[fd].generation == generation,
-                    let handler = self.slots[fd].handler
-                else { continue }
-                let bits = cbl_epoll_event_events(event)
-                handler.ready(
-                    ReadinessEvents(
-                        isReadable: bits & CBL_EPOLLIN != 0,
-                        isWritable: bits & CBL_EPOLLOUT != 0,
-                        isHangUpOrError: bits & (CBL_EPOLLHUP | CBL_EPOLLERR) != 0
-                    )
-                )
-            }
-            self.runDueTimers()
-            self.runQueuedTasks()
-            self.runDeferredWork()
-            if count > 0 {
-                // Turns that only woke up for a timer or a task are short and many: not counted.
-                self.turnDurations.record(self.clock.now().nanoseconds &- self.currentTime.nanoseconds)
+        if let ring = self.ring {
+            self.runWithRing(ring, events: events, maximumEvents: maximumEvents)
+        } else {
+            while !self.stopRequested.load(ordering: .acquiring) {
+                let count = self.waitForEpollEvents(events, maximumEvents, timeout: self.epollTimeout())
+                self.currentTime = self.clock.now()
+                self.dispatchEpollEvents(events, count)
+                self.endTurn(handledIO: count > 0)
             }
         }
         // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
@@ -261,6 +301,57 @@ package final class EventLoop: @unchecked Sendable {
         self.deferredWork.removeAll()
     }
 
+    /// The rest of a turn, after its I/O: timers, tasks from other threads, work deferred to here.
+    func endTurn(handledIO: Bool) {
+        self.runDueTimers()
+        self.runQueuedTasks()
+        self.runDeferredWork()
+        if handledIO {
+            // Turns that only woke up for a timer or a task are short and many: not counted.
+            self.turnDurations.record(self.clock.now().nanoseconds &- self.currentTime.nanoseconds)
+        }
+    }
+
+    func waitForEpollEvents(_ events: UnsafeMutableRawPointer, _ maximumEvents: Int, timeout: Int32) -> Int {
+        let count = cbl_epoll_wait(
+            self.epollFD,
+            events.assumingMemoryBound(to: epoll_event.self),
+            Int32(maximumEvents),
+            timeout
+        )
+        if count < 0 {
+            precondition(errno == EINTR, "epoll_wait failed: \(String(cString: strerror(errno)))")
+            return 0
+        }
+        return Int(count)
+    }
+
+    func dispatchEpollEvents(_ events: UnsafeMutableRawPointer, _ count: Int) {
+        let eventSize = cbl_epoll_event_size()
+        for index in 0..<count {
+            let event = (events + index * eventSize).assumingMemoryBound(to: epoll_event.self)
+            let data = cbl_epoll_event_data(event)
+            if data == Self.wakeToken {
+                var value: UInt64 = 0
+                _ = Glibc.read(self.wakeFD, &value, 8)
+                continue
+            }
+            let fd = Int(UInt32(truncatingIfNeeded: data))
+            let generation = UInt32(truncatingIfNeeded: data >> 32)
+            guard fd < self.slots.count, self.slots[fd].generation == generation,
+                let handler = self.slots[fd].handler
+            else { continue }
+            let bits = cbl_epoll_event_events(event)
+            handler.ready(
+                ReadinessEvents(
+                    isReadable: bits & CBL_EPOLLIN != 0,
+                    isWritable: bits & CBL_EPOLLOUT != 0,
+                    isHangUpOrError: bits & (CBL_EPOLLHUP | CBL_EPOLLERR) != 0
+                )
+            )
+        }
+    }
+
     private func runDeferredWork() {
         var rounds = 0
         while !self.deferredWork.isEmpty && rounds < 16 {
@@ -271,7 +362,7 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func epollTimeout() -> Int32 {
+    func epollTimeout() -> Int32 {
         if self.wakePending.load(ordering: .relaxed) || !self.deferredWork.isEmpty { return 0 }
         guard let deadline = self.timers.nextDeadline() else { return -1 }
         let remaining = deadline.nanoseconds - self.clock.now().nanoseconds

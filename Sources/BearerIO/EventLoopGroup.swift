@@ -7,12 +7,17 @@ import Synchronization
 package final class EventLoopGroup: Sendable {
     package let loops: [EventLoop]
 
-    package init(count: Int, name: String = "bearer-loop", clock: any TimeSource = SystemTimeSource()) {
+    package init(
+        count: Int,
+        name: String = "bearer-loop",
+        clock: any TimeSource = SystemTimeSource(),
+        io: IOBackend = .epoll
+    ) {
         precondition(count > 0)
         // OpenSSL writes to sockets with write(2), which raises SIGPIPE on a connection the peer
         // closed; the error must come back as EPIPE instead of killing the process.
         signal(SIGPIPE, SIG_IGN)
-        self.loops = (0..<count).map { EventLoop(index: $0, clock: clock) }
+        self.loops = (0..<count).map { EventLoop(index: $0, clock: clock, io: io) }
         for loop in self.loops {
             loop.start(name: "\(name)-\(loop.index)")
         }

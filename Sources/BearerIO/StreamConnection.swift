@@ -46,6 +46,9 @@ package final class StreamConnection: Selectable {
     @exclusivity(unchecked) private var tlsWantsWrite = false
     @exclusivity(unchecked) private var isReadScheduled = false
     @exclusivity(unchecked) private var writeSide: WriteSide = .open
+    /// Bytes arrive through the loop's io_uring receives rather than `read(2)` on readiness (a loop
+    /// with `io = io_uring`, a stream without TLS: OpenSSL reads the socket itself).
+    @exclusivity(unchecked) private var readsThroughRing = false
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -91,9 +94,11 @@ package final class StreamConnection: Selectable {
     package func start(delegate: StreamConnectionDelegate) {
         self.loop.assertInEventLoop()
         self.delegate = delegate
+        self.readsThroughRing = self.loop.usesIOUring && self.tls == nil
         let interest = self.wantedInterest()
         self.registeredInterest = interest
         self.loop.register(self.fd, self, interest: interest)
+        self.updateRingReceive()
         if self.state == .handshaking { self.driveHandshake() }
     }
 
@@ -550,12 +555,13 @@ package final class StreamConnection: Selectable {
         case .handshaking:
             return Interest(readable: !self.tlsWantsWrite, writable: self.tlsWantsWrite)
         case .open, .closingAfterFlush:
+            let readsHere = !self.readsThroughRing && self.isReadingEnabled && !self.hasReadEnded && self.state == .open
             return Interest(
-                readable: (self.isReadingEnabled && !self.hasReadEnded && self.state == .open) || self.tlsWantsRead,
+                readable: readsHere || self.tlsWantsRead,
                 writable: self.isWaitingForWritable || self.tlsWantsWrite
             )
         case .lingering:
-            return Interest(readable: !self.hasReadEnded, writable: false)
+            return Interest(readable: !self.readsThroughRing && !self.hasReadEnded, writable: false)
         case .closed:
             return .none
         }
@@ -563,10 +569,49 @@ package final class StreamConnection: Selectable {
 
     private func updateInterest() {
         guard self.state != .closed else { return }
+        self.updateRingReceive()
         let interest = self.wantedInterest()
         guard interest != self.registeredInterest else { return }
         self.registeredInterest = interest
         self.loop.setInterest(self.fd, interest)
+    }
+
+    /// Arms or cancels the ring's receive to match whether the stream wants bytes now.
+    private func updateRingReceive() {
+        guard self.readsThroughRing else { return }
+        switch self.state {
+        case .open, .lingering:
+            if self.wantsToRead { self.loop.startReceiving(self.fd) } else { self.loop.stopReceiving(self.fd) }
+        case .connecting, .handshaking, .closingAfterFlush, .closed:
+            self.loop.stopReceiving(self.fd)
+        }
+    }
+}
+
+extension StreamConnection: RingReceiver {
+    package func ringReceived(_ bytes: UnsafeRawBufferPointer) {
+        switch self.state {
+        case .open:
+            break
+        case .lingering, .closingAfterFlush:
+            // Draining before the close: what the peer still sends is read and dropped.
+            return
+        case .connecting, .handshaking, .closed:
+            return
+        }
+        if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+        self.inboundStorage.writeBytes(bytes)
+        self.delegate?.streamReceived(self)
+        if self.state != .closed { self.releaseInboundIfEmpty() }
+    }
+
+    package func ringReceiveEnded(_ result: Int32) {
+        guard self.state != .closed else { return }
+        if result == 0 {
+            self.peerFinishedSending()
+        } else {
+            self.fail(IOError(errnoCode: -result, function: "recv"))
+        }
     }
 }
 

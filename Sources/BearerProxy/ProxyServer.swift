@@ -19,6 +19,9 @@ package final class ProxyServer: Sendable {
     private let admin = Locked<AdminServer?>(nil)
     private let socketFiles: UnixSocketFiles
 
+    /// Whether every event loop does its I/O through io_uring (`io = io_uring`, and the kernel allowed it).
+    package var usesIOUring: Bool { self.group.loops.allSatisfy(\.usesIOUring) }
+
     /// Where the admin endpoints listen, when they do.
     package var adminAddress: SocketAddress? { self.admin.withLock { $0?.address } }
 
@@ -110,7 +113,10 @@ package final class ProxyServer: Sendable {
         }
         let names = ProxyNames(boundAddresses: addresses, acceptHosts: configuration.acceptHosts)
         let router = Router(configuration: configuration, upstream: upstream, names: names)
-        let loops = group ?? EventLoopGroup(count: configuration.workers)
+        let loops = group ?? EventLoopGroup(count: configuration.workers, io: configuration.io)
+        if let reason = loops.loops.lazy.compactMap(\.ringUnavailableReason).first {
+            logger.warn("io_uring is not available; the event loops use epoll", ["reason": reason])
+        }
         let connector = OutboundConnector(
             resolver: Resolver(),
             tls: tlsFactory ?? tls,
@@ -241,6 +247,7 @@ package final class ProxyServer: Sendable {
                 "tokens": tokens,
                 "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
                 "workers": "\(configuration.workers)",
+                "io": self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll",
                 "admin": self.adminAddress?.description ?? "off",
                 "access_log": configuration.accessLog.description,
                 "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",

@@ -148,9 +148,15 @@ struct BlockingSocket {
         return (fd, Socket.localAddress(fd)!)
     }
 
-    @Test func echoesOverTCPIncludingALargeTransfer() throws {
-        let group = EventLoopGroup(count: 2)
+    @Test(arguments: IOBackend.allCases)
+    func echoesOverTCPIncludingALargeTransfer(io: IOBackend) throws {
+        let group = EventLoopGroup(count: 2, io: io)
         defer { group.shutdown() }
+        if io == .ioUring {
+            // This machine's kernel allows io_uring: the loops must really use it.
+            let usesRing = group.loops.allSatisfy { $0.usesIOUring }
+            #expect(usesRing, "\(group.loops[0].ringUnavailableReason ?? "")")
+        }
         let delegate = EchoDelegate()
         let (listenFD, address) = try self.startEchoServer(
             on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!,

@@ -386,12 +386,6 @@ package final class TokenSession: Sendable {
             Self.recordOutcome(action, duration: state.refreshStartedAt.map { now - $0 }, into: &state.metrics)
             return action
         }
-        if let grant {
-            for (handle, id) in resumed { handle.resume(id, grant) }
-        }
-        if let outcomeForObservers {
-            for observer in observers { observer(outcomeForObservers) }
-        }
         let milliseconds = String(Int(duration.milliseconds))
         switch action {
         case .resume(let waiters, _, let generation):
@@ -433,6 +427,13 @@ package final class TokenSession: Sendable {
             self.armWaiterTimer()
         case .ignore:
             break
+        }
+        // After the log line: whoever reads the log sees the refresh before the requests it served.
+        if let grant {
+            for (handle, id) in resumed { handle.resume(id, grant) }
+        }
+        if let outcomeForObservers {
+            for observer in observers { observer(outcomeForObservers) }
         }
     }
 

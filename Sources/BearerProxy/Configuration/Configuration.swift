@@ -10,6 +10,8 @@ package struct Configuration: Sendable {
     package var otherHosts: OtherHostsPolicy = .forward
     package var accessToken: Secret<String>?
     package var workers: Int = EventLoopGroup.coreCount
+    /// How the event loops do their I/O.
+    package var io: IOBackend = .epoll
     package var maxHeaderBytes: Int = 64 * 1024
     package var maxConnections: Int = 10_000
     package var upstreamConnectTimeout: Duration = .seconds(5)

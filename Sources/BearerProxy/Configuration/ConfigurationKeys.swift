@@ -77,6 +77,13 @@ extension Configuration {
             config.accessToken = Secret(value)
             return nil
         },
+        ConfigurationKey("io", show: { $0.io.rawValue }) { value, config in
+            guard let backend = IOBackend(rawValue: value) else {
+                return "expected epoll or io_uring, got '\(value)'"
+            }
+            config.io = backend
+            return nil
+        },
         ConfigurationKey("workers", show: { "\($0.workers)" }) { value, config in
             guard let count = Int(value), (1...256).contains(count) else {
                 return "expected a number from 1 to 256, got '\(value)'"

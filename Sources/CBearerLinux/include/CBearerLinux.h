@@ -40,6 +40,66 @@ static const int CBL_TCP_NODELAY = TCP_NODELAY;
 static const int CBL_IPPROTO_TCP = IPPROTO_TCP;
 static const int CBL_SHUT_WR = SHUT_WR;
 
+// io_uring (the `io = io_uring` event loop): the three system calls, the ring's memory-ordered loads
+// and stores, and filling a submission entry (its unions do not import into Swift). Field fills only.
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+#include <string.h>
+#include <unistd.h>
+
+static inline int cbl_io_uring_setup(unsigned entries, struct io_uring_params *params) {
+    return (int)syscall(__NR_io_uring_setup, entries, params);
+}
+static inline int cbl_io_uring_enter(int fd, unsigned to_submit, unsigned min_complete, unsigned flags,
+                                     const void *arg, size_t arg_size) {
+    return (int)syscall(__NR_io_uring_enter, fd, to_submit, min_complete, flags, arg, arg_size);
+}
+static inline int cbl_io_uring_register(int fd, unsigned opcode, void *arg, unsigned count) {
+    return (int)syscall(__NR_io_uring_register, fd, opcode, arg, count);
+}
+static inline uint32_t cbl_load_acquire_u32(const uint32_t *address) { return __atomic_load_n(address, __ATOMIC_ACQUIRE); }
+static inline void cbl_store_release_u32(uint32_t *address, uint32_t value) { __atomic_store_n(address, value, __ATOMIC_RELEASE); }
+
+/// A multishot receive into buffers the kernel takes from `group`.
+static inline void cbl_sqe_recv_multishot(struct io_uring_sqe *sqe, int fd, uint16_t group, uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = IORING_OP_RECV;
+    sqe->fd = fd;
+    sqe->ioprio = IORING_RECV_MULTISHOT;
+    sqe->flags = IOSQE_BUFFER_SELECT;
+    sqe->buf_group = group;
+    sqe->user_data = user_data;
+}
+/// A multishot poll for `events` (POLLIN …) on `fd`.
+static inline void cbl_sqe_poll_multishot(struct io_uring_sqe *sqe, int fd, uint32_t events, uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = IORING_OP_POLL_ADD;
+    sqe->fd = fd;
+    sqe->poll32_events = events;
+    sqe->len = IORING_POLL_ADD_MULTI;
+    sqe->user_data = user_data;
+}
+/// Cancels the request submitted with `target`.
+static inline void cbl_sqe_cancel(struct io_uring_sqe *sqe, uint64_t target, uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = IORING_OP_ASYNC_CANCEL;
+    sqe->fd = -1;
+    sqe->addr = target;
+    sqe->user_data = user_data;
+}
+/// Puts buffer `id` (`length` bytes at `address`) into slot `tail + offset` of a provided-buffer ring.
+static inline void cbl_buffer_ring_add(struct io_uring_buf_ring *ring, uint16_t mask, uint16_t tail, uint16_t offset,
+                                       void *address, uint32_t length, uint16_t id) {
+    struct io_uring_buf *buffer = &ring->bufs[(uint16_t)(tail + offset) & mask];
+    buffer->addr = (uint64_t)(uintptr_t)address;
+    buffer->len = length;
+    buffer->bid = id;
+}
+/// Hands the buffers added so far to the kernel.
+static inline void cbl_buffer_ring_publish(struct io_uring_buf_ring *ring, uint16_t tail) {
+    __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
+}
+
 // Defined in shim.c, which needs _GNU_SOURCE (defining it here would clash with Glibc's module).
 int cbl_eventfd(void);
 int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len);

@@ -1,0 +1,85 @@
+import BearerCore
+import BearerHTTP
+import BearerIO
+import BearerMocks
+import Testing
+
+@testable import BearerProxy
+
+/// The proxy with `io = io_uring`: the same behaviour as with epoll, bytes received through the
+/// ring. (The kernel of the machines this project runs on allows io_uring; a proxy that fell back
+/// to epoll fails these tests rather than passing them without testing anything.)
+@Suite struct IOUringTests {
+    func fixture(_ configure: @escaping (inout Configuration) -> Void = { _ in }) throws -> ProxyFixture {
+        let fixture = try ProxyFixture {
+            $0.io = .ioUring
+            configure(&$0)
+        }
+        #expect(fixture.proxy.usesIOUring, "the loops fell back to epoll")
+        return fixture
+    }
+
+    @Test func forwardsPipelinedRequestsAndStreamsLargeBodiesBothWays() throws {
+        let fixture = try self.fixture()
+        let client = try fixture.client()
+        var pipeline = ""
+        for index in 0..<5 { pipeline += "GET /p/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n" }
+        pipeline += "GET /bytes/3000000 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        client.send(pipeline)
+        for index in 0..<5 {
+            #expect(try client.readResponse().text.contains("\"target\":\"\\/p\\/\(index)\""))
+        }
+        let large = try client.readResponse()
+        #expect(large.body.count == 3_000_000)
+        #expect(countMockPatternMismatches(large.body) == 0)
+
+        let body = (0..<1_000_000).map(mockPatternByte)
+        client.send(Array("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n".utf8) + body)
+        let echoed = try client.readResponse()
+        #expect(echoed.body == body)
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+        )
+        #expect(try client.readResponse().text == "hello")
+        #expect(fixture.upstream.requests.allSatisfy { $0.header("authorization") == "Bearer \(ProxyFixture.token)" })
+    }
+
+    @Test func answersWhatCameBeforeAHalfCloseAndSeesResets() throws {
+        let fixture = try self.fixture()
+        let client = try fixture.client()
+        client.send("GET /slow/100 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /after HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        client.shutdownWrite()
+        #expect(try client.readResponse().text == "slow\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(client.waitForClose())
+
+        let resetting = try fixture.client()
+        resetting.send("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\nabc")
+        #expect(waitUntil { fixture.upstream.server.acceptedConnections.load(ordering: .relaxed) >= 1 })
+        resetting.reset()
+        fixture.expectStillServing()
+        #expect(waitUntil { fixture.proxy.runtime.openConnections.load(ordering: .relaxed) == 0 })
+    }
+
+    @Test func refreshesAndReplaysABodyAndRelaysAWebSocket() throws {
+        let fixture = try SessionFixture { config, _ in
+            config.io = .ioUring
+            config.accessToken = Secret("revoked")
+        }
+        #expect(fixture.proxy.usesIOUring)
+        let response = try httpRequest(
+            fixture.address,
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nabcdefghij"
+        )
+        #expect(response.status == 200)
+        #expect(response.text == "abcdefghij")
+        #expect(fixture.tokenServer.callCount == 1)
+
+        let client = try fixture.client()
+        client.send(WebSocketTests.handshake(path: "/ws/ring"))
+        #expect(try client.readHead().status == 101)
+        #expect(WebSocketTests.readFrame(client) == .text("welcome to /ws/ring"))
+        client.send(WebSocketFrames.encode(.text("through the ring"), masked: true))
+        #expect(WebSocketTests.readFrame(client) == .text("through the ring"))
+    }
+}
