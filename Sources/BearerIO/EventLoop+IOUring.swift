@@ -2,13 +2,16 @@ import BearerCore
 import CBearerLinux
 import Glibc
 
-/// Something that receives through the ring: bytes as they arrive, and the end of its stream.
+/// Something that receives and sends through the ring: bytes as they arrive, the end of its stream,
+/// and its sends as they complete.
 package protocol RingReceiver: Selectable {
     /// Bytes arrived (valid only during the call).
     func ringReceived(_ bytes: UnsafeRawBufferPointer)
     /// The receive ended for good: 0 for the peer's end of stream, else a negative errno. (A receive
     /// that merely stopped — out of buffers, cancelled and wanted again — is armed again by the loop.)
     func ringReceiveEnded(_ result: Int32)
+    /// A send finished: the bytes sent, or a negative errno.
+    func ringSendCompleted(_ result: Int32)
 }
 
 /// The `io = io_uring` turn: one `io_uring_enter` submits what the last turn queued (receives armed,
@@ -20,6 +23,8 @@ extension EventLoop {
     private static let cancelData: UInt64 = .max - 2
     /// Set on a receive's user data; the rest is the socket's `token` (descriptor and generation).
     private static let receiveTag: UInt64 = 1 << 63
+    /// Set on a send's user data.
+    private static let sendTag: UInt64 = 1 << 62
 
     func runWithRing(_ ring: IOUring, events: UnsafeMutableRawPointer, maximumEvents: Int) {
         self.armEpollPoll(ring)
@@ -43,6 +48,8 @@ extension EventLoop {
                     if flags & IORING_CQE_F_MORE == 0 { self.armEpollPoll(ring) }
                 } else if data & Self.receiveTag != 0 {
                     self.dispatchReceive(ring, data: data, result: result, flags: flags)
+                } else if data & Self.sendTag != 0 {
+                    self.dispatchSend(data: data, result: result)
                 }
             }
             if epollPolled || epollMayHaveMore {
@@ -54,6 +61,50 @@ extension EventLoop {
             ring.buffers.publish()
             self.endTurn(handledIO: handledIO)
         }
+    }
+
+    /// A stopping loop: every request still running is cancelled and its completion awaited (a send
+    /// reads memory its socket owns), so nothing the kernel does outlives the loop's objects.
+    func cancelEverything(_ ring: IOUring) {
+        cbl_sqe_cancel_all(ring.nextEntry(), Self.cancelData)
+        let deadline = self.clock.now() + .seconds(1)
+        while ring.outstanding > 0 && self.clock.now() < deadline {
+            ring.submit(waitingFor: 1, timeoutNanoseconds: 10_000_000)
+            ring.forEachCompletion { data, result, flags in
+                if data & Self.sendTag != 0 {
+                    self.dispatchSend(data: data, result: result)
+                } else if data & Self.receiveTag != 0 {
+                    self.dispatchReceive(ring, data: data, result: result, flags: flags)
+                }
+            }
+        }
+    }
+
+    private func dispatchSend(data: UInt64, result: Int32) {
+        let token = data & ~Self.sendTag
+        let fd = Int(UInt32(truncatingIfNeeded: token))
+        let generation = UInt32(truncatingIfNeeded: token >> 32)
+        guard fd < self.slots.count, self.slots[fd].generation == generation,
+            let sender = self.slots[fd].handler as? RingReceiver
+        else { return }
+        self.slots[fd].isSending = false
+        sender.ringSendCompleted(result)
+    }
+
+    /// Sends `bytes` from registered `fd` through the ring; they must stay untouched until
+    /// `ringSendCompleted`. One send at a time per socket.
+    package func startSending(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let ring = self.ring else { preconditionFailure("startSending without io_uring") }
+        let index = Int(fd)
+        precondition(!self.slots[index].isSending, "two sends at once on fd \(fd)")
+        self.slots[index].isSending = true
+        cbl_sqe_send(ring.nextEntry(), fd, bytes.baseAddress, UInt32(bytes.count), self.token(fd) | Self.sendTag)
+    }
+
+    /// Cancels `fd`'s send (a stream closed while sending); its completion still comes.
+    package func cancelSending(_ fd: Int32) {
+        guard let ring = self.ring, Int(fd) < self.slots.count, self.slots[Int(fd)].isSending else { return }
+        cbl_sqe_cancel(ring.nextEntry(), self.token(fd) | Self.sendTag, Self.cancelData)
     }
 
     private func armEpollPoll(_ ring: IOUring) {

@@ -59,6 +59,8 @@ package final class EventLoop: @unchecked Sendable {
         var isInEpoll = false
         /// Its multishot receive, with a ring.
         var receive: ReceiveState = .idle
+        /// A send of it is in flight in the ring.
+        var isSending = false
     }
 
     /// Where a socket's multishot receive is. A cancelled receive still completes once (-ECANCELED):
@@ -152,6 +154,7 @@ package final class EventLoop: @unchecked Sendable {
         self.slots[index].interest = interest
         self.slots[index].isExclusive = exclusive
         self.slots[index].receive = .idle
+        self.slots[index].isSending = false
         self.slots[index].isInEpoll = false
         if self.ring != nil && interest == .none { return }
         var events = Self.epollEvents(interest)
@@ -282,6 +285,9 @@ package final class EventLoop: @unchecked Sendable {
 
         if let ring = self.ring {
             self.runWithRing(ring, events: events, maximumEvents: maximumEvents)
+            // Still registered: close, and let the ring finish what they started.
+            for slot in self.slots { slot.handler?.loopWillStop() }
+            self.cancelEverything(ring)
         } else {
             while !self.stopRequested.load(ordering: .acquiring) {
                 let count = self.waitForEpollEvents(events, maximumEvents, timeout: self.epollTimeout())

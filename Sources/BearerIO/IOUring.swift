@@ -26,6 +26,8 @@ package final class IOUring {
     private let completions: UnsafeMutablePointer<io_uring_cqe>
     /// Entries filled since the last submission.
     private var queued: UInt32 = 0
+    /// Requests submitted whose last completion has not come yet.
+    private(set) var outstanding = 0
     private var localTail: UInt32
 
     let buffers: ProvidedBuffers
@@ -130,6 +132,7 @@ package final class IOUring {
         self.submissionArray[Int(index)] = index
         self.localTail &+= 1
         self.queued += 1
+        self.outstanding += 1
         return self.submissionEntries + Int(index)
     }
 
@@ -171,6 +174,7 @@ package final class IOUring {
             head &+= 1
             // Release the slot before running the body: the body may queue work that completes.
             cbl_store_release_u32(self.completionHead, head)
+            if completion.flags & IORING_CQE_F_MORE == 0 { self.outstanding -= 1 }
             body(completion.user_data, completion.res, completion.flags)
         }
     }

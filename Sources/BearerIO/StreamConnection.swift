@@ -46,9 +46,20 @@ package final class StreamConnection: Selectable {
     @exclusivity(unchecked) private var tlsWantsWrite = false
     @exclusivity(unchecked) private var isReadScheduled = false
     @exclusivity(unchecked) private var writeSide: WriteSide = .open
-    /// Bytes arrive through the loop's io_uring receives rather than `read(2)` on readiness (a loop
-    /// with `io = io_uring`, a stream without TLS: OpenSSL reads the socket itself).
+    /// Bytes arrive through the loop's io_uring receives rather than `read(2)` on readiness, and
+    /// leave through its sends (a loop with `io = io_uring`, a stream without TLS: OpenSSL reads and
+    /// writes the socket itself).
     @exclusivity(unchecked) private var readsThroughRing = false
+    /// The bytes of the send the ring is carrying: untouched until it completes (the kernel reads
+    /// them), then given back. Empty when no send is in flight.
+    @exclusivity(unchecked) private var ringSendBuffer = ByteBuffer()
+    @exclusivity(unchecked) private var isRingSending = false
+    /// The ring's last send stopped on a full socket buffer: it goes again once the socket is writable.
+    @exclusivity(unchecked) private var ringSendWaitsForWritable = false
+
+    /// A ring send at least this large wakes the owner when it completes: its bytes may be what held
+    /// the owner back (owners pause reading far above this).
+    static let writableNotificationBytes = 64 * 1024
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -105,7 +116,7 @@ package final class StreamConnection: Selectable {
     package var isOpen: Bool { self.state == .open }
     package var isClosed: Bool { self.state == .closed }
     package var isConnecting: Bool { self.state == .connecting || self.state == .handshaking }
-    package var pendingWriteBytes: Int { self.outbound.readableBytes }
+    package var pendingWriteBytes: Int { self.outbound.readableBytes + self.ringSendBuffer.readableBytes }
 
     /// Bytes read and not yet consumed by the delegate; it consumes them in place.
     ///
@@ -162,7 +173,7 @@ package final class StreamConnection: Selectable {
     /// Sends `bytes` now, without copying them when nothing is queued before them; buffers the rest.
     package func writeAndFlush(_ bytes: UnsafeRawBufferPointer) {
         guard self.state == .open || self.state == .closingAfterFlush else { return }
-        if self.outbound.isEmpty && !bytes.isEmpty {
+        if self.outbound.isEmpty && !bytes.isEmpty && !self.readsThroughRing {
             var offset = 0
             while offset < bytes.count {
                 let remaining = UnsafeRawBufferPointer(rebasing: bytes[offset...])
@@ -186,6 +197,10 @@ package final class StreamConnection: Selectable {
     /// Sends what is buffered, as far as the kernel takes it; waits for writability for the rest.
     package func flush() {
         guard self.state == .open || self.state == .closingAfterFlush else { return }
+        if self.readsThroughRing {
+            self.flushThroughRing()
+            return
+        }
         while !self.outbound.isEmpty {
             let result = self.outbound.withUnsafeReadableBytes { self.send($0) }
             switch result {
@@ -199,6 +214,11 @@ package final class StreamConnection: Selectable {
                 return
             }
         }
+        self.flushed()
+    }
+
+    /// Everything is sent: stop waiting for writability, half-close or linger if asked to.
+    private func flushed() {
         self.releaseOutbound()
         if self.isWaitingForWritable {
             self.isWaitingForWritable = false
@@ -209,6 +229,26 @@ package final class StreamConnection: Selectable {
             _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
         }
         if self.state == .closingAfterFlush { self.beginLingering() }
+    }
+
+    /// Hands what is buffered to the ring as one send, unless one is in flight (its completion sends
+    /// the rest). The loop submits every send of a turn with one `io_uring_enter`.
+    private func flushThroughRing() {
+        guard !self.isRingSending, !self.ringSendWaitsForWritable else { return }
+        guard !self.outbound.isEmpty else {
+            self.flushed()
+            return
+        }
+        swap(&self.ringSendBuffer, &self.outbound)
+        // Counted when handed over, not when confirmed: a request whose send was in flight when its
+        // connection failed may have reached the peer (so it is not "sent nothing").
+        self.bytesSent += self.ringSendBuffer.readableBytes
+        self.submitRingSend()
+    }
+
+    private func submitRingSend() {
+        self.isRingSending = true
+        self.ringSendBuffer.withUnsafeReadableBytes { self.loop.startSending(self.fd, $0) }
     }
 
     private enum SendResult {
@@ -286,10 +326,15 @@ package final class StreamConnection: Selectable {
         guard self.state != .closed else { return }
         self.state = .closed
         if let timer = self.lingerTimer { self.loop.cancel(timer) }
-        self.loop.deregister(self.fd)
         self.tls?.shutdown()
         self.tls = nil
-        Glibc.close(self.fd)
+        if self.isRingSending {
+            // The kernel still reads the send's bytes: the socket closes when the send has ended.
+            self.loop.stopReceiving(self.fd)
+            self.loop.cancelSending(self.fd)
+        } else {
+            self.releaseDescriptor()
+        }
         self.releaseOutbound()
         if self.inbound.capacity > 0 {
             self.loop.returnBuffer(self.inbound)
@@ -344,6 +389,15 @@ package final class StreamConnection: Selectable {
         self.close()
     }
 
+    private func releaseDescriptor() {
+        self.loop.deregister(self.fd)
+        Glibc.close(self.fd)
+        if self.ringSendBuffer.capacity > 0 {
+            self.loop.returnBuffer(self.ringSendBuffer)
+            self.ringSendBuffer = ByteBuffer()
+        }
+    }
+
     // MARK: Readiness
 
     package func ready(_ events: ReadinessEvents) {
@@ -373,6 +427,13 @@ package final class StreamConnection: Selectable {
             self.updateInterest()
             self.readOnce()
             if self.state == .closed { return }
+        }
+        if events.isWritable && self.ringSendWaitsForWritable {
+            self.ringSendWaitsForWritable = false
+            self.isWaitingForWritable = false
+            self.updateInterest()
+            self.submitRingSend()
+            return
         }
         if (events.isWritable && self.isWaitingForWritable) || (self.tlsWantsRead && events.isReadable) {
             self.flush()
@@ -603,6 +664,41 @@ extension StreamConnection: RingReceiver {
         self.inboundStorage.writeBytes(bytes)
         self.delegate?.streamReceived(self)
         if self.state != .closed { self.releaseInboundIfEmpty() }
+    }
+
+    package func ringSendCompleted(_ result: Int32) {
+        self.isRingSending = false
+        if self.state == .closed {
+            self.releaseDescriptor()
+            return
+        }
+        if result < 0 {
+            if result == -EAGAIN {
+                // The socket's buffer is full: send the rest once epoll says it is writable.
+                self.ringSendWaitsForWritable = true
+                self.waitForWritable()
+                return
+            }
+            self.fail(IOError(errnoCode: -result, function: "send"))
+            return
+        }
+        let sent = Int(result)
+        self.ringSendBuffer.moveReaderIndex(forwardBy: sent)
+        if !self.ringSendBuffer.isEmpty {
+            self.submitRingSend()
+            return
+        }
+        let wasLarge = sent >= Self.writableNotificationBytes
+        if self.ringSendBuffer.capacity > 0 {
+            self.loop.returnBuffer(self.ringSendBuffer)
+            self.ringSendBuffer = ByteBuffer()
+        }
+        if !self.outbound.isEmpty {
+            self.flushThroughRing()
+            return
+        }
+        self.flushed()
+        if wasLarge && self.state == .open { self.delegate?.streamWritable(self) }
     }
 
     package func ringReceiveEnded(_ result: Int32) {

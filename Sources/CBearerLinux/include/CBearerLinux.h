@@ -79,6 +79,25 @@ static inline void cbl_sqe_poll_multishot(struct io_uring_sqe *sqe, int fd, uint
     sqe->len = IORING_POLL_ADD_MULTI;
     sqe->user_data = user_data;
 }
+/// Sends `length` bytes at `address` (MSG_NOSIGNAL: a closed peer is an error, not a signal).
+static inline void cbl_sqe_send(struct io_uring_sqe *sqe, int fd, const void *address, uint32_t length,
+                                uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = IORING_OP_SEND;
+    sqe->fd = fd;
+    sqe->addr = (uint64_t)(uintptr_t)address;
+    sqe->len = length;
+    sqe->msg_flags = MSG_NOSIGNAL;
+    sqe->user_data = user_data;
+}
+/// Cancels every request still running (a stopping loop).
+static inline void cbl_sqe_cancel_all(struct io_uring_sqe *sqe, uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = IORING_OP_ASYNC_CANCEL;
+    sqe->fd = -1;
+    sqe->cancel_flags = IORING_ASYNC_CANCEL_ANY;
+    sqe->user_data = user_data;
+}
 /// Cancels the request submitted with `target`.
 static inline void cbl_sqe_cancel(struct io_uring_sqe *sqe, uint64_t target, uint64_t user_data) {
     memset(sqe, 0, sizeof(*sqe));
