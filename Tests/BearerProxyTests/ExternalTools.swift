@@ -1,4 +1,5 @@
 import BearerCore
+import BearerMocks
 import Foundation
 import Glibc
 
@@ -17,6 +18,9 @@ enum ExternalTools {
     }()
 
     static var pythonWebSocketsOrCI: Bool { hasPythonWebSockets || isCI }
+
+    /// Debian's redis-server (the session store's real peer).
+    static var redisServerOrCI: Bool { RedisServerProcess.executable != nil || isCI }
 
     struct Outcome {
         var status: Int32

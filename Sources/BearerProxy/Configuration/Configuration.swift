@@ -51,6 +51,8 @@ package struct Configuration: Sendable {
     package var jsonBackend = JSONBackendSettings()
     /// `bearer-proxy login`.
     package var login = LoginSettings()
+    /// A session shared by a fleet of proxies through Redis.
+    package var sessionStore = SessionStoreSettings()
 
     // Who may use the proxy (a local proxy holding a token is a confused deputy).
     package var acceptHosts: [HostPattern] = []

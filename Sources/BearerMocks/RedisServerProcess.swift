@@ -1,0 +1,205 @@
+import BearerCore
+import BearerIO
+import Dispatch
+import Foundation
+import Glibc
+
+/// A real `redis-server` (Debian's package) for tests and the bench: on a free 127.0.0.1 port, with
+/// no persistence, ended by its PID.
+///
+/// `stop()` and `start()` again keep the port, so a proxy sees the same store go away and come back.
+/// The server is spawned with no signal blocked: a child inherits its parent thread's signal mask
+/// through exec, and the worker threads tests run on block SIGTERM, which would leave a server
+/// that cannot be stopped.
+package final class RedisServerProcess: @unchecked Sendable {
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// TLS material for `rediss://`: the server presents `certificateFile`; clients are not asked for one.
+    package struct TLSFiles: Sendable {
+        package var certificateFile: String
+        package var keyFile: String
+        package var caFile: String
+
+        package init(certificateFile: String, keyFile: String, caFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+            self.caFile = caFile
+        }
+    }
+
+    private struct Running {
+        var pid: pid_t
+        var exited = false
+    }
+
+    package let port: Int
+    private let arguments: [String]
+    private let state = Locked<(running: Running?, output: String)>((nil, ""))
+    private let changed = DispatchSemaphore(value: 0)
+
+    /// `redis-server` on PATH (or in /usr/bin, /usr/sbin); nil when it is not installed.
+    package static let executable: String? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let directories = path.split(separator: ":").map(String.init) + ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
+        return directories.map { "\($0)/redis-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// Starts a server and waits (bounded) until it accepts connections. `configuration` adds
+    /// directives (`--requirepass pw`, `--user name on >pw …`); `tls` serves TLS only.
+    package init(configuration: [String] = [], tls: TLSFiles? = nil) throws {
+        self.port = try Self.freePort()
+        var arguments = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"]
+        if let tls {
+            arguments += [
+                "--port", "0", "--tls-port", "\(self.port)", "--tls-cert-file", tls.certificateFile,
+                "--tls-key-file", tls.keyFile, "--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", "no",
+            ]
+        } else {
+            arguments += ["--port", "\(self.port)"]
+        }
+        self.arguments = arguments + configuration
+        try self.start()
+    }
+
+    deinit {
+        self.kill()
+    }
+
+    package var pid: pid_t? { self.state.withLock { $0.running.flatMap { $0.exited ? nil : $0.pid } } }
+    package var isRunning: Bool { self.pid != nil }
+    /// What the server printed since it last started (its log), for a test failure's message.
+    package var output: String { self.state.withLock { $0.output } }
+
+    /// Starts the server (again) on its port and waits until it accepts connections.
+    package func start(timeout: Duration = .seconds(20)) throws {
+        guard let executable = Self.executable else {
+            throw StartError(description: "redis-server is not installed (apt-get install redis-server)")
+        }
+        precondition(!self.isRunning, "redis-server is already running")
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw StartError(description: "pipe failed: \(errno)") }
+        // Close-on-exec, so other children never hold the pipe open (the dup2 in the child clears it there).
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let pid: pid_t
+        do {
+            pid = try Self.spawn(executable, self.arguments, output: fds[1])
+        } catch {
+            close(fds[0])
+            close(fds[1])
+            throw error
+        }
+        close(fds[1])
+        self.state.withLock { $0 = (Running(pid: pid), "") }
+        self.collect(pid: pid, output: fds[0])
+        let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.nanoseconds))
+        while !self.output.contains("Ready to accept connections") {
+            guard self.isRunning, self.changed.wait(timeout: deadline) == .success else {
+                let output = self.output
+                self.kill()
+                throw StartError(description: "redis-server did not start on port \(self.port): \(output.suffix(500))")
+            }
+        }
+    }
+
+    /// Ends the server by its PID (SIGTERM, then SIGKILL after a bounded wait) and waits for its exit.
+    package func stop() {
+        self.end(signal: SIGTERM)
+    }
+
+    /// Ends the server at once (SIGKILL): a crash, as far as its clients can tell.
+    package func kill() {
+        self.end(signal: SIGKILL)
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open and nothing is answered, as with a hung host.
+    package func pause() {
+        if let pid = self.pid { Glibc.kill(pid, SIGSTOP) }
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    package func resume() {
+        if let pid = self.pid { Glibc.kill(pid, SIGCONT) }
+    }
+
+    private func end(signal: Int32) {
+        guard let pid = self.pid else { return }
+        Glibc.kill(pid, signal)
+        Glibc.kill(pid, SIGCONT)
+        let deadline = DispatchTime.now() + .seconds(10)
+        while self.isRunning {
+            if self.changed.wait(timeout: deadline) == .timedOut {
+                Glibc.kill(pid, SIGKILL)
+                while self.isRunning { _ = self.changed.wait(timeout: .now() + .seconds(1)) }
+            }
+        }
+    }
+
+    /// Reads the server's output until it closes, then reaps the server: on a thread of its own,
+    /// as blocking reads must be. It holds the state, not `self`: `deinit` waits for the exit it records.
+    private func collect(pid: pid_t, output fd: Int32) {
+        let state = self.state
+        let changed = self.changed
+        _ = spawnThread(name: "redis-output") {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                state.withLock { $0.output += String(decoding: buffer[..<count], as: UTF8.self) }
+                changed.signal()
+            }
+            close(fd)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            state.withLock { if $0.running?.pid == pid { $0.running?.exited = true } }
+            changed.signal()
+        }
+    }
+
+    /// posix_spawn with an empty signal mask and default dispositions, stdout and stderr into `output`.
+    private static func spawn(_ path: String, _ arguments: [String], output: Int32) throws -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, output, 2)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            throw StartError(description: "cannot run \(path): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    /// A port nobody listens on now: the kernel picks it for a socket that is closed at once.
+    private static func freePort() throws -> Int {
+        guard let any = SocketAddress(ipAddress: "127.0.0.1", port: 0) else {
+            throw StartError(description: "cannot make a loopback address")
+        }
+        let fd: Int32
+        do throws(IOError) {
+            fd = try Socket.listen(on: any)
+        } catch {
+            throw StartError(description: "cannot find a free port: \(error.reason)")
+        }
+        defer { Socket.close(fd) }
+        guard let port = Socket.localAddress(fd)?.port else { throw StartError(description: "no local port") }
+        return port
+    }
+}

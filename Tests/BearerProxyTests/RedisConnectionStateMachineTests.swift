@@ -1,0 +1,206 @@
+import BearerCore
+import Testing
+
+@testable import BearerProxy
+
+/// The connection's decisions without sockets: login first, replies matched to commands in order,
+/// backoff, timeouts, and what happens to commands when the connection breaks.
+@Suite struct RedisConnectionStateMachineTests {
+    typealias Machine = RedisConnectionStateMachine
+
+    static let auth = RESPCommand("AUTH", "alice", "pw")
+    static let select = RESPCommand("SELECT", "2")
+    static let get = RESPCommand("GET", "k")
+    static let set = RESPCommand("SET", "k", "v")
+
+    static func machine(
+        handshake: [RESPCommand] = [],
+        subscriber: Bool = false,
+        timeout: Duration = .seconds(5)
+    ) -> Machine {
+        Machine(settings: .init(handshake: handshake, isSubscriber: subscriber, commandTimeout: timeout))
+    }
+
+    @Test func commandsAskedForWhileConnectingGoOutOnceConnected() {
+        var machine = Self.machine()
+        #expect(machine.started() == .connect)
+        #expect(machine.commandRequested(1, Self.get, now: t0) == .none)
+        #expect(machine.commandRequested(2, Self.set, now: t0) == .none)
+        #expect(machine.connected(now: t0) == .becomeReady(write: [Self.get, Self.set]))
+        #expect(machine.received(.bulkString(nil), now: t0) == .complete(1, .success(.bulkString(nil))))
+        #expect(machine.received(.simpleString("OK"), now: t0) == .complete(2, .success(.simpleString("OK"))))
+    }
+
+    @Test func commandsWaitUntilAuthAndSelectSucceeded() {
+        var machine = Self.machine(handshake: [Self.auth, Self.select])
+        _ = machine.started()
+        #expect(machine.commandRequested(1, Self.set, now: t0) == .none)
+        #expect(machine.connected(now: t0) == .write([Self.auth, Self.select]))
+        // A command asked for during the login waits too: it must not run before SELECT.
+        #expect(machine.commandRequested(2, Self.get, now: t0) == .none)
+        #expect(machine.received(.simpleString("OK"), now: t0) == .none)
+        #expect(machine.received(.simpleString("OK"), now: t0) == .becomeReady(write: [Self.set, Self.get]))
+        #expect(machine.state == .ready)
+    }
+
+    @Test func aRefusedLoginFailsTheWaitingCommandsAndRetriesLater() {
+        var machine = Self.machine(handshake: [Self.auth, Self.select])
+        _ = machine.started()
+        _ = machine.commandRequested(1, Self.set, now: t0)
+        _ = machine.connected(now: t0)
+        let refusal = RedisError.refused(command: "AUTH", message: "WRONGPASS invalid username-password pair")
+        #expect(
+            machine.received(.error("WRONGPASS invalid username-password pair"), now: t0)
+                == .reconnect(failing: [1], refusal, after: .milliseconds(100), wasReady: false)
+        )
+        #expect(machine.commandRequested(2, Self.get, now: t0) == .fail([2], .unavailable(refusal.reason)))
+        #expect(machine.reconnectDue() == .connect)
+    }
+
+    @Test func pipelinedRepliesCompleteTheirCommandsInOrder() {
+        var machine = Self.machine()
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        for id in 1...3 { #expect(machine.commandRequested(UInt64(id), Self.get, now: t0) == .write([Self.get])) }
+        #expect(machine.received(.integer(1), now: t0) == .complete(1, .success(.integer(1))))
+        #expect(machine.received(.error("ERR wrong type"), now: t0) == .complete(2, .failure(.reply("ERR wrong type"))))
+        #expect(machine.received(.integer(3), now: t0) == .complete(3, .success(.integer(3))))
+        #expect(machine.nextDeadline == nil)
+    }
+
+    @Test func aLostConnectionFailsWhatWasInFlightAndBacksOff() {
+        var machine = Self.machine()
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        _ = machine.commandRequested(1, Self.set, now: t0)
+        _ = machine.commandRequested(2, Self.get, now: t0)
+        #expect(
+            machine.connectionClosed("reset by peer")
+                == .reconnect(
+                    failing: [1, 2],
+                    .connectionLost("reset by peer"),
+                    after: .milliseconds(100),
+                    wasReady: true
+                )
+        )
+        // While it waits to reconnect, commands fail at once: the caller decides what to do without the store.
+        #expect(
+            machine.commandRequested(3, Self.get, now: t0) == .fail([3], .unavailable("connection lost: reset by peer"))
+        )
+        #expect(machine.reconnectDue() == .connect)
+        #expect(machine.commandRequested(4, Self.get, now: t0) == .none)
+        #expect(machine.connected(now: t0) == .becomeReady(write: [Self.get]))
+    }
+
+    @Test func failedAttemptsBackOffExponentiallyUpToFiveSecondsAndResetOnceReady() {
+        var machine = Self.machine()
+        _ = machine.started()
+        var delays: [Duration] = []
+        for _ in 0..<9 {
+            guard case .reconnect(_, _, let delay, false) = machine.connectFailed(.connect(.connectFailed("refused")))
+            else {
+                Issue.record("expected a reconnect")
+                return
+            }
+            delays.append(delay)
+            #expect(machine.reconnectDue() == .connect)
+        }
+        #expect(delays.map { Int($0.milliseconds) } == [100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000])
+        #expect(machine.connected(now: t0) == .becomeReady(write: []))
+        #expect(
+            machine.connectionClosed("closed")
+                == .reconnect(failing: [], .connectionLost("closed"), after: .milliseconds(100), wasReady: true)
+        )
+    }
+
+    @Test func anUnansweredCommandPastTheTimeoutDropsTheConnection() {
+        var machine = Self.machine(timeout: .seconds(2))
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        _ = machine.commandRequested(1, Self.get, now: t0)
+        _ = machine.commandRequested(2, Self.get, now: t0 + .seconds(1))
+        #expect(machine.nextDeadline == t0 + .seconds(2))
+        #expect(machine.deadlinePassed(now: t0 + .milliseconds(1999)) == .none)
+        #expect(
+            machine.deadlinePassed(now: t0 + .seconds(2))
+                == .reconnect(failing: [1, 2], .noReply(after: .seconds(2)), after: .milliseconds(100), wasReady: true)
+        )
+        #expect(machine.nextDeadline == nil)
+    }
+
+    @Test func theDeadlineFollowsTheOldestUnansweredCommand() {
+        var machine = Self.machine(timeout: .seconds(2))
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        _ = machine.commandRequested(1, Self.get, now: t0)
+        _ = machine.commandRequested(2, Self.get, now: t0 + .seconds(1))
+        _ = machine.received(.integer(1), now: t0 + .milliseconds(1500))
+        #expect(machine.nextDeadline == t0 + .seconds(3))
+        #expect(machine.deadlinePassed(now: t0 + .milliseconds(2500)) == .none)
+    }
+
+    @Test func aReplyNobodyAskedForDropsTheConnection() {
+        var machine = Self.machine()
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        #expect(
+            machine.received(.simpleString("OK"), now: t0)
+                == .reconnect(
+                    failing: [],
+                    .malformed("a reply nothing asked for"),
+                    after: .milliseconds(100),
+                    wasReady: true
+                )
+        )
+    }
+
+    @Test func bytesThatAreNotRESPDropTheConnection() {
+        var machine = Self.machine()
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        _ = machine.commandRequested(1, Self.get, now: t0)
+        #expect(
+            machine.receivedGarbage(.missingCRLF)
+                == .reconnect(
+                    failing: [1],
+                    .malformed(RESPParseError.missingCRLF.message),
+                    after: .milliseconds(100),
+                    wasReady: true
+                )
+        )
+    }
+
+    @Test func aSubscriberDeliversMessagesOnceSubscribed() {
+        let subscribe = RESPCommand("SUBSCRIBE", "bearer-proxy:{a}:refreshed")
+        var machine = Self.machine(handshake: [Self.auth, subscribe], subscriber: true)
+        _ = machine.started()
+        #expect(machine.connected(now: t0) == .write([Self.auth, subscribe]))
+        #expect(machine.received(.simpleString("OK"), now: t0) == .none)
+        let confirmation = RESPValue.array([
+            .bulkString(Array("subscribe".utf8)), .bulkString(Array("bearer-proxy:{a}:refreshed".utf8)), .integer(1),
+        ])
+        #expect(machine.received(confirmation, now: t0) == .becomeReady(write: []))
+        let message = RESPValue.array([
+            .bulkString(Array("message".utf8)), .bulkString(Array("bearer-proxy:{a}:refreshed".utf8)),
+            .bulkString(Array("7".utf8)),
+        ])
+        #expect(
+            machine.received(message, now: t0)
+                == .deliver(channel: Array("bearer-proxy:{a}:refreshed".utf8), payload: Array("7".utf8))
+        )
+        #expect(machine.received(confirmation, now: t0) == .none)
+        #expect(machine.nextDeadline == nil)
+    }
+
+    @Test func stoppingFailsEverythingAndLaterCommands() {
+        var machine = Self.machine(handshake: [Self.auth])
+        _ = machine.started()
+        _ = machine.commandRequested(1, Self.get, now: t0)
+        _ = machine.connected(now: t0)
+        #expect(machine.stopped() == .close(failing: [1]))
+        #expect(machine.commandRequested(2, Self.get, now: t0) == .fail([2], .stopped))
+        #expect(machine.connectionClosed("closed") == .none)
+        #expect(machine.reconnectDue() == .none)
+        #expect(machine.stopped() == .none)
+    }
+}
