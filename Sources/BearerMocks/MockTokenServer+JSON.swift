@@ -78,6 +78,9 @@ extension MockTokenServer {
                 refreshToken = self.issueRefreshToken(prefix: "rt-login-")
             }
         } else {
+            if self.isReuse(presented, settings) {
+                return .json(401, #"{"statusCode":401,"message":"refresh token reuse detected; session revoked"}"#)
+            }
             guard let presented, settings.refreshTokens.contains(presented) else {
                 return .json(401, #"{"statusCode":401,"message":"invalid refresh token"}"#)
             }

@@ -15,6 +15,10 @@ package final class MockTokenServer: Sendable {
     private let callTimes = Locked<[Instant]>([])
     private let revoked = Locked<[String]>([])
     private let issuedRefreshTokens = Locked<[String]>([])
+    /// Refresh tokens already exchanged for a rotated one.
+    private let spentRefreshTokens = Locked<Set<String>>([])
+    /// How often a spent refresh token came back (each time the whole family was revoked).
+    package let reuseDetections = Atomic<Int>(0)
     /// Authorization codes and device codes handed out (`MockTokenServer+Login`).
     let loginGrants = Locked(LoginGrants())
     /// Calls to the JSON login endpoint, and to the JSON refresh endpoint.
@@ -28,6 +32,10 @@ package final class MockTokenServer: Sendable {
         package var refreshTokens: Set<String> = []
         /// Issue a new refresh token with each access token (and stop accepting the spent one).
         package var rotatesRefreshTokens = false
+        /// With rotation: a spent refresh token presented again revokes the whole token family (every
+        /// refresh token, and every access token issued so far), as identity providers with reuse
+        /// detection do (OAuth 2.0 Security BCP, refresh token rotation).
+        package var detectsRefreshTokenReuse = false
         /// Client credentials accepted; nil accepts any.
         package var clientID: String?
         package var clientSecret: String?
@@ -185,7 +193,19 @@ package final class MockTokenServer: Sendable {
     func rotate(_ presented: String, _ settings: Settings) -> String? {
         guard settings.rotatesRefreshTokens else { return nil }
         self.update { _ = $0.refreshTokens.remove(presented) }
+        self.spentRefreshTokens.withLock { _ = $0.insert(presented) }
         return self.issueRefreshToken()
+    }
+
+    /// Whether `presented` was spent before, under reuse detection; if so the family is revoked now.
+    func isReuse(_ presented: String?, _ settings: Settings) -> Bool {
+        guard settings.detectsRefreshTokenReuse, let presented,
+            self.spentRefreshTokens.withLock({ $0.contains(presented) })
+        else { return false }
+        self.reuseDetections.add(1, ordering: .relaxed)
+        self.update { $0.refreshTokens.removeAll() }
+        self.authority.revokeAll()
+        return true
     }
 
     private func handleForm(_ request: MockRequest) -> MockResponse {
@@ -206,6 +226,12 @@ package final class MockTokenServer: Sendable {
         var refreshToken: String?
         switch form["grant_type"] {
         case "refresh_token":
+            if self.isReuse(form["refresh_token"], settings) {
+                return .json(
+                    400,
+                    #"{"error":"invalid_grant","error_description":"Refresh token reuse detected; the session is revoked"}"#
+                )
+            }
             guard let presented = form["refresh_token"], settings.refreshTokens.contains(presented) else {
                 return .json(400, #"{"error":"invalid_grant","error_description":"Unknown refresh token"}"#)
             }

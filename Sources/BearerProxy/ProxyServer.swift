@@ -124,7 +124,24 @@ package final class ProxyServer: Sendable {
         )
         let endpoints = EndpointCaller(configuration: configuration, loop: loops.loops[0], connector: connector)
         let source = Self.makeTokenSource(configuration, store: store, endpoints: endpoints, logger: logger)
-        let session = TokenSession(configuration: configuration, source: source, store: store, logger: logger)
+        let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
+            SessionStore(
+                endpoint: endpoint,
+                name: configuration.sessionStore.name,
+                lockTimeout: configuration.refreshTimeout,
+                commandTimeout: configuration.upstreamConnectTimeout,
+                loop: loops.loops[0],
+                connector: connector,
+                logger: logger
+            )
+        }
+        let session = TokenSession(
+            configuration: configuration,
+            source: source,
+            store: store,
+            sessionStore: sessionStore,
+            logger: logger
+        )
         let runtime = ProxyRuntime(
             configuration: configuration,
             router: router,
@@ -251,6 +268,9 @@ package final class ProxyServer: Sendable {
                 "admin": self.adminAddress?.description ?? "off",
                 "access_log": configuration.accessLog.description,
                 "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",
+                "session_store": configuration.sessionStore.endpoint.map {
+                    "\($0) session=\(configuration.sessionStore.name) fallback=\(configuration.sessionStore.fallback.rawValue)"
+                } ?? "off",
             ]
         )
     }
@@ -350,6 +370,7 @@ package final class ProxyServer: Sendable {
             }
         }
         for _ in self.group.loops { done.wait() }
+        self.runtime.session.sessionStore?.stop()
         for (index, fd) in self.listenFDs.enumerated() {
             Socket.close(fd)
             if case .unix(let path) = self.boundAddresses[index] { self.socketFiles.remove(path) }

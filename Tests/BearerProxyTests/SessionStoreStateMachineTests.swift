@@ -124,6 +124,26 @@ import Testing
         )
     }
 
+    @Test func aWaitingProxyTriesAgainAsTheLockExpires() {
+        var machine = Self.machine()
+        _ = machine.subscriptionChanged(isUp: true)
+        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        #expect(
+            machine.lockAnswered(
+                acquired: false,
+                lockTimeLeft: .milliseconds(120),
+                stored: nil,
+                wallMilliseconds: Self.now
+            )
+                == .retry(after: .milliseconds(121))
+        )
+        #expect(machine.retryDue(now: t0 + .milliseconds(121)) == .lockAndRead(lockValue: Self.lock))
+        #expect(
+            machine.lockAnswered(acquired: false, lockTimeLeft: .seconds(4), stored: nil, wallMilliseconds: Self.now)
+                == .retry(after: .milliseconds(500))
+        )
+    }
+
     @Test func waitingEndsAfterTheWaitLimit() {
         var machine = Self.machine()
         _ = machine.refreshRequested(lockValue: Self.lock, now: t0)

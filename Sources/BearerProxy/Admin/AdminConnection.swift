@@ -72,13 +72,14 @@ final class AdminConnection: StreamConnectionDelegate {
             self.isBusy = true
             self.server.gatherLoopMetrics(from: self.stream.loop) { loops in
                 let session = runtime.session
-                let text = renderMetrics(
+                var text = renderMetrics(
                     loops: loops,
                     session: session.metrics,
                     parked: session.parkedCount,
                     generation: session.generation,
                     openConnections: runtime.openConnections.load(ordering: .relaxed)
                 )
+                if let store = session.sessionStore { text += renderStoreMetrics(store.status) }
                 self.isBusy = false
                 self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
             }
@@ -130,6 +131,14 @@ final class AdminConnection: StreamConnectionDelegate {
                 ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
             } ?? NSNull()
         object["failure"] = status.failure ?? NSNull()
+        if let store = self.server.runtime.session.sessionStore?.status {
+            // The store's URL with its password as <redacted>: enough to tell which Redis, nothing to log in with.
+            object["session_store"] =
+                [
+                    "store": store.store, "name": store.name, "state": store.state, "subscribed": store.isSubscribed,
+                    "generation": store.generation, "last_error": store.lastError ?? NSNull(),
+                ] as [String: Any]
+        }
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"

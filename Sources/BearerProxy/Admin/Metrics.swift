@@ -17,6 +17,9 @@ enum MetricNames {
     static let poolIdle = "bearer_proxy_upstream_pool_idle_connections"
     static let generation = "bearer_proxy_token_generation"
     static let loopTurns = "bearer_proxy_loop_turn_seconds"
+    static let storeOperations = "bearer_proxy_session_store_operations_total"
+    static let storeErrors = "bearer_proxy_session_store_errors_total"
+    static let storeUp = "bearer_proxy_session_store_up"
 }
 
 /// Latency buckets in seconds, from a fast local upstream to a slow refresh.
@@ -86,7 +89,8 @@ struct LoopMetrics: Sendable {
 
 /// Refresh figures, kept by the token session under its lock.
 struct SessionMetrics: Sendable {
-    /// By result: ok, rejected, unreachable, timeout, rate_limited, logged_out, command_failed, kept.
+    /// By result: ok, adopted (another proxy's, from the session store), rejected, unreachable, timeout,
+    /// rate_limited, logged_out, command_failed, kept.
     var refreshes: [String: Int] = [:]
     var refreshDuration = Histogram()
 }
@@ -120,7 +124,7 @@ func renderMetrics(
     )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
-    for result in ["ok", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "kept"] {
+    for result in ["ok", "adopted", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "kept"] {
         text += "\(MetricNames.refreshes){result=\"\(result)\"} \(session.refreshes[result] ?? 0)\n"
     }
     text += session.refreshDuration.render(
@@ -152,6 +156,22 @@ private func renderLoopTurns(_ turns: LoopTurnHistogram) -> String {
     let total = turns.count
     text += "\(name)_bucket{le=\"+Inf\"} \(total)\n"
     text += "\(name)_sum \(prometheusNumber(Double(turns.totalNanoseconds) / 1e9))\n\(name)_count \(total)\n"
+    return text
+}
+
+/// The session store's figures (with session_store set): commands by kind, their failures, reachability.
+func renderStoreMetrics(_ status: SessionStoreStatus) -> String {
+    var text =
+        "# HELP \(MetricNames.storeOperations) Commands sent to the session store, by kind.\n# TYPE \(MetricNames.storeOperations) counter\n"
+    for operation in SessionStoreStatus.operationNames {
+        text += "\(MetricNames.storeOperations){operation=\"\(operation)\"} \(status.operations[operation] ?? 0)\n"
+    }
+    text +=
+        "# HELP \(MetricNames.storeErrors) Session store commands that failed (unreachable, timed out, refused), by kind.\n# TYPE \(MetricNames.storeErrors) counter\n"
+    for operation in SessionStoreStatus.operationNames {
+        text += "\(MetricNames.storeErrors){operation=\"\(operation)\"} \(status.errors[operation] ?? 0)\n"
+    }
+    text += gauge(MetricNames.storeUp, "1 while the session store is reachable.", status.state == "connected" ? 1 : 0)
     return text
 }
 

@@ -97,6 +97,14 @@ package final class RefreshTokenStore: Sendable {
         }
     }
 
+    /// Takes the fleet's refresh token (from the session store): in memory, and in the file under its
+    /// lock, so the next refresh here (and a restart without the store) spends the newest one.
+    package func replace(with token: Secret<String>, logger: Logger) {
+        guard token != self.current else { return }
+        // Under the file lock, as a refresh: a process on this machine refreshing right now finishes first.
+        self.endRefresh(self.beginRefresh(), rotated: token, logger: logger)
+    }
+
     /// Whether the file changed since this process last read or wrote it; checked at most once a second.
     package func fileChanged(now: Instant) -> Bool {
         guard let path = self.path else { return false }

@@ -43,7 +43,7 @@ package final class TokenSession: Sendable {
         }
     }
 
-    private struct State {
+    struct State {
         var machine: TokenSessionStateMachine
         var waiters: [WaiterID: WaiterHandle] = [:]
         var nextWaiterID: WaiterID = 1
@@ -57,10 +57,14 @@ package final class TokenSession: Sendable {
         /// What `freeEpoch` currently stands for (see `publishFreeToken`).
         var publishedFree: FreeToken?
         var lastEpoch = 0
+        /// Counts ended refreshes: a retry timer set during one refresh must not restart a later one.
+        var refreshEpoch = 0
+        /// The session store's outage was announced (once per outage: session_store_fallback = local).
+        var hasWarnedOfLocalRefresh = false
     }
 
     /// A token requests may carry without taking the lock: which one, and until when.
-    private struct FreeToken: Equatable {
+    struct FreeToken: Equatable {
         var generation: Int
         var usableUntil: Instant?
     }
@@ -82,29 +86,35 @@ package final class TokenSession: Sendable {
         case failed(SessionFailure)
     }
 
-    private let state: Locked<State>
+    let state: Locked<State>
     /// Names the token every request may carry without a decision (0: none, ask). Bumped, under the
     /// lock, whenever that changes: a loop's cache holding another epoch asks again. This is what keeps
     /// the lock off the data path while a token simply works.
     private let freeEpoch = Atomic<Int>(0)
     /// The newest generation the session heard was accepted: later acceptances of it need no lock.
     private let acceptedGeneration = Atomic<Int>(0)
-    private let source: TokenSource?
+    let source: TokenSource?
     package let store: RefreshTokenStore?
-    private let logger: Logger
-    private let clock: TimeSource
-    private let refreshSkew: Duration
+    /// The fleet's shared session (session_store), when there is one.
+    package let sessionStore: SessionStore?
+    let storeFallback: SessionStoreFallback
+    let logger: Logger
+    let clock: TimeSource
+    let refreshSkew: Duration
     private let timerLoop = Locked<EventLoop?>(nil)
 
     package init(
         configuration: Configuration,
         source: TokenSource?,
         store: RefreshTokenStore?,
+        sessionStore: SessionStore? = nil,
         logger: Logger,
         clock: TimeSource = SystemTimeSource()
     ) {
         self.source = source
         self.store = store
+        self.sessionStore = sessionStore
+        self.storeFallback = configuration.sessionStore.fallback
         self.logger = logger
         self.clock = clock
         self.refreshSkew = configuration.refreshSkew
@@ -132,6 +142,8 @@ package final class TokenSession: Sendable {
     /// Starts timers on `loop`, and fetches a token at once when there is none but one can be had.
     package func start(timerLoop loop: EventLoop) {
         self.timerLoop.withLock { $0 = loop }
+        // Before the first refresh: a token the fleet stored is adopted instead of fetching one.
+        self.sessionStore?.start { stored in self.adoptStored(stored) }
         let now = self.clock.now()
         let (mustFetch, refreshAt) = self.mutate { state -> (Bool, Instant?) in
             let started = state.machine.started(now: now)
@@ -144,7 +156,7 @@ package final class TokenSession: Sendable {
     }
 
     /// Changes the state under the lock, then publishes whether a token is free to use (`freeEpoch`).
-    private func mutate<Result>(_ body: (inout State) -> Result) -> Result {
+    func mutate<Result>(_ body: (inout State) -> Result) -> Result {
         self.state.withLock { state in
             let result = body(&state)
             self.publishFreeToken(&state)
@@ -321,30 +333,28 @@ package final class TokenSession: Sendable {
 
     // MARK: Refreshing
 
-    private func noteRefreshStart(_ state: inout State, trigger: String, now: Instant) {
+    func noteRefreshStart(_ state: inout State, trigger: String, now: Instant) {
         state.refreshStartedAt = now
         state.refreshTrigger = trigger
     }
 
-    private func runRefresh() {
+    func runRefresh() {
         guard let source = self.source else { return }
-        source.fetch { outcome in self.refreshFinished(outcome) }
+        if let sessionStore = self.sessionStore {
+            self.refreshThroughStore(sessionStore, source: source)
+        } else {
+            source.fetch { outcome in self.refreshFinished(outcome) }
+        }
     }
 
-    private func refreshFinished(_ outcome: TokenFetchOutcome) {
+    func refreshFinished(_ outcome: TokenFetchOutcome) {
         let now = self.clock.now()
         let result: TokenSessionStateMachine.RefreshResult
-        var expiresIn: Duration?
         switch outcome {
         case .token(let fetched):
-            let token = Self.makeToken(
-                fetched.accessToken,
-                lifetime: fetched.expiresIn,
-                now: now,
-                skew: self.refreshSkew
+            result = .success(
+                Self.makeToken(fetched.accessToken, lifetime: fetched.expiresIn, now: now, skew: self.refreshSkew)
             )
-            expiresIn = token.expiresAt.map { $0 - now }
-            result = .success(token)
         case .permanent(let failure):
             result = .permanent(failure)
         case .transient(let reason, let timedOut):
@@ -352,6 +362,19 @@ package final class TokenSession: Sendable {
         case .rateLimited(let retryAfter):
             result = .rateLimited(retryAfter: retryAfter)
         }
+        self.endRefresh(cause: Self.describe(outcome), now: now) { $0.refreshEnded(result, now: now) }
+    }
+
+    /// Ends the running refresh as `decide` says: resumes or fails the waiters, tells the observers,
+    /// logs, and sets the next timer. `adoptedGeneration` is the store's generation of a token
+    /// another proxy fetched (adopted, not refreshed here).
+    func endRefresh(
+        cause: String,
+        adoptedGeneration: Int? = nil,
+        now: Instant,
+        _ decide: (inout TokenSessionStateMachine) -> TokenSessionStateMachine.RefreshEndAction
+    ) {
+        var expiresIn: Duration?
         var resumed: [(WaiterHandle, WaiterID)] = []
         var grant: Grant?
         var duration: Duration = .zero
@@ -359,14 +382,15 @@ package final class TokenSession: Sendable {
         var observers: [@Sendable (RefreshOutcome) -> Void] = []
         var outcomeForObservers: RefreshOutcome?
         let action = self.mutate { state -> TokenSessionStateMachine.RefreshEndAction in
-            let action = state.machine.refreshEnded(result, now: now)
+            let action = decide(&state.machine)
+            if case .resume = action { expiresIn = state.machine.token?.expiresAt.map { $0 - now } }
             duration = state.refreshStartedAt.map { now - $0 } ?? .zero
             trigger = state.refreshTrigger
             switch action {
             case .resume(let waiters, let token, let generation):
                 grant = .token(line: Self.line(&state, token, generation), generation: generation)
                 resumed = waiters.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
-                state.lastOutcome = ("ok", wallClockSeconds())
+                state.lastOutcome = (adoptedGeneration == nil ? "ok" : "adopted", wallClockSeconds())
                 outcomeForObservers = .succeeded(generation: generation)
             case .fail(let waiters, let failure):
                 grant = .failed(failure)
@@ -382,8 +406,14 @@ package final class TokenSession: Sendable {
             if outcomeForObservers != nil {
                 observers = state.observers
                 state.observers.removeAll()
+                state.refreshEpoch += 1
             }
-            Self.recordOutcome(action, duration: state.refreshStartedAt.map { now - $0 }, into: &state.metrics)
+            Self.recordOutcome(
+                action,
+                isAdoption: adoptedGeneration != nil,
+                duration: state.refreshStartedAt.map { now - $0 },
+                into: &state.metrics
+            )
             return action
         }
         let milliseconds = String(Int(duration.milliseconds))
@@ -391,14 +421,24 @@ package final class TokenSession: Sendable {
         case .resume(let waiters, _, let generation):
             // waiting_requests: the requests that were held for this token (new ones, and ones that got
             // a 401 and are replayed), now sent with it.
-            self.logger.info(
-                "token refreshed",
-                [
-                    "generation": "\(generation)", "trigger": trigger, "duration_ms": milliseconds,
-                    "expires_in": expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown",
-                    "waiting_requests": "\(waiters.count)",
-                ]
-            )
+            let expires = expiresIn.map { "\(Int($0.seconds))s" } ?? "unknown"
+            if let adoptedGeneration {
+                self.logger.info(
+                    "token adopted from the session store",
+                    [
+                        "generation": "\(generation)", "store_generation": "\(adoptedGeneration)", "via": cause,
+                        "expires_in": expires, "waiting_requests": "\(waiters.count)",
+                    ]
+                )
+            } else {
+                self.logger.info(
+                    "token refreshed",
+                    [
+                        "generation": "\(generation)", "trigger": trigger, "duration_ms": milliseconds,
+                        "expires_in": expires, "waiting_requests": "\(waiters.count)",
+                    ]
+                )
+            }
             if let refreshAt = self.mutate({ $0.machine.token?.refreshAt }) {
                 self.scheduleProactiveRefresh(at: refreshAt)
             }
@@ -421,9 +461,13 @@ package final class TokenSession: Sendable {
         case .retry(let delay):
             self.logger.info(
                 "token refresh will be retried",
-                ["after_ms": "\(Int(delay.milliseconds))", "cause": Self.describe(outcome)]
+                ["after_ms": "\(Int(delay.milliseconds))", "cause": cause]
             )
-            self.onTimerLoop(after: delay) { self.runRefresh() }
+            let epoch = self.state.withLock { $0.refreshEpoch }
+            self.onTimerLoop(after: delay) {
+                // A token adopted from the session store meanwhile ended this refresh: no retry.
+                if self.state.withLock({ $0.refreshEpoch }) == epoch { self.runRefresh() }
+            }
             self.armWaiterTimer()
         case .ignore:
             break
@@ -439,12 +483,13 @@ package final class TokenSession: Sendable {
 
     private static func recordOutcome(
         _ action: TokenSessionStateMachine.RefreshEndAction,
+        isAdoption: Bool,
         duration: Duration?,
         into metrics: inout SessionMetrics
     ) {
         let result: String
         switch action {
-        case .resume: result = "ok"
+        case .resume: result = isAdoption ? "adopted" : "ok"
         case .fail(_, let failure): result = failure.shortName
         case .keepCurrentToken: result = "kept"
         case .retry, .ignore: return
@@ -453,7 +498,7 @@ package final class TokenSession: Sendable {
         if let duration { metrics.refreshDuration.record(duration.seconds) }
     }
 
-    private static func describe(_ outcome: TokenFetchOutcome) -> String {
+    static func describe(_ outcome: TokenFetchOutcome) -> String {
         switch outcome {
         case .token: "ok"
         case .permanent(let failure): failure.shortName
@@ -464,7 +509,7 @@ package final class TokenSession: Sendable {
 
     // MARK: Timers
 
-    private func scheduleProactiveRefresh(at instant: Instant) {
+    func scheduleProactiveRefresh(at instant: Instant) {
         let delay = instant - self.clock.now()
         self.onTimerLoop(after: max(delay, .zero)) {
             let now = self.clock.now()
@@ -505,7 +550,7 @@ package final class TokenSession: Sendable {
     }
 
     /// Keeps one timer at the earliest time a parked request gives up.
-    private func armWaiterTimer() {
+    func armWaiterTimer() {
         let deadline = self.mutate { state -> Instant? in
             guard let next = state.machine.nextWaiterDeadline else { return nil }
             if let armed = state.waiterTimerAt, armed <= next { return nil }

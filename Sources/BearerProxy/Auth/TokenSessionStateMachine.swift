@@ -353,6 +353,25 @@ package struct TokenSessionStateMachine: Sendable {
         }
     }
 
+    /// Another proxy's token arrived through the session store: it becomes the current token, and a
+    /// running refresh ends with it (its waiters are sent with it). A deliberate logout stays.
+    package mutating func tokenAdopted(_ token: Token) -> RefreshEndAction {
+        var waiterIDs: [WaiterID] = []
+        switch self.state {
+        case .loggedOut:
+            return .ignore
+        case .refreshing(let refresh):
+            waiterIDs = refresh.waiters.map(\.id)
+        case .idle, .failed:
+            break
+        }
+        self.generation += 1
+        self.token = token
+        self.currentTokenServedTraffic = false
+        self.state = .idle
+        return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
+    }
+
     /// After a failed proactive refresh: the current token, with the next attempt pushed back, or nil
     /// when it no longer works.
     private func keepTokenAfterFailedProactiveRefresh(now: Instant) -> Token? {
@@ -369,7 +388,11 @@ package struct TokenSessionStateMachine: Sendable {
         return self.modifyRefresh { refresh in Self.expire(&refresh, now: now, timeout: timeout) } ?? []
     }
 
-    private static func expire(_ refresh: inout Refresh, now: Instant, timeout: Duration) -> [(WaiterID, SessionFailure)] {
+    private static func expire(
+        _ refresh: inout Refresh,
+        now: Instant,
+        timeout: Duration
+    ) -> [(WaiterID, SessionFailure)] {
         var expired: [(WaiterID, SessionFailure)] = []
         let retryAt = refresh.retryAt
         let lastFailure = refresh.lastFailure

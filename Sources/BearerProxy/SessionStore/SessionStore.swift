@@ -102,7 +102,7 @@ package struct SessionStoreStatus: Sendable {
     /// The store's generation this proxy last saw.
     package var generation = 0
     package var lastError: String?
-    /// Commands by kind (`lock`, `read`, `write`, `release`) and their failures.
+    /// Commands by kind (`operationNames`) and their failures.
     package var operations: [String: Int] = [:]
     package var errors: [String: Int] = [:]
 
@@ -110,6 +110,9 @@ package struct SessionStoreStatus: Sendable {
         self.store = store
         self.name = name
     }
+
+    /// The kinds of commands the fleet protocol sends (bounded metric labels).
+    static let operationNames = ["lock", "read", "write", "release"]
 }
 
 /// Milliseconds since 1970 (CLOCK_REALTIME): stored expiries are shared between machines.

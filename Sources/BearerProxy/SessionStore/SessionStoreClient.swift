@@ -137,12 +137,23 @@ final class SessionStoreClient: RedisConnectionObserver {
 
     private func lockAndRead(_ lockValue: String) {
         var acquired: Result<Bool, RedisError> = .failure(.stopped)
+        var timeLeft: Duration?
         self.run("lock", self.commands.lock(lockValue)) { result in acquired = result.map { !$0.isNull } }
+        self.run("read", self.commands.lockTimeLeft()) { result in
+            if case .success(let value) = result, let milliseconds = value.integer, milliseconds > 0 {
+                timeLeft = .milliseconds(milliseconds)
+            }
+        }
         self.run("read", self.commands.read()) { result in
             switch (acquired, result.flatMap(StoredSession.decode)) {
             case (.success(let isAcquired), .success(let stored)):
                 self.perform(
-                    self.machine.lockAnswered(acquired: isAcquired, stored: stored, wallMilliseconds: self.wallClock())
+                    self.machine.lockAnswered(
+                        acquired: isAcquired,
+                        lockTimeLeft: timeLeft,
+                        stored: stored,
+                        wallMilliseconds: self.wallClock()
+                    )
                 )
             case (.failure(let error), _), (_, .failure(let error)):
                 self.perform(self.machine.storeFailed(error))

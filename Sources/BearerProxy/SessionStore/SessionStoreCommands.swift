@@ -25,6 +25,11 @@ struct SessionStoreCommands: Sendable {
         RESPCommand("SET", self.lockKey, value, "NX", "PX", String(max(1, Int(self.lockTimeout.milliseconds))))
     }
 
+    /// How long the lock lives yet, in milliseconds (negative: no lock).
+    func lockTimeLeft() -> RESPCommand {
+        RESPCommand("PTTL", self.lockKey)
+    }
+
     func read() -> RESPCommand {
         RESPCommand("HMGET", [self.sessionKey] + StoredSession.fields)
     }

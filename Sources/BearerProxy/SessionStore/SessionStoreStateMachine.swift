@@ -62,7 +62,7 @@ struct SessionStoreStateMachine {
 
     enum Action: Equatable {
         case none
-        /// `SET lock value NX PX` and `HMGET`, pipelined.
+        /// `SET lock value NX PX`, `PTTL lock` and `HMGET`, pipelined.
         case lockAndRead(lockValue: String)
         case read
         /// Call the token endpoint; nil means the refresh token the token session holds.
@@ -102,8 +102,14 @@ struct SessionStoreStateMachine {
         return .lockAndRead(lockValue: lockValue)
     }
 
-    /// `SET NX` answered (`acquired`), and the store was read right after it.
-    mutating func lockAnswered(acquired: Bool, stored: StoredSession?, wallMilliseconds: Int64) -> Action {
+    /// `SET NX` answered (`acquired`; `lockTimeLeft` is what remains of the lock), and the store was
+    /// read right after it.
+    mutating func lockAnswered(
+        acquired: Bool,
+        lockTimeLeft: Duration? = nil,
+        stored: StoredSession?,
+        wallMilliseconds: Int64
+    ) -> Action {
         guard case .locking(let attempt) = self.state else { preconditionFailure("Invalid state: \(self.state)") }
         if let stored, self.shouldAdoptDuringRefresh(stored, wallMilliseconds: wallMilliseconds) {
             self.adopt(stored)
@@ -112,9 +118,10 @@ struct SessionStoreStateMachine {
         }
         guard acquired else {
             self.state = .waiting(attempt)
-            return .retry(
-                after: self.isSubscribed ? self.settings.retryWhileSubscribed : self.settings.retryWhileUnsubscribed
-            )
+            var delay = self.isSubscribed ? self.settings.retryWhileSubscribed : self.settings.retryWhileUnsubscribed
+            // A holder that died lets go when its lock expires: be there then.
+            if let lockTimeLeft, lockTimeLeft > .zero { delay = min(delay, lockTimeLeft + .milliseconds(1)) }
+            return .retry(after: delay)
         }
         self.state = .fetching(attempt, base: stored?.generation ?? 0)
         // A token got while the store was away came with the newest refresh token: the session's own.

@@ -1,0 +1,110 @@
+import BearerCore
+import BearerIO
+
+/// The token session in a fleet (session_store): refreshes go through the store, so one proxy calls
+/// the token endpoint and the others adopt what it stored; tokens other proxies store are adopted as
+/// they are published. Implements CONTRACT.md, "A fleet of proxies: one session (Redis)".
+extension TokenSession {
+    /// One refresh for the fleet. The token call runs only here if this proxy takes the lock and
+    /// the store has no other usable token; it spends the fleet's refresh token.
+    func refreshThroughStore(_ sessionStore: SessionStore, source: TokenSource) {
+        let refreshTokens = self.store
+        let logger = self.logger
+        sessionStore.refresh(
+            fetch: { refreshToken, completion in
+                // Writing the refresh token file can block: off the event loops.
+                BlockingWorkPool.shared.execute {
+                    if let refreshToken { refreshTokens?.replace(with: refreshToken, logger: logger) }
+                    source.fetch { outcome in completion(Self.keepingRefreshToken(outcome, refreshTokens)) }
+                }
+            },
+            completion: { result in self.storeRefreshEnded(result, source: source, sessionStore: sessionStore) }
+        )
+    }
+
+    private func storeRefreshEnded(
+        _ result: SessionStore.RefreshResult,
+        source: TokenSource,
+        sessionStore: SessionStore
+    ) {
+        switch result {
+        case .adopted(let stored):
+            self.state.withLock { $0.hasWarnedOfLocalRefresh = false }
+            self.adopt(stored, cause: "refresh")
+        case .refreshed(let stored, let isStored):
+            if isStored {
+                self.state.withLock { $0.hasWarnedOfLocalRefresh = false }
+            } else {
+                self.logger.warn(
+                    "session store unreachable after the token call; the new token is used here and stored once the store is back",
+                    ["store": sessionStore.endpoint.description]
+                )
+            }
+            let now = self.clock.now()
+            let token = self.token(from: stored, now: now)
+            self.endRefresh(cause: "ok", now: now) { $0.refreshEnded(.success(token), now: now) }
+        case .fetchFailed(let outcome):
+            self.refreshFinished(outcome)
+        case .storeUnavailable(let reason):
+            switch self.storeFallback {
+            case .local:
+                let isFirst = self.state.withLock { state -> Bool in
+                    defer { state.hasWarnedOfLocalRefresh = true }
+                    return !state.hasWarnedOfLocalRefresh
+                }
+                if isFirst {
+                    self.logger.warn(
+                        "session store unreachable; refreshing in this process (session_store_fallback = local)",
+                        ["reason": reason]
+                    )
+                }
+                let refreshTokens = self.store
+                source.fetch { outcome in
+                    let kept = Self.keepingRefreshToken(outcome, refreshTokens)
+                    if case .token(let fetched) = kept {
+                        sessionStore.refreshedLocally(
+                            SessionStoreClient.session(from: fetched, wallMilliseconds: wallClockMilliseconds())
+                        )
+                    }
+                    self.refreshFinished(outcome)
+                }
+            case .fail:
+                self.refreshFinished(.transient(reason: "\(reason) (session_store_fallback = fail)", timedOut: false))
+            }
+        }
+    }
+
+    /// A token another proxy stored, noticed outside a refresh of this proxy's (a publication, a
+    /// poll, the read at start).
+    func adoptStored(_ stored: StoredSession) {
+        self.adopt(stored, cause: "store")
+    }
+
+    private func adopt(_ stored: StoredSession, cause: String) {
+        if let refreshToken = stored.refreshToken, let refreshTokens = self.store {
+            // The fleet's newest refresh token, for a refresh here while the store is away.
+            let logger = self.logger
+            BlockingWorkPool.shared.execute { refreshTokens.replace(with: refreshToken, logger: logger) }
+        }
+        let now = self.clock.now()
+        let token = self.token(from: stored, now: now)
+        self.endRefresh(cause: cause, adoptedGeneration: stored.generation, now: now) { $0.tokenAdopted(token) }
+    }
+
+    /// The token as this process tracks it: the stored wall-clock expiry becomes a monotonic one.
+    private func token(from stored: StoredSession, now: Instant) -> TokenSessionStateMachine.Token {
+        let lifetime = stored.expiresAtMilliseconds.map { Duration.milliseconds($0 - wallClockMilliseconds()) }
+        return Self.makeToken(stored.accessToken, lifetime: lifetime, now: now, skew: self.refreshSkew)
+    }
+
+    /// The outcome with the refresh token to store next to the access token: the rotated one, else the
+    /// one just spent (still valid), so proxies without their own refresh token can refresh too.
+    static func keepingRefreshToken(
+        _ outcome: TokenFetchOutcome,
+        _ refreshTokens: RefreshTokenStore?
+    ) -> TokenFetchOutcome {
+        guard case .token(var fetched) = outcome, fetched.refreshToken == nil else { return outcome }
+        fetched.refreshToken = refreshTokens?.current
+        return .token(fetched)
+    }
+}
