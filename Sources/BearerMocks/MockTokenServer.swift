@@ -52,6 +52,25 @@ package final class MockTokenServer: Sendable {
         package var login = LoginSettings()
 
         package init() {}
+
+        /// A refresh_token grant for one client, starting from `seed`, with tokens valid for an hour;
+        /// with `rotation`, refresh tokens rotate and a reused one revokes the family (a fleet's
+        /// worst case: every extra refresh would end the session).
+        package static func refreshTokenGrant(
+            seed: String,
+            clientID: String,
+            clientSecret: String,
+            rotation: Bool = true
+        ) -> Settings {
+            var settings = Settings()
+            settings.clientID = clientID
+            settings.clientSecret = clientSecret
+            settings.refreshTokens = [seed]
+            settings.rotatesRefreshTokens = rotation
+            settings.detectsRefreshTokenReuse = rotation
+            settings.expiresIn = 3600
+            return settings
+        }
     }
 
     package enum Failure: Sendable, Equatable {

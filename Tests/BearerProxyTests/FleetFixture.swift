@@ -30,13 +30,12 @@ final class FleetFixture {
         _ configure: @escaping (inout Configuration) -> Void = { _ in }
     ) throws {
         self.redis = try RedisServerProcess(configuration: ["--requirepass", Self.storePassword])
-        var settings = MockTokenServer.Settings()
-        settings.clientID = "fleet-client"
-        settings.clientSecret = Self.clientSecret
-        settings.refreshTokens = [Self.seedRefreshToken]
-        settings.rotatesRefreshTokens = rotation
-        settings.detectsRefreshTokenReuse = rotation
-        settings.expiresIn = 3600
+        let settings = MockTokenServer.Settings.refreshTokenGrant(
+            seed: Self.seedRefreshToken,
+            clientID: "fleet-client",
+            clientSecret: Self.clientSecret,
+            rotation: rotation
+        )
         self.tokenServer = MockTokenServer(group: mockGroup, authority: self.authority, settings: settings)
         try self.tokenServer.start()
         self.upstream = MockUpstream(group: mockGroup, authority: self.authority)
