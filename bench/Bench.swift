@@ -15,6 +15,8 @@ final class Bench {
     let upstream: MockUpstream
     var log: (String) -> Void
     let progress: ProgressLine
+    /// The fleet's session store, started when the fleet scenario first runs.
+    private var redis: RedisServerProcess?
 
     static let clientID = "bench-client"
     static let clientSecret = "bench-secret"
@@ -47,6 +49,7 @@ final class Bench {
     }
 
     func shutdown() {
+        self.redis?.stop()
         self.upstream.stop()
         self.tokenServer.stop()
         self.mockGroup.shutdown()
@@ -54,12 +57,12 @@ final class Bench {
     }
 
     /// The proxy's config for a scenario.
-    func proxyConfig(extra: String = "") -> String {
+    func proxyConfig(grant: String = "grant_type = client_credentials", extra: String = "") -> String {
         var lines = [
             "listen = 127.0.0.1:0",
             "upstream = \(self.upstream.baseURL)",
             "token_url = \(self.tokenServer.url)",
-            "grant_type = client_credentials",
+            grant,
             "client_id = \(Self.clientID)",
             "client_secret = \(Self.clientSecret)",
             "log_level = warn",
@@ -80,11 +83,11 @@ final class Bench {
                 requestTarget: "/bench",
                 extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n"
             )
-            return self.measure(name: "direct", round: round, target: target, proxy: nil)
+            return self.measure(name: "direct", round: round, targets: [target], proxies: [])
         case .steady:
             self.tokenServer.update { $0.expiresIn = nil }
             return try self.withProxy { proxy, target in
-                self.measure(name: "steady", round: round, target: target, proxy: proxy)
+                self.measure(name: "steady", round: round, targets: [target], proxies: [proxy])
             }
         case .expiry:
             self.tokenServer.update { $0.expiresIn = nil }
@@ -92,8 +95,8 @@ final class Bench {
                 self.measure(
                     name: "expiry",
                     round: round,
-                    target: target,
-                    proxy: proxy,
+                    targets: [target],
+                    proxies: [proxy],
                     expireEvery: self.options.expireEvery
                 )
             }
@@ -101,7 +104,18 @@ final class Bench {
             self.tokenServer.update { $0.expiresIn = Int(self.options.tokenLifetime.seconds.rounded(.up)) }
             defer { self.tokenServer.update { $0.expiresIn = nil } }
             return try self.withProxy { proxy, target in
-                self.measure(name: "proactive", round: round, target: target, proxy: proxy)
+                self.measure(name: "proactive", round: round, targets: [target], proxies: [proxy])
+            }
+        case .fleet:
+            self.tokenServer.update { $0.expiresIn = nil }
+            return try self.withFleet { proxies, targets in
+                self.measure(
+                    name: "fleet",
+                    round: round,
+                    targets: targets,
+                    proxies: proxies,
+                    expireEvery: self.options.expireEvery
+                )
             }
         }
     }
@@ -119,7 +133,7 @@ final class Bench {
             requestTarget: path,
             extraHeaders: ""
         )
-        return self.measure(name: name, round: round, target: target, proxy: nil)
+        return self.measure(name: name, round: round, targets: [target], proxies: [])
     }
 
     private func withProxy(_ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult) throws -> ScenarioResult {
@@ -133,20 +147,76 @@ final class Bench {
         // Let the start-up token fetch finish before measuring.
         let deadline = Instant.now() + .seconds(5)
         while self.tokenServer.callCount == 0 && Instant.now() < deadline { usleep(5000) }
-        let target = LoadGenerator.Target(
+        return body(proxy, Self.target(port: port))
+    }
+
+    /// `options.proxies` proxies sharing one session through Redis, with refresh-token rotation and
+    /// reuse detection at the token server: one refresh too many would end the session.
+    private func withFleet(_ body: ([ChildProxy], [LoadGenerator.Target]) -> ScenarioResult) throws -> ScenarioResult {
+        let redis = try self.sessionStore()
+        // A fresh session per round: its own seed refresh token and its own keys in the store.
+        let round = UInt32.random(in: 0...UInt32.max)
+        let seed = "rt-bench-seed-\(round)"
+        self.tokenServer.update {
+            $0.refreshTokens.insert(seed)
+            $0.rotatesRefreshTokens = true
+            $0.detectsRefreshTokenReuse = true
+        }
+        defer {
+            self.tokenServer.update {
+                $0.rotatesRefreshTokens = false
+                $0.detectsRefreshTokenReuse = false
+            }
+        }
+        let config = self.proxyConfig(
+            grant: "grant_type = refresh_token\nrefresh_token = \(seed)",
+            extra: "session_store = redis://127.0.0.1:\(redis.port)\nsession_name = bench-\(round)"
+        )
+        let callsBefore = self.tokenServer.callCount
+        var proxies: [ChildProxy] = []
+        defer { for proxy in proxies { proxy.stop() } }
+        var targets: [LoadGenerator.Target] = []
+        for _ in 0..<self.options.proxies {
+            let proxy = try ChildProxy(binary: self.proxyBinary, config: config)
+            proxies.append(proxy)
+            guard let port = proxy.waitForPort() else {
+                throw BenchError(
+                    "bearer-proxy did not start: \(proxy.standardError.split(separator: "\n").last ?? "no output")"
+                )
+            }
+            targets.append(Self.target(port: port))
+        }
+        // One start-up token call for the whole fleet; the others adopt it.
+        let deadline = Instant.now() + .seconds(5)
+        while self.tokenServer.callCount == callsBefore && Instant.now() < deadline { usleep(5000) }
+        return body(proxies, targets)
+    }
+
+    /// The Redis the fleet shares, started on first use and kept for the bench's other rounds.
+    private func sessionStore() throws -> RedisServerProcess {
+        if let redis = self.redis { return redis }
+        guard RedisServerProcess.executable != nil else {
+            throw BenchError("--scenario fleet needs redis-server (apt-get install redis-server)")
+        }
+        let redis = try RedisServerProcess()
+        self.redis = redis
+        return redis
+    }
+
+    private static func target(port: Int) -> LoadGenerator.Target {
+        LoadGenerator.Target(
             address: SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             hostHeader: "127.0.0.1:\(port)",
             requestTarget: "/bench",
             extraHeaders: ""
         )
-        return body(proxy, target)
     }
 
     private func measure(
         name: String,
         round: String,
-        target: LoadGenerator.Target,
-        proxy: ChildProxy?,
+        targets: [LoadGenerator.Target],
+        proxies: [ChildProxy],
         expireEvery: Duration? = nil
     ) -> ScenarioResult {
         let label = round.isEmpty ? name : "\(name), \(round)"
@@ -154,7 +224,7 @@ final class Bench {
             "\(label): \(self.options.connections) connections, \(formatSeconds(self.options.warmup)) warm-up, \(formatSeconds(self.options.duration)) measured"
         )
         let generator = LoadGenerator(
-            target: target,
+            targets: targets,
             connections: self.options.connections,
             pipeline: self.options.pipeline,
             group: self.loadGroup
@@ -174,7 +244,7 @@ final class Bench {
                 self.upstream.resetRequestIDs()
                 tokenCallsBefore = self.tokenServer.callCount
                 rejectedBefore = self.upstream.rejected.load(ordering: .relaxed)
-                cpuBefore = proxy?.cpuSeconds ?? 0
+                cpuBefore = proxies.map(\.cpuSeconds).reduce(0, +)
                 if let expireEvery {
                     // No revocation in the last moments: a storm nobody sends a request into is not a storm.
                     let quiet = min(expireEvery / 2, .milliseconds(200))
@@ -187,7 +257,7 @@ final class Bench {
             },
             onMeasurementEnd: {
                 expiryInstants = revoker?.stop() ?? []
-                cpuAfter = proxy?.cpuSeconds ?? 0
+                cpuAfter = proxies.map(\.cpuSeconds).reduce(0, +)
             },
             progress: { phase, elapsed, completed in
                 let total = phase == .warmup ? self.options.warmup : self.options.duration
@@ -211,6 +281,7 @@ final class Bench {
         for (status, count) in nonSuccess { errors["status \(status)", default: 0] += count }
         return ScenarioResult(
             name: name,
+            proxies: proxies.count,
             connections: self.options.connections,
             durationSeconds: result.measuredSeconds,
             requests: requests,
@@ -219,12 +290,12 @@ final class Bench {
             errors: errors,
             statuses: statuses.filter { !(200..<300).contains($0.key) },
             client401s: client401s,
-            tokenCalls: proxy == nil ? 0 : tokenCalls,
+            tokenCalls: proxies.isEmpty ? 0 : tokenCalls,
             expiryEvents: expiryInstants.count,
             replays: max(0, rejected - client401s),
             maxTimesSeenUpstream: self.upstream.requestIDStatistics.maximum,
-            proxyPeakRSSMiB: proxy?.memory.peakMiB,
-            proxyCPUSeconds: proxy.map { _ in cpuAfter - cpuBefore },
+            proxyPeakRSSMiB: proxies.map(\.memory.peakMiB).max(),
+            proxyCPUSeconds: proxies.isEmpty ? nil : cpuAfter - cpuBefore,
             series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),
             expiryTimes: expiryInstants.map { ($0 - start).seconds },
             refreshTimes: refreshInstants.map { ($0 - start).seconds }

@@ -3,10 +3,15 @@ import BearerCore
 /// bearer-bench's command line.
 struct BenchOptions: Equatable {
     enum Scenario: String, CaseIterable {
-        case direct, steady, expiry, proactive
+        case direct, steady, expiry, proactive, fleet
+
+        /// What `all` and the default run: every scenario that needs nothing but this bench.
+        static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
     }
 
-    var scenarios: [Scenario] = Scenario.allCases
+    var scenarios: [Scenario] = Scenario.standard
+    /// fleet: how many proxy processes share the session through Redis.
+    var proxies = 3
     var connections = 64
     var duration: Duration = .seconds(5)
     var warmup: Duration = .seconds(1)
@@ -62,21 +67,26 @@ struct BenchOptions: Equatable {
             case "--scenario":
                 let text = try value(name)
                 if text == "all" {
-                    options.scenarios = Scenario.allCases
+                    options.scenarios = Scenario.standard
                 } else {
                     var chosen: [Scenario] = []
                     for item in text.split(separator: ",") {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry or proactive, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive or fleet, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
                     }
+                    // The fleet is reported next to one proxy under the same storm.
+                    if let fleet = chosen.firstIndex(of: .fleet), !chosen.contains(.expiry) {
+                        chosen.insert(.expiry, at: fleet)
+                    }
                     options.scenarios = chosen
                 }
             case "--connections": options.connections = try integer(name)
+            case "--proxies": options.proxies = try integer(name)
             case "--duration": options.duration = try duration(name)
             case "--repeat": options.repeats = try integer(name)
             case "--warmup": options.warmup = try duration(name)
@@ -107,7 +117,10 @@ struct BenchOptions: Equatable {
         USAGE: bearer-bench [<options>]
 
         OPTIONS:
-          --scenario <list>       all, or a comma list of direct, steady, expiry, proactive (default: all)
+          --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet
+                                  (default: all, which is every one but fleet)
+          --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
+                                  bench starts (needs redis-server installed) (default: 3)
           --connections <n>       Keep-alive client connections (default: 64)
           --duration <time>       Measured time per scenario and round (default: 5s)
           --warmup <time>         Unmeasured time before it (default: 1s)

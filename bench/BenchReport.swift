@@ -14,7 +14,8 @@ enum BenchReport {
         "scenario", "req/s", "±%", "p50 ms", "p99 ms", "±%", "p99.9 ms", "errors", "proxy RSS MiB", "proxy CPU s",
     ]
     static let tokenColumns = [
-        "scenario", "client 401s", "token calls", "expiry events", "refreshes/expiry", "replays", "max seen upstream",
+        "scenario", "proxies", "client 401s", "token calls", "expiry events", "refreshes/expiry", "replays",
+        "max seen upstream",
     ]
 
     static func table(
@@ -47,7 +48,8 @@ enum BenchReport {
             var tokens = [Self.tokenColumns]
             for summary in proxied {
                 tokens.append([
-                    summary.name, "\(summary.client401s)", "\(summary.tokenCalls)", "\(summary.expiryEvents)",
+                    summary.name, "\(summary.proxies)", "\(summary.client401s)", "\(summary.tokenCalls)",
+                    "\(summary.expiryEvents)",
                     summary.refreshesPerExpiry.map { format($0, 2) } ?? "-", "\(summary.replays)",
                     "\(summary.maxTimesSeenUpstream)",
                 ])
@@ -115,6 +117,7 @@ enum BenchReport {
             "scenarios": summaries.map { summary -> [String: Any] in
                 var object: [String: Any] = [
                     "name": summary.name,
+                    "proxies": summary.proxies,
                     "connections": summary.connections,
                     "requests": summary.requests,
                     "requests_per_second": summary.requestsPerSecond.median,
@@ -157,6 +160,7 @@ enum BenchReport {
     /// Every figure of one round, as measured.
     private static func roundObject(_ result: ScenarioResult) -> [String: Any] {
         var object: [String: Any] = [
+            "proxies": result.proxies,
             "duration_s": result.durationSeconds,
             "requests": result.requests,
             "requests_per_second": result.requestsPerSecond,

@@ -25,14 +25,27 @@ final class LoadGenerator: Sendable {
         var measuredSeconds: Double = 0
     }
 
-    let target: Target
+    /// Connection i goes to `targets[i % targets.count]` (a fleet spreads its clients over its proxies).
+    let targets: [Target]
     let connections: Int
     let pipeline: Int
     let group: EventLoopGroup
     let connectionIDBase: Int
 
-    init(target: Target, connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0) {
-        self.target = target
+    convenience init(target: Target, connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0)
+    {
+        self.init(
+            targets: [target],
+            connections: connections,
+            pipeline: pipeline,
+            group: group,
+            connectionIDBase: connectionIDBase
+        )
+    }
+
+    init(targets: [Target], connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0) {
+        precondition(!targets.isEmpty, "a load generator needs a target")
+        self.targets = targets
         self.connections = connections
         self.pipeline = max(1, pipeline)
         self.group = group
@@ -67,7 +80,7 @@ final class LoadGenerator: Sendable {
         while started.load(ordering: .relaxed) < self.group.loops.count { usleep(1000) }
         for index in 0..<self.connections {
             let loop = self.group.loops[index % self.group.loops.count]
-            let target = self.target
+            let target = self.targets[index % self.targets.count]
             let pipeline = self.pipeline
             let id = self.connectionIDBase + index
             loop.execute {

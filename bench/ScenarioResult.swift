@@ -1,6 +1,8 @@
 /// Every figure of one scenario run.
 struct ScenarioResult {
     var name: String
+    /// Proxy processes the load went through (0: straight at the API or at another proxy).
+    var proxies = 1
     var connections: Int
     var durationSeconds: Double
     var requests: Int

@@ -33,6 +33,7 @@ struct ScenarioSummary {
     var rounds: [ScenarioResult]
 
     var connections: Int { self.rounds[0].connections }
+    var proxies: Int { self.rounds[0].proxies }
     var requestsPerSecond: Spread { Spread(self.rounds.map(\.requestsPerSecond)) }
     var p50Milliseconds: Double { Spread(self.rounds.map(\.latency.p50Milliseconds)).median }
     var p99Milliseconds: Spread { Spread(self.rounds.map(\.latency.p99Milliseconds)) }

@@ -190,6 +190,41 @@ struct SessionStoreTests {
         #expect(!fleet[1].store.status.isSubscribed)
     }
 
+    /// The README's Redis user, copied from its fleet setup as a reader would: enough for every command
+    /// the fleet sends (the write script's included), pub/sub included, and nothing else.
+    @Test func theReadmesRedisUserIsAllTheFleetNeeds() throws {
+        let readme = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("README.md").path,
+            encoding: .utf8
+        )
+        let line = try #require(
+            readme.split(separator: "\n").first { $0.hasPrefix("    user bearer-proxy on ") },
+            "the README shows no Redis user for the fleet"
+        )
+        let words = line.split(separator: " ").dropFirst().map(String.init)
+        let redis = try startRedis(configuration: ["--user"] + words + ["--user", "default", "off"])
+        let endpoint = RedisEndpoint.local(redis, password: "change-this-password", username: "bearer-proxy")
+        let tokens = RotatingTokenEndpoint()
+        let fleet = (0..<2).map { _ in FleetMember(endpoint) }
+        for member in fleet { #expect(member.waitUntilConnected()) }
+        fleet[0].refresh(tokens)
+        #expect(fleet[0].waitForResults(1))
+        #expect(fleet[0].refreshResults.last?.isOwnRefresh == true)
+        #expect(fleet[1].waiter.wait { fleet[1].adoptions.map { $0.accessToken.reveal() } == ["tok-1"] })
+        fleet[1].refresh(tokens)
+        #expect(fleet[1].waitForResults(1))
+        #expect(fleet[1].refreshResults.last?.token == "tok-2")
+        for member in fleet { #expect(member.store.status.errors.isEmpty, "\(member.store.status.errors)") }
+        // The user reaches nothing but the fleet's keys.
+        let probe = RedisHarness(endpoint)
+        guard case .failure(.reply(let message)) = probe.run(RESPCommand("GET", "other-key")) else {
+            Issue.record("the README's user reaches keys outside bearer-proxy:*")
+            return
+        }
+        #expect(message.hasPrefix("NOPERM"))
+    }
+
     @Test func aHolderThatDiesMidRefreshBlocksTheOthersOnlyUntilItsLockExpires() throws {
         let redis = try startRedis()
         let endpoint = RotatingTokenEndpoint()

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerMocks
 import Foundation
 import Testing
 
@@ -7,18 +8,7 @@ import Testing
 /// A short bench run against the built proxy: checks the report's invariants, never its speed.
 @Suite struct BenchSmokeTests {
     @Test func expiryStormCostsOneTokenCallPerExpiryAndNoClient401s() throws {
-        let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        let proxyBinary = URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent(
-            "bearer-proxy"
-        ).path
-        let binary = try #require(ChildProxy.locateBinary(proxyBinary), "bearer-proxy is not built next to the tests")
-        var options = BenchOptions()
-        options.connections = 8
-        options.duration = .seconds(2)
-        options.warmup = .milliseconds(500)
-        options.expireEvery = .milliseconds(500)
-        options.proxyWorkers = 2
-        let bench = try Bench(options: options, proxyBinary: binary, log: { _ in })
+        let bench = try shortBench(connections: 8) { $0.proxyWorkers = 2 }
         defer { bench.shutdown() }
         let steady = try bench.run(.steady)
         let expiry = try bench.run(.expiry)
@@ -42,4 +32,49 @@ import Testing
         #expect(idle.established == 20, "idle connections: \(idle.stopReason ?? "")")
         #expect(idle.proxyRSSMiB > 0)
     }
+}
+
+/// The fleet scenario against the built proxy and Debian's redis-server: its invariants, never its speed.
+@Suite(
+    .enabled(
+        if: RedisServerProcess.executable != nil || ProcessInfo.processInfo.environment["CI"] == "true",
+        "needs redis-server (apt-get install redis-server)"
+    )
+)
+struct BenchFleetSmokeTests {
+    @Test func aFleetUnderAnExpiryStormCostsOneTokenCallPerExpiryAndNoClient401s() throws {
+        let bench = try shortBench(connections: 12) {
+            $0.proxyWorkers = 1
+            $0.proxies = 3
+        }
+        defer { bench.shutdown() }
+        let fleet = try bench.run(.fleet)
+        #expect(fleet.proxies == 3)
+        #expect(fleet.requests > 0)
+        #expect(fleet.client401s == 0, "clients saw \(fleet.client401s) 401s")
+        #expect(fleet.errorCount == 0, "\(fleet.errors)")
+        #expect(fleet.expiryEvents >= 2)
+        #expect(
+            fleet.refreshesPerExpiry == 1,
+            "token calls \(fleet.tokenCalls) for \(fleet.expiryEvents) expiry events"
+        )
+        #expect(bench.tokenServer.reuseDetections.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// A bench with short runs (2 s after 0.5 s, a revocation every 0.5 s) against the proxy built next
+/// to the tests.
+func shortBench(connections: Int, _ adjust: (inout BenchOptions) -> Void) throws -> Bench {
+    let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+    let proxyBinary = URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent(
+        "bearer-proxy"
+    ).path
+    let binary = try #require(ChildProxy.locateBinary(proxyBinary), "bearer-proxy is not built next to the tests")
+    var options = BenchOptions()
+    options.connections = connections
+    options.duration = .seconds(2)
+    options.warmup = .milliseconds(500)
+    options.expireEvery = .milliseconds(500)
+    adjust(&options)
+    return try Bench(options: options, proxyBinary: binary, log: { _ in })
 }

@@ -62,6 +62,16 @@ import Testing
 
     @Test func defaultsToAllScenarios() throws {
         #expect(try BenchOptions.parse([]).scenarios == [.direct, .steady, .expiry, .proactive])
+        #expect(try BenchOptions.parse(["--scenario", "all"]).scenarios == [.direct, .steady, .expiry, .proactive])
+    }
+
+    @Test func aFleetRunsNextToTheSingleProxyExpiryScenario() throws {
+        let options = try BenchOptions.parse(["--scenario", "fleet", "--proxies", "4"])
+        #expect(options.scenarios == [.expiry, .fleet])
+        #expect(options.proxies == 4)
+        #expect(try BenchOptions.parse([]).proxies == 3)
+        #expect(try BenchOptions.parse(["--scenario", "fleet,expiry"]).scenarios == [.fleet, .expiry])
+        #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--proxies", "0"]) }
     }
 
     @Test func rejectsBadOptions() {
@@ -84,6 +94,7 @@ import Testing
     ) -> ScenarioResult {
         ScenarioResult(
             name: name,
+            proxies: proxied ? 1 : 0,
             connections: 64,
             durationSeconds: 10,
             requests: Int(rps * 10),
@@ -137,7 +148,8 @@ import Testing
         let scenarios = try #require(object["scenarios"] as? [[String: Any]])
         #expect(scenarios.count == 3)
         for key in [
-            "name", "connections", "requests", "requests_per_second", "requests_per_second_range", "latency_ms",
+            "name", "proxies", "connections", "requests", "requests_per_second", "requests_per_second_range",
+            "latency_ms",
             "p99_ms_range", "errors", "client_401s", "token_calls", "expiry_events", "refreshes_per_expiry", "replays",
             "max_times_seen_upstream", "proxy_peak_rss_mib", "proxy_cpu_s", "rounds",
         ] {
