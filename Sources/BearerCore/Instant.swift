@@ -102,3 +102,8 @@ package func wallClockSeconds() -> Double {
     clock_gettime(CLOCK_REALTIME, &spec)
     return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
 }
+
+/// Milliseconds since 1970 (CLOCK_REALTIME): stored expiries are shared between machines.
+package func wallClockMilliseconds() -> Int64 {
+    Int64(wallClockSeconds() * 1000)
+}

@@ -63,7 +63,7 @@ extension TokenSession {
                     let kept = Self.keepingRefreshToken(outcome, refreshTokens)
                     if case .token(let fetched) = kept {
                         sessionStore.refreshedLocally(
-                            SessionStoreClient.session(from: fetched, wallMilliseconds: wallClockMilliseconds())
+                            StoredSession(fetched: fetched, wallMilliseconds: wallClockMilliseconds())
                         )
                     }
                     self.refreshFinished(outcome)

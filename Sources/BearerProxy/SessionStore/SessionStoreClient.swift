@@ -183,7 +183,7 @@ final class SessionStoreClient: RedisConnectionObserver {
                 guard !client.isStopped else { return }
                 var token: StoredSession?
                 if case .token(let fetched) = outcome {
-                    token = Self.session(from: fetched, wallMilliseconds: client.wallClock())
+                    token = StoredSession(fetched: fetched, wallMilliseconds: client.wallClock())
                 } else {
                     client.failedFetch = outcome
                 }
@@ -317,22 +317,6 @@ final class SessionStoreClient: RedisConnectionObserver {
     }
 
     // MARK: Values
-
-    /// A stored session from a token endpoint's answer: the expiry from expires_in, else the JWT's exp.
-    static func session(from fetched: FetchedToken, wallMilliseconds: Int64) -> StoredSession {
-        var expiresAt: Int64?
-        if let expiresIn = fetched.expiresIn {
-            expiresAt = wallMilliseconds + Int64(expiresIn.milliseconds)
-        } else if let exp = JWTExpiry.expiry(of: fetched.accessToken.reveal()) {
-            expiresAt = Int64(exp * 1000)
-        }
-        return StoredSession(
-            generation: 0,
-            accessToken: fetched.accessToken,
-            expiresAtMilliseconds: expiresAt,
-            refreshToken: fetched.refreshToken
-        )
-    }
 
     /// 128 random bits: only the holder can know its lock's value, so only it can release it.
     static func lockValue() -> String {

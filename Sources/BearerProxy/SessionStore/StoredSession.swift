@@ -23,6 +23,23 @@ package struct StoredSession: Equatable, Sendable {
         self.refreshToken = refreshToken
     }
 
+    /// A token endpoint's answer as the store keeps it: the expiry from expires_in, else the JWT's exp;
+    /// the refresh token the answer carries (the fleet's next one). Its generation is set when written.
+    init(fetched: FetchedToken, wallMilliseconds: Int64) {
+        var expiresAt: Int64?
+        if let expiresIn = fetched.expiresIn {
+            expiresAt = wallMilliseconds + Int64(expiresIn.milliseconds)
+        } else if let exp = JWTExpiry.expiry(of: fetched.accessToken.reveal()) {
+            expiresAt = Int64(exp * 1000)
+        }
+        self.init(
+            generation: 0,
+            accessToken: fetched.accessToken,
+            expiresAtMilliseconds: expiresAt,
+            refreshToken: fetched.refreshToken
+        )
+    }
+
     /// Whether the access token can still be sent at `wallMilliseconds`.
     package func isUsable(at wallMilliseconds: Int64) -> Bool {
         guard let expiresAtMilliseconds else { return true }
