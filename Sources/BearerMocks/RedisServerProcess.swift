@@ -32,6 +32,8 @@ package final class RedisServerProcess: @unchecked Sendable {
     private struct Running {
         var pid: pid_t
         var exited = false
+        /// Reads the output and reaps the server; joined once the server is gone.
+        var collector: pthread_t?
     }
 
     package let port: Int
@@ -91,8 +93,10 @@ package final class RedisServerProcess: @unchecked Sendable {
             throw error
         }
         close(fds[1])
+        self.joinCollector()
         self.state.withLock { $0 = (Running(pid: pid), "") }
-        self.collect(pid: pid, output: fds[0])
+        let collector = self.collect(pid: pid, output: fds[0])
+        self.state.withLock { $0.running?.collector = collector }
         let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.nanoseconds))
         while !self.output.contains("Ready to accept connections") {
             guard self.isRunning, self.changed.wait(timeout: deadline) == .success else {
@@ -124,6 +128,7 @@ package final class RedisServerProcess: @unchecked Sendable {
     }
 
     private func end(signal: Int32) {
+        defer { self.joinCollector() }
         guard let pid = self.pid else { return }
         Glibc.kill(pid, signal)
         Glibc.kill(pid, SIGCONT)
@@ -138,10 +143,10 @@ package final class RedisServerProcess: @unchecked Sendable {
 
     /// Reads the server's output until it closes, then reaps the server: on a thread of its own,
     /// as blocking reads must be. It holds the state, not `self`: `deinit` waits for the exit it records.
-    private func collect(pid: pid_t, output fd: Int32) {
+    private func collect(pid: pid_t, output fd: Int32) -> pthread_t {
         let state = self.state
         let changed = self.changed
-        _ = spawnThread(name: "redis-output") {
+        return spawnThread(name: "redis-output") {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = read(fd, &buffer, buffer.count)
@@ -156,6 +161,16 @@ package final class RedisServerProcess: @unchecked Sendable {
             state.withLock { if $0.running?.pid == pid { $0.running?.exited = true } }
             changed.signal()
         }
+    }
+
+    /// Waits for the collector of a server that is gone (it ends right after reaping it).
+    private func joinCollector() {
+        let collector = self.state.withLock { state -> pthread_t? in
+            guard let running = state.running, running.exited else { return nil }
+            defer { state.running?.collector = nil }
+            return running.collector
+        }
+        if let collector { joinThread(collector) }
     }
 
     /// posix_spawn with an empty signal mask and default dispositions, stdout and stderr into `output`.

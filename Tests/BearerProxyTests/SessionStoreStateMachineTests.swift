@@ -38,9 +38,12 @@ import Testing
 
     @Test func theFirstRefreshOnAnEmptyStoreFetchesWritesAndReleases() {
         var machine = Self.machine()
-        #expect(machine.refreshRequested(lockValue: Self.lock, now: t0) == .lockAndRead(lockValue: Self.lock))
+        #expect(
+            machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
+                == .lockAndRead(lockValue: Self.lock)
+        )
         // A second request while one runs joins it.
-        #expect(machine.refreshRequested(lockValue: "other", now: t0) == .none)
+        #expect(machine.refreshRequested(lockValue: "other", replacing: nil, now: t0) == .none)
         #expect(
             machine.lockAnswered(acquired: true, stored: nil) == .fetch(refreshToken: nil)
         )
@@ -59,7 +62,7 @@ import Testing
 
     @Test func theHolderSpendsTheStoredRefreshTokenAndWritesTheNextGeneration() {
         var machine = Self.following(Self.session(4, "tok-4", refresh: "rt-4"))
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
         // The store still holds this proxy's own (now rejected) token: fetch with the stored refresh token.
         #expect(
             machine.lockAnswered(acquired: true, stored: Self.session(4, "tok-4", refresh: "rt-4"))
@@ -73,13 +76,13 @@ import Testing
 
     @Test func aTokenStoredMeanwhileIsAdoptedWithoutATokenCall() {
         var machine = Self.following(Self.session(4, "tok-4"))
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
         let newer = Self.session(5, "tok-5")
         #expect(
             machine.lockAnswered(acquired: true, stored: newer)
                 == .finish(.adopted(newer), releasing: Self.lock)
         )
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-5"), now: t0)
         let newest = Self.session(6, "tok-6")
         #expect(
             machine.lockAnswered(acquired: false, stored: newest)
@@ -87,10 +90,21 @@ import Testing
         )
     }
 
+    @Test func aRefreshAskedForJustBeforeAPublicationAdoptsWithoutATokenCall() {
+        var machine = Self.following(Self.session(4, "tok-4"))
+        // The publication of tok-5 is read first; the refresh that replaces tok-4 runs after it.
+        #expect(machine.readAnswered(Self.session(5, "tok-5")) == .adopt(Self.session(5, "tok-5")))
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
+        #expect(
+            machine.lockAnswered(acquired: true, stored: Self.session(5, "tok-5"))
+                == .finish(.adopted(Self.session(5, "tok-5")), releasing: Self.lock)
+        )
+    }
+
     @Test func aProxyThatFindsTheLockTakenWaitsForThePublication() {
         var machine = Self.following(Self.session(4, "tok-4"))
         _ = machine.subscriptionChanged(isUp: true)
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
         #expect(
             machine.lockAnswered(acquired: false, stored: Self.session(4, "tok-4"))
                 == .retry(after: .milliseconds(500))
@@ -106,7 +120,7 @@ import Testing
 
     @Test func withoutASubscriptionTheWaitingProxyRetriesTheLockSoonerAndTakesItWhenItExpires() {
         var machine = Self.following(Self.session(4, "tok-4", refresh: "rt-4"))
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
         #expect(
             machine.lockAnswered(acquired: false, stored: Self.session(4, "tok-4", refresh: "rt-4"))
                 == .retry(after: .milliseconds(100))
@@ -127,7 +141,7 @@ import Testing
     @Test func aWaitingProxyTriesAgainAsTheLockExpires() {
         var machine = Self.machine()
         _ = machine.subscriptionChanged(isUp: true)
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         #expect(
             machine.lockAnswered(
                 acquired: false,
@@ -146,7 +160,7 @@ import Testing
 
     @Test func waitingEndsAfterTheWaitLimit() {
         var machine = Self.machine()
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         _ = machine.lockAnswered(acquired: false, stored: nil)
         #expect(machine.retryDue(now: t0 + .seconds(60)) == .finish(.lockWaitTimedOut, releasing: nil))
         #expect(machine.state == .idle)
@@ -154,7 +168,7 @@ import Testing
 
     @Test func aFailedTokenCallReleasesTheLock() {
         var machine = Self.machine()
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         _ = machine.lockAnswered(acquired: true, stored: nil)
         #expect(machine.fetchAnswered(nil) == .finish(.fetchFailed, releasing: Self.lock))
     }
@@ -163,7 +177,7 @@ import Testing
         var machine = Self.machine()
         let expired = Self.session(3, "tok-3", expiresIn: -1, refresh: "rt-3")
         #expect(machine.readAnswered(expired) == .none)
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         #expect(
             machine.lockAnswered(acquired: true, stored: expired)
                 == .fetch(refreshToken: Secret("rt-3"))
@@ -176,7 +190,7 @@ import Testing
 
     @Test func losingTheWriteRaceAdoptsTheOtherToken() {
         var machine = Self.machine()
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         _ = machine.lockAnswered(acquired: true, stored: nil)
         _ = machine.fetchAnswered(Self.session(0, "ours"))
         #expect(machine.writeAnswered(written: false, generation: 1) == .read)
@@ -186,7 +200,7 @@ import Testing
 
     @Test func theStoreFailingBeforeTheLockLeavesItToTheFallback() {
         var machine = Self.machine()
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         #expect(
             machine.storeFailed(.unavailable("refused"))
                 == .finish(.storeUnavailable(.unavailable("refused")), releasing: nil)
@@ -195,7 +209,7 @@ import Testing
 
     @Test func aTokenTheStoreCouldNotTakeIsWrittenWhenItComesBack() {
         var machine = Self.following(Self.session(4, "tok-4"))
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-4"), now: t0)
         _ = machine.lockAnswered(acquired: true, stored: Self.session(4, "tok-4"))
         _ = machine.fetchAnswered(Self.session(0, "tok-5", refresh: "rt-5"))
         let ours = Self.session(5, "tok-5", refresh: "rt-5")
@@ -224,7 +238,7 @@ import Testing
     @Test func aRefreshAfterALocalOneSpendsTheLocalRefreshToken() {
         var machine = Self.following(Self.session(4, "tok-4", refresh: "rt-4"))
         machine.refreshedLocally(Self.session(0, "local", refresh: "rt-local"))
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("local"), now: t0)
         // The store's refresh token was spent by the local refresh: the session's own is the live one.
         #expect(
             machine.lockAnswered(acquired: true, stored: Self.session(4, "tok-4", refresh: "rt-4"))
@@ -268,7 +282,7 @@ import Testing
         #expect(machine.subscriptionChanged(isUp: true) == .read)
         #expect(machine.pollDue() == .none)
         #expect(machine.subscriptionChanged(isUp: false) == .none)
-        _ = machine.refreshRequested(lockValue: Self.lock, now: t0)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         #expect(machine.pollDue() == .none)
     }
 }

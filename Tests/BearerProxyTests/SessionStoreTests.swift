@@ -54,6 +54,7 @@ final class FleetMember: Sendable {
     let store: SessionStore
     private let adopted = Locked<[StoredSession]>([])
     private let results = Locked<[SessionStore.RefreshResult]>([])
+    private let current = Locked<String?>(nil)
     let waiter = EventWaiter()
 
     init(
@@ -72,6 +73,7 @@ final class FleetMember: Sendable {
             logger: logger
         )
         self.store.start { stored in
+            self.current.withLock { $0 = stored.accessToken.reveal() }
             self.adopted.withLock { $0.append(stored) }
             self.waiter.signal()
         }
@@ -82,8 +84,12 @@ final class FleetMember: Sendable {
     var adoptions: [StoredSession] { self.adopted.withLock { $0 } }
     var refreshResults: [SessionStore.RefreshResult] { self.results.withLock { $0 } }
 
+    /// The token this member uses now: what its last refresh or adoption left it with.
+    var currentToken: Secret<String>? { self.current.withLock { $0 }.map { Secret($0) } }
+
     func refresh(_ endpoint: RotatingTokenEndpoint) {
-        self.store.refresh(fetch: endpoint.fetch) { result in
+        self.store.refresh(replacing: self.currentToken, fetch: endpoint.fetch) { result in
+            if let token = result.token { self.current.withLock { $0 = token } }
             self.results.withLock { $0.append(result) }
             self.waiter.signal()
         }
@@ -109,7 +115,7 @@ extension SessionStore.RefreshResult {
     var token: String? {
         switch self {
         case .adopted(let stored), .refreshed(let stored, _): stored.accessToken.reveal()
-        case .fetchFailed, .storeUnavailable: nil
+        case .fetchFailed, .storeUnavailable, .stopped: nil
         }
     }
 
@@ -242,6 +248,30 @@ struct SessionStoreTests {
         #expect(other.waitForResults(1))
         #expect(other.refreshResults.last?.token == "tok-1")
         #expect(working.calls == 1)
+    }
+
+    /// A proxy stopping (SIGTERM) while its refresh waits must not fall back to a token call of its own:
+    /// it would spend the fleet's refresh token and store nothing.
+    @Test func stoppingWhileARefreshWaitsEndsItWithoutATokenCall() throws {
+        let redis = try startRedis()
+        let probe = RedisHarness(.local(redis))
+        #expect(
+            probe.run(RESPCommand("SET", "bearer-proxy:{test}:lock", "another-proxy", "PX", "60000"))
+                == .success(.simpleString("OK"))
+        )
+        let endpoint = RotatingTokenEndpoint()
+        let member = FleetMember(.local(redis))
+        member.refresh(endpoint)
+        #expect(member.waitForStatus { $0.operations["lock", default: 0] >= 2 }, "the refresh never waited")
+        member.store.stop()
+        #expect(member.waitForResults(1))
+        guard case .stopped = member.refreshResults.last else {
+            Issue.record(
+                "expected the refresh to end as stopped, got \(String(describing: member.refreshResults.last))"
+            )
+            return
+        }
+        #expect(endpoint.calls == 0)
     }
 
     @Test func anUnreachableStoreIsReportedByNameWithoutItsPassword() throws {

@@ -40,6 +40,13 @@ import Testing
         #expect(session.failure == nil)
     }
 
+    @Test func adoptingTheTokenAlreadyInUseChangesNothing() {
+        var session = machine()
+        #expect(session.tokenAdopted(token("fleet")) == .resume(waiters: [], token: Secret("fleet"), generation: 2))
+        #expect(session.tokenAdopted(token("fleet")) == .ignore)
+        #expect(session.generation == 2)
+    }
+
     @Test func aLogoutIsNotUndoneByAnotherProxysToken() {
         var session = machine()
         _ = session.loggedOut()

@@ -1,5 +1,5 @@
-import BearerIO
 import BearerCore
+import BearerIO
 import Synchronization
 
 /// Tokens from an app backend's JSON endpoints (token_format = json): a refresh at token_url, and a

@@ -11,6 +11,7 @@ extension TokenSession {
         let refreshTokens = self.store
         let logger = self.logger
         sessionStore.refresh(
+            replacing: self.state.withLock { $0.machine.token?.value },
             fetch: { refreshToken, completion in
                 // Writing the refresh token file can block: off the event loops.
                 BlockingWorkPool.shared.execute {
@@ -45,6 +46,8 @@ extension TokenSession {
             self.endRefresh(cause: "ok", now: now) { $0.refreshEnded(.success(token), now: now) }
         case .fetchFailed(let outcome):
             self.refreshFinished(outcome)
+        case .stopped:
+            break
         case .storeUnavailable(let reason):
             switch self.storeFallback {
             case .local:

@@ -354,8 +354,10 @@ package struct TokenSessionStateMachine: Sendable {
     }
 
     /// Another proxy's token arrived through the session store: it becomes the current token, and a
-    /// running refresh ends with it (its waiters are sent with it). A deliberate logout stays.
+    /// running refresh ends with it (its waiters are sent with it). A deliberate logout stays, and
+    /// the token already in use changes nothing (a publication and a refresh may both bring it).
     package mutating func tokenAdopted(_ token: Token) -> RefreshEndAction {
+        guard token.value != self.token?.value else { return .ignore }
         var waiterIDs: [WaiterID] = []
         switch self.state {
         case .loggedOut:

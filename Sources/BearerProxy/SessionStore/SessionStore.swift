@@ -25,6 +25,9 @@ package final class SessionStore: Sendable {
         case fetchFailed(TokenFetchOutcome)
         /// The fleet could not be coordinated: the store is unreachable, or its lock stayed taken.
         case storeUnavailable(reason: String)
+        /// The proxy is stopping: nothing more is to be done (above all, no token call of its own,
+        /// which would spend the fleet's refresh token without storing what it got).
+        case stopped
     }
 
     package let endpoint: RedisEndpoint
@@ -75,11 +78,16 @@ package final class SessionStore: Sendable {
         self.loop.execute { client.value.stop() }
     }
 
-    /// One refresh for the fleet: `fetch` runs only when this proxy holds the lock and the store has
-    /// no other usable token. A call while one runs joins it.
-    package func refresh(fetch: @escaping Fetch, completion: @escaping @Sendable (RefreshResult) -> Void) {
+    /// One refresh for the fleet, to replace `replacing` (the token the session holds; nil: none):
+    /// `fetch` runs only when this proxy holds the lock and the store has no other usable token. A
+    /// call while one runs joins it.
+    package func refresh(
+        replacing: Secret<String>?,
+        fetch: @escaping Fetch,
+        completion: @escaping @Sendable (RefreshResult) -> Void
+    ) {
         let client = self.client
-        self.loop.execute { client.value.refresh(fetch: fetch, completion: completion) }
+        self.loop.execute { client.value.refresh(replacing: replacing, fetch: fetch, completion: completion) }
     }
 
     /// This proxy got `token` on its own while the store was unreachable: store it once it is back.

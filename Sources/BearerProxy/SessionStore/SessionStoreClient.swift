@@ -74,25 +74,29 @@ final class SessionStoreClient: RedisConnectionObserver {
         for timer in [self.retryTimer, self.pollTimer].compactMap({ $0 }) { self.loop.cancel(timer) }
         self.retryTimer = nil
         self.pollTimer = nil
+        // Waiters first: the commands the connection fails next must not end their refresh otherwise.
+        self.finishWaiting(.stopped)
         self.connection.stop()
         self.subscriber.stop()
-        self.finishWaiting(.storeUnavailable(reason: "the proxy is stopping"))
     }
 
     func refresh(
+        replacing: Secret<String>?,
         fetch: @escaping SessionStore.Fetch,
         completion: @escaping @Sendable (SessionStore.RefreshResult) -> Void
     ) {
         self.loop.assertInEventLoop()
         guard !self.isStopped else {
-            completion(.storeUnavailable(reason: "the proxy is stopping"))
+            completion(.stopped)
             return
         }
         self.waiting.append(completion)
         guard self.machine.state == .idle else { return }
         self.fetch = fetch
         self.failedFetch = nil
-        self.perform(self.machine.refreshRequested(lockValue: Self.lockValue(), now: self.loop.now))
+        self.perform(
+            self.machine.refreshRequested(lockValue: Self.lockValue(), replacing: replacing, now: self.loop.now)
+        )
     }
 
     func refreshedLocally(_ token: StoredSession) {
@@ -230,6 +234,10 @@ final class SessionStoreClient: RedisConnectionObserver {
     }
 
     private func finish(_ outcome: SessionStoreStateMachine.Outcome) {
+        guard !self.isStopped else {
+            self.finishWaiting(.stopped)
+            return
+        }
         let result: SessionStore.RefreshResult
         switch outcome {
         case .adopted(let stored):

@@ -43,6 +43,10 @@ struct SessionStoreStateMachine {
     struct Attempt: Equatable {
         var lockValue: String
         var startedAt: Instant
+        /// The token the session wants replaced (nil: it has none). Any other usable token in the
+        /// store serves, even one this proxy adopted after asking: a refresh asked for just before a
+        /// publication arrived must not fetch again.
+        var replacing: Secret<String>?
     }
 
     enum State: Equatable {
@@ -95,10 +99,10 @@ struct SessionStoreStateMachine {
 
     // MARK: Refreshing
 
-    /// The token session needs a new token.
-    mutating func refreshRequested(lockValue: String, now: Instant) -> Action {
+    /// The token session needs a token other than `replacing`.
+    mutating func refreshRequested(lockValue: String, replacing: Secret<String>?, now: Instant) -> Action {
         guard self.state == .idle else { return .none }
-        self.state = .locking(Attempt(lockValue: lockValue, startedAt: now))
+        self.state = .locking(Attempt(lockValue: lockValue, startedAt: now, replacing: replacing))
         return .lockAndRead(lockValue: lockValue)
     }
 
@@ -111,7 +115,7 @@ struct SessionStoreStateMachine {
         wallMilliseconds: Int64
     ) -> Action {
         guard case .locking(let attempt) = self.state else { preconditionFailure("Invalid state: \(self.state)") }
-        if let stored, self.shouldAdoptDuringRefresh(stored, wallMilliseconds: wallMilliseconds) {
+        if let stored, self.shouldAdopt(stored, replacing: attempt.replacing, wallMilliseconds: wallMilliseconds) {
             self.adopt(stored)
             self.state = .idle
             return .finish(.adopted(stored), releasing: acquired ? attempt.lockValue : nil)
@@ -190,10 +194,10 @@ struct SessionStoreStateMachine {
     /// The store was read (at start, after a publication, a poll, or a reconnection).
     mutating func readAnswered(_ stored: StoredSession?, wallMilliseconds: Int64) -> Action {
         switch self.state {
-        case .waiting:
-            guard let stored, self.shouldAdoptDuringRefresh(stored, wallMilliseconds: wallMilliseconds) else {
-                return .none
-            }
+        case .waiting(let attempt):
+            guard let stored,
+                self.shouldAdopt(stored, replacing: attempt.replacing, wallMilliseconds: wallMilliseconds)
+            else { return .none }
             self.adopt(stored)
             self.state = .idle
             return .finish(.adopted(stored), releasing: nil)
@@ -288,9 +292,10 @@ struct SessionStoreStateMachine {
 
     // MARK: Helpers
 
-    /// During a refresh this proxy's token is known bad: any other usable token in the store is better.
-    private func shouldAdoptDuringRefresh(_ stored: StoredSession, wallMilliseconds: Int64) -> Bool {
-        !stored.isSameToken(as: self.current) && stored.isUsable(at: wallMilliseconds)
+    /// During a refresh the token being replaced is known bad: any other usable token in the store is
+    /// better, unless it is the one this proxy's own (not yet stored) token replaced.
+    private func shouldAdopt(_ stored: StoredSession, replacing: Secret<String>?, wallMilliseconds: Int64) -> Bool {
+        stored.accessToken != replacing && stored.isUsable(at: wallMilliseconds)
             && !(self.isUnsynced && stored.generation == self.lastSeenGeneration)
     }
 
