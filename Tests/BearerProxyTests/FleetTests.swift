@@ -23,6 +23,19 @@ struct FleetTests {
         #expect(fleet.tokenServer.reuseDetections.load(ordering: .relaxed) == 0)
     }
 
+    /// The store's connections run on the proxy's loops: with io_uring they receive through the ring.
+    @Test func theFleetWorksOnIOUringLoopsToo() throws {
+        let fleet = try FleetFixture(proxies: 2) { $0.io = .ioUring }
+        #expect(fleet.proxies.allSatisfy { $0.usesIOUring }, "the loops fell back to epoll")
+        #expect(fleet.waitUntilConnected())
+        for round in 1...3 {
+            fleet.authority.revokeAll()
+            #expect(try fleet.burst(clients: 20, path: "/uring-\(round)") == [200: 20], "round \(round)")
+            #expect(fleet.tokenServer.callCount == round, "round \(round)")
+        }
+        #expect(fleet.tokenServer.reuseDetections.load(ordering: .relaxed) == 0)
+    }
+
     @Test func twentyRotationsNeverTripReuseDetection() throws {
         let fleet = try FleetFixture(proxies: 3)
         #expect(fleet.waitUntilConnected())
