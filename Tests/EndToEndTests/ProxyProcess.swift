@@ -1,4 +1,5 @@
 import BearerCore
+import BearerIO
 import Foundation
 import Glibc
 import Synchronization
@@ -11,7 +12,15 @@ final class ProxyProcess: @unchecked Sendable {
     let process = Process()
     private let stderrPipe = Pipe()
     private let stdoutPipe = Pipe()
-    private let output = Locked<(stderr: String, stdout: String)>(("", ""))
+    private let output = Locked<CapturedOutput>(CapturedOutput())
+    private var readers: [pthread_t] = []
+
+    /// What the child wrote so far, and how many of its two streams have not ended yet.
+    private struct CapturedOutput {
+        var stderr = ""
+        var stdout = ""
+        var openStreams = 2
+    }
 
     /// `.build/debug/bearer-proxy`, next to the test bundle.
     static var binaryURL: URL {
@@ -48,14 +57,6 @@ final class ProxyProcess: @unchecked Sendable {
         self.process.standardInput = standardInput
         self.process.standardError = self.stderrPipe
         self.process.standardOutput = self.stdoutPipe
-        self.stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            self?.output.withLock { $0.stderr += text }
-        }
-        self.stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            self?.output.withLock { $0.stdout += text }
-        }
         // A child inherits its parent thread's signal mask, and Swift Testing's threads block nearly
         // every signal: spawn with none blocked, as a shell or systemd would, or SIGTERM would be held
         // back until the proxy itself chose to wait for it.
@@ -65,6 +66,10 @@ final class ProxyProcess: @unchecked Sendable {
         pthread_sigmask(SIG_SETMASK, &none, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try self.process.run()
+        self.readers = [
+            Self.collect(self.stderrPipe, into: self.output) { $0.stderr += $1 },
+            Self.collect(self.stdoutPipe, into: self.output) { $0.stdout += $1 },
+        ]
     }
 
     deinit {
@@ -72,6 +77,42 @@ final class ProxyProcess: @unchecked Sendable {
             kill(self.process.processIdentifier, SIGKILL)
             self.process.waitUntilExit()
         }
+        self.joinReaders()
+    }
+
+    /// Reads one of the child's streams with read(2) until it ends, on a thread of its own.
+    ///
+    /// The thread holds the pipe, so its descriptor stays open until the last read: a
+    /// `readabilityHandler` could still be reading when the handle was closed and its number reused
+    /// by a test's socket, and Foundation ends the process on the error that read gets.
+    private static func collect(
+        _ pipe: Pipe,
+        into output: Locked<CapturedOutput>,
+        append: @escaping @Sendable (inout CapturedOutput, String) -> Void
+    ) -> pthread_t {
+        spawnThread(name: "child-output") {
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 8192)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                let text = String(decoding: buffer[..<count], as: UTF8.self)
+                output.withLock { append(&$0, text) }
+            }
+            output.withLock { $0.openStreams -= 1 }
+        }
+    }
+
+    /// Joins the readers once both streams ended, waiting at most a few seconds: a grandchild that
+    /// kept the pipes open leaves its reader running (it still owns its pipe and ends with it).
+    private func joinReaders(timeout: Duration = .seconds(5)) {
+        guard !self.readers.isEmpty else { return }
+        let deadline = Instant.now() + timeout
+        while self.output.withLock({ $0.openStreams > 0 }) && Instant.now() < deadline { usleep(2_000) }
+        guard self.output.withLock({ $0.openStreams == 0 }) else { return }
+        self.readers.forEach(joinThread)
+        self.readers = []
     }
 
     var standardError: String { self.output.withLock { $0.stderr } }
@@ -101,12 +142,8 @@ final class ProxyProcess: @unchecked Sendable {
         let deadline = Instant.now() + timeout
         while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
         if self.process.isRunning { return nil }
-        // Collect what is still in the pipes (the child is gone, so these reads end).
-        for (pipe, isError) in [(self.stderrPipe, true), (self.stdoutPipe, false)] {
-            pipe.fileHandleForReading.readabilityHandler = nil
-            let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            self.output.withLock { isError ? ($0.stderr += rest) : ($0.stdout += rest) }
-        }
+        // The child is gone: what it wrote is read once its streams end.
+        self.joinReaders()
         return self.process.terminationStatus
     }
 
