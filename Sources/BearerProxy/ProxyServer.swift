@@ -115,7 +115,14 @@ package final class ProxyServer: Sendable {
         let router = Router(configuration: configuration, upstream: upstream, names: names)
         let loops = group ?? EventLoopGroup(count: configuration.workers, io: configuration.io)
         if let reason = loops.loops.lazy.compactMap(\.ringUnavailableReason).first {
-            logger.warn("io_uring is not available; the event loops use epoll", ["reason": reason])
+            // Containers often refuse io_uring (Docker's default seccomp profile does): only a user
+            // who asked for it by name is warned; for the default it is a fact of the start.
+            let message = "io_uring is not available; the event loops use epoll"
+            if configuration.ioIsExplicit {
+                logger.warn(message, ["reason": reason])
+            } else {
+                logger.info(message, ["reason": reason])
+            }
         }
         let connector = OutboundConnector(
             resolver: Resolver(),

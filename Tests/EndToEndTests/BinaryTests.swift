@@ -36,6 +36,17 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit() == 0)
         #expect(!proxy.standardError.contains("e2e-token-abc"), "the token reached stderr")
+        #expect(proxy.standardError.contains(" io=io_uring "), "io_uring is the default I/O")
+    }
+
+    @Test func ioEpollIsHonoured() throws {
+        let config = temporaryFile("upstream = http://127.0.0.1:9\nlisten = 127.0.0.1:0\nio = epoll\n")
+        let epoll = try ProxyProcess(["--config", config])
+        #expect(epoll.waitUntilListening() != nil)
+        epoll.signal(SIGTERM)
+        #expect(epoll.waitForExit() == 0)
+        #expect(epoll.standardError.contains(" io=epoll "))
+        #expect(!epoll.standardError.contains("io_uring is not available"))
     }
 
     @Test func stopsOnSIGINTAndRemovesItsUnixSocket() throws {

@@ -82,6 +82,7 @@ extension Configuration {
                 return "expected epoll or io_uring, got '\(value)'"
             }
             config.io = backend
+            config.ioIsExplicit = true
             return nil
         },
         ConfigurationKey("workers", show: { "\($0.workers)" }) { value, config in

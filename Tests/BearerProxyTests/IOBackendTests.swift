@@ -6,21 +6,24 @@ import Testing
 
 @testable import BearerProxy
 
-/// The proxy with `io = io_uring`: the same behaviour as with epoll, bytes received through the
-/// ring. (The kernel of the machines this project runs on allows io_uring; a proxy that fell back
-/// to epoll fails these tests rather than passing them without testing anything.)
-@Suite struct IOUringTests {
-    func fixture(_ configure: @escaping (inout Configuration) -> Void = { _ in }) throws -> ProxyFixture {
-        let fixture = try ProxyFixture {
-            $0.io = .ioUring
-            configure(&$0)
-        }
-        #expect(fixture.proxy.usesIOUring, "the loops fell back to epoll")
+/// The proxy on each I/O backend: the same behaviour whether bytes come through io_uring's
+/// receives (the default) or `read(2)` on epoll's readiness. (The kernel of the machines this
+/// project runs on allows io_uring; a proxy that fell back to epoll fails the io_uring cases rather
+/// than passing them without testing anything.)
+@Suite struct IOBackendTests {
+    func fixture(_ io: IOBackend) throws -> ProxyFixture {
+        let fixture = try ProxyFixture { $0.io = io }
+        #expect(fixture.proxy.usesIOUring == (io == .ioUring), "the loops use the other backend")
         return fixture
     }
 
-    @Test func forwardsPipelinedRequestsAndStreamsLargeBodiesBothWays() throws {
-        let fixture = try self.fixture()
+    @Test func theDefaultIsIOUring() {
+        #expect(Configuration().io == .ioUring)
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func forwardsPipelinedRequestsAndStreamsLargeBodiesBothWays(io: IOBackend) throws {
+        let fixture = try self.fixture(io)
         let client = try fixture.client()
         var pipeline = ""
         for index in 0..<5 { pipeline += "GET /p/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n" }
@@ -44,8 +47,9 @@ import Testing
         #expect(fixture.upstream.requests.allSatisfy { $0.header("authorization") == "Bearer \(ProxyFixture.token)" })
     }
 
-    @Test func answersWhatCameBeforeAHalfCloseAndSeesResets() throws {
-        let fixture = try self.fixture()
+    @Test(arguments: IOBackend.allCases)
+    func answersWhatCameBeforeAHalfCloseAndSeesResets(io: IOBackend) throws {
+        let fixture = try self.fixture(io)
         let client = try fixture.client()
         client.send("GET /slow/100 HTTP/1.1\r\nHost: localhost\r\n\r\nGET /after HTTP/1.1\r\nHost: localhost\r\n\r\n")
         client.shutdownWrite()
@@ -61,12 +65,13 @@ import Testing
         #expect(waitUntil { fixture.proxy.runtime.openConnections.load(ordering: .relaxed) == 0 })
     }
 
-    @Test func refreshesAndReplaysABodyAndRelaysAWebSocket() throws {
+    @Test(arguments: IOBackend.allCases)
+    func refreshesAndReplaysABodyAndRelaysAWebSocket(io: IOBackend) throws {
         let fixture = try SessionFixture { config, _ in
-            config.io = .ioUring
+            config.io = io
             config.accessToken = Secret("revoked")
         }
-        #expect(fixture.proxy.usesIOUring)
+        #expect(fixture.proxy.usesIOUring == (io == .ioUring))
         let response = try httpRequest(
             fixture.address,
             "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nabcdefghij"
