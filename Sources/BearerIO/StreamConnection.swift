@@ -57,9 +57,12 @@ package final class StreamConnection: Selectable {
     /// The ring's last send stopped on a full socket buffer: it goes again once the socket is writable.
     @exclusivity(unchecked) private var ringSendWaitsForWritable = false
 
-    /// A ring send at least this large wakes the owner when it completes: its bytes may be what held
-    /// the owner back (owners pause reading far above this).
+    /// Owners pause reading while `pendingWriteBytes` is far above this, after a `flush()`. A flush
+    /// that leaves at least this much pending marks the stream so that the ring send completion that
+    /// brings it below wakes the owner (`streamWritable`), however the kernel split the sends.
     static let writableNotificationBytes = 64 * 1024
+    /// Set by a flush that left `writableNotificationBytes` or more pending while sending through the ring.
+    @exclusivity(unchecked) private var wakesOwnerWhenDrained = false
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -234,6 +237,9 @@ package final class StreamConnection: Selectable {
     /// Hands what is buffered to the ring as one send, unless one is in flight (its completion sends
     /// the rest). The loop submits every send of a turn with one `io_uring_enter`.
     private func flushThroughRing() {
+        defer {
+            if self.pendingWriteBytes >= Self.writableNotificationBytes { self.wakesOwnerWhenDrained = true }
+        }
         guard !self.isRingSending, !self.ringSendWaitsForWritable else { return }
         guard !self.outbound.isEmpty else {
             self.flushed()
@@ -682,23 +688,22 @@ extension StreamConnection: RingReceiver {
             self.fail(IOError(errnoCode: -result, function: "send"))
             return
         }
-        let sent = Int(result)
-        self.ringSendBuffer.moveReaderIndex(forwardBy: sent)
+        self.ringSendBuffer.moveReaderIndex(forwardBy: Int(result))
         if !self.ringSendBuffer.isEmpty {
             self.submitRingSend()
-            return
+        } else {
+            if self.ringSendBuffer.capacity > 0 {
+                self.loop.returnBuffer(self.ringSendBuffer)
+                self.ringSendBuffer = ByteBuffer()
+            }
+            if self.outbound.isEmpty { self.flushed() } else { self.flushThroughRing() }
         }
-        let wasLarge = sent >= Self.writableNotificationBytes
-        if self.ringSendBuffer.capacity > 0 {
-            self.loop.returnBuffer(self.ringSendBuffer)
-            self.ringSendBuffer = ByteBuffer()
+        if self.wakesOwnerWhenDrained && self.pendingWriteBytes < Self.writableNotificationBytes
+            && self.state == .open
+        {
+            self.wakesOwnerWhenDrained = false
+            self.delegate?.streamWritable(self)
         }
-        if !self.outbound.isEmpty {
-            self.flushThroughRing()
-            return
-        }
-        self.flushed()
-        if wasLarge && self.state == .open { self.delegate?.streamWritable(self) }
     }
 
     package func ringReceiveEnded(_ result: Int32) {

@@ -47,6 +47,19 @@ import Testing
         #expect(fixture.upstream.requests.allSatisfy { $0.header("authorization") == "Bearer \(ProxyFixture.token)" })
     }
 
+    /// Uploads far above the watermarks: the upstream's sends complete in whatever pieces the kernel
+    /// takes, and each time the backlog drains the client's reading must resume.
+    @Test(arguments: IOBackend.allCases)
+    func streamsA16MBUploadAndItsEcho(io: IOBackend) throws {
+        let fixture = try self.fixture(io)
+        let client = try fixture.client()
+        let body = (0..<16_000_000).map(mockPatternByte)
+        client.send(Array("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 16000000\r\n\r\n".utf8) + body)
+        let echoed = try client.readResponse()
+        #expect(echoed.body.count == body.count)
+        #expect(countMockPatternMismatches(echoed.body) == 0)
+    }
+
     @Test(arguments: IOBackend.allCases)
     func answersWhatCameBeforeAHalfCloseAndSeesResets(io: IOBackend) throws {
         let fixture = try self.fixture(io)
