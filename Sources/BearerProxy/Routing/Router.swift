@@ -8,7 +8,10 @@ import BearerIO
 /// upstream's host (with no port or the upstream's port) the upstream's scheme and port are used, so
 /// a client speaking plain HTTP to the proxy reaches an HTTPS API. The token goes only to hosts that
 /// `inject_hosts` matches.
-package struct Router: Sendable {
+///
+/// A class, immutable: every request reads it through the connections' shared rules, and reading a
+/// struct of arrays out of a class copies it, a retain for each of its fields.
+package final class Router: Sendable {
     package let upstream: Target
     /// Absolute-form requests to the upstream's host go here: the upstream, without its path prefix.
     private let upstreamForAbsoluteForm: Target
