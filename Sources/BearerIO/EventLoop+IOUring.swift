@@ -85,7 +85,7 @@ extension EventLoop {
         let fd = Int(UInt32(truncatingIfNeeded: token))
         let generation = UInt32(truncatingIfNeeded: token >> 32)
         guard fd < self.slots.count, self.slots[fd].generation == generation,
-            let sender = self.slots[fd].handler as? RingReceiver
+            let sender = self.slots[fd].ringReceiver
         else { return }
         self.slots[fd].isSending = false
         sender.ringSendCompleted(result)
@@ -118,7 +118,7 @@ extension EventLoop {
         let buffer = flags & IORING_CQE_F_BUFFER != 0 ? UInt16(truncatingIfNeeded: flags >> 16) : nil
         defer { if let buffer { ring.buffers.recycle(buffer) } }
         guard fd < self.slots.count, self.slots[fd].generation == generation,
-            let receiver = self.slots[fd].handler as? RingReceiver
+            let receiver = self.slots[fd].ringReceiver
         else { return }
         if result > 0, let buffer {
             receiver.ringReceived(ring.buffers.bytes(buffer, length: Int(result)))

@@ -52,6 +52,9 @@ package final class EventLoop: @unchecked Sendable {
     struct Slot {
         var generation: UInt32 = 0
         var handler: Selectable?
+        /// The handler as a ring receiver, when the loop has a ring and the handler is one: cast once
+        /// at registration rather than per completion (a protocol cast is a runtime lookup).
+        var ringReceiver: RingReceiver?
         var interest: Interest = .none
         var isExclusive = false
         /// In the epoll set (with a ring, a descriptor that wants nothing from epoll is left out of it,
@@ -151,6 +154,7 @@ package final class EventLoop: @unchecked Sendable {
         precondition(self.slots[index].handler == nil, "fd \(fd) registered twice")
         self.slots[index].generation &+= 1
         self.slots[index].handler = handler
+        self.slots[index].ringReceiver = self.ring == nil ? nil : handler as? RingReceiver
         self.slots[index].interest = interest
         self.slots[index].isExclusive = exclusive
         self.slots[index].receive = .idle
@@ -218,6 +222,7 @@ package final class EventLoop: @unchecked Sendable {
             _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
         }
         self.slots[index].handler = nil
+        self.slots[index].ringReceiver = nil
         self.slots[index].generation &+= 1
         self.slots[index].interest = .none
         self.slots[index].isInEpoll = false
