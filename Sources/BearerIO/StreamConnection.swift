@@ -53,9 +53,7 @@ package final class StreamConnection: Selectable {
     /// The bytes of the send the ring is carrying: untouched until it completes (the kernel reads
     /// them), then given back. Empty when no send is in flight.
     @exclusivity(unchecked) private var ringSendBuffer = ByteBuffer()
-    @exclusivity(unchecked) private var isRingSending = false
-    /// The ring's last send stopped on a full socket buffer: it goes again once the socket is writable.
-    @exclusivity(unchecked) private var ringSendWaitsForWritable = false
+    @exclusivity(unchecked) private var ringSend: RingSend = .idle
 
     /// Owners pause reading while `pendingWriteBytes` is far above this, after a `flush()`. A flush
     /// that leaves at least this much pending marks the stream so that the ring send completion that
@@ -63,6 +61,15 @@ package final class StreamConnection: Selectable {
     static let writableNotificationBytes = 64 * 1024
     /// Set by a flush that left `writableNotificationBytes` or more pending while sending through the ring.
     @exclusivity(unchecked) private var wakesOwnerWhenDrained = false
+
+    /// Where `ringSendBuffer` is.
+    private enum RingSend {
+        case idle
+        /// The ring is carrying it: one send at a time per socket.
+        case inFlight
+        /// The last send stopped on a full socket buffer: it goes again once the socket is writable.
+        case waitsForWritable
+    }
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -240,7 +247,7 @@ package final class StreamConnection: Selectable {
         defer {
             if self.pendingWriteBytes >= Self.writableNotificationBytes { self.wakesOwnerWhenDrained = true }
         }
-        guard !self.isRingSending, !self.ringSendWaitsForWritable else { return }
+        guard self.ringSend == .idle else { return }
         guard !self.outbound.isEmpty else {
             self.flushed()
             return
@@ -253,7 +260,7 @@ package final class StreamConnection: Selectable {
     }
 
     private func submitRingSend() {
-        self.isRingSending = true
+        self.ringSend = .inFlight
         self.ringSendBuffer.withUnsafeReadableBytes { self.loop.startSending(self.fd, $0) }
     }
 
@@ -334,7 +341,7 @@ package final class StreamConnection: Selectable {
         if let timer = self.lingerTimer { self.loop.cancel(timer) }
         self.tls?.shutdown()
         self.tls = nil
-        if self.isRingSending {
+        if self.ringSend == .inFlight {
             // The kernel still reads the send's bytes: the socket closes when the send has ended.
             self.loop.stopReceiving(self.fd)
             self.loop.cancelSending(self.fd)
@@ -434,8 +441,7 @@ package final class StreamConnection: Selectable {
             self.readOnce()
             if self.state == .closed { return }
         }
-        if events.isWritable && self.ringSendWaitsForWritable {
-            self.ringSendWaitsForWritable = false
+        if events.isWritable && self.ringSend == .waitsForWritable {
             self.isWaitingForWritable = false
             self.updateInterest()
             self.submitRingSend()
@@ -673,7 +679,7 @@ extension StreamConnection: RingReceiver {
     }
 
     package func ringSendCompleted(_ result: Int32) {
-        self.isRingSending = false
+        self.ringSend = .idle
         if self.state == .closed {
             self.releaseDescriptor()
             return
@@ -681,7 +687,7 @@ extension StreamConnection: RingReceiver {
         if result < 0 {
             if result == -EAGAIN {
                 // The socket's buffer is full: send the rest once epoll says it is writable.
-                self.ringSendWaitsForWritable = true
+                self.ringSend = .waitsForWritable
                 self.waitForWritable()
                 return
             }
