@@ -85,12 +85,12 @@ package final class RedisServerProcess: @unchecked Sendable {
         // Close-on-exec, so other children never hold the pipe open (the dup2 in the child clears it there).
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let pid: pid_t
-        do {
-            pid = try Self.spawn(executable, self.arguments, output: fds[1])
+        do throws(SpawnFailure) {
+            pid = try spawnProcess([executable] + self.arguments, stdout: fds[1], stderr: fds[1])
         } catch {
             close(fds[0])
             close(fds[1])
-            throw error
+            throw StartError(description: "cannot run \(executable): \(error.reason)")
         }
         close(fds[1])
         self.joinCollector()
@@ -171,35 +171,6 @@ package final class RedisServerProcess: @unchecked Sendable {
             return running.collector
         }
         if let collector { joinThread(collector) }
-    }
-
-    /// posix_spawn with an empty signal mask and default dispositions, stdout and stderr into `output`.
-    private static func spawn(_ path: String, _ arguments: [String], output: Int32) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, output, 1)
-        posix_spawn_file_actions_adddup2(&actions, output, 2)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-        guard result == 0 else {
-            throw StartError(description: "cannot run \(path): \(String(cString: strerror(result)))")
-        }
-        return pid
     }
 
     /// A port nobody listens on now: the kernel picks it for a socket that is closed at once.

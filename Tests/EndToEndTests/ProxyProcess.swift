@@ -14,12 +14,13 @@ final class ProxyProcess: @unchecked Sendable {
     private let stdoutPipe = Pipe()
     private let output = Locked<CapturedOutput>(CapturedOutput())
     private var readers: [pthread_t] = []
+    /// Signalled by each reader once its stream has ended.
+    private let streamEnded = DispatchSemaphore(value: 0)
 
-    /// What the child wrote so far, and how many of its two streams have not ended yet.
+    /// What the child wrote so far.
     private struct CapturedOutput {
         var stderr = ""
         var stdout = ""
-        var openStreams = 2
     }
 
     /// `.build/debug/bearer-proxy`, next to the test bundle.
@@ -67,8 +68,8 @@ final class ProxyProcess: @unchecked Sendable {
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try self.process.run()
         self.readers = [
-            Self.collect(self.stderrPipe, into: self.output) { $0.stderr += $1 },
-            Self.collect(self.stdoutPipe, into: self.output) { $0.stdout += $1 },
+            Self.collect(self.stderrPipe, into: self.output, ended: self.streamEnded) { $0.stderr += $1 },
+            Self.collect(self.stdoutPipe, into: self.output, ended: self.streamEnded) { $0.stdout += $1 },
         ]
     }
 
@@ -88,6 +89,7 @@ final class ProxyProcess: @unchecked Sendable {
     private static func collect(
         _ pipe: Pipe,
         into output: Locked<CapturedOutput>,
+        ended: DispatchSemaphore,
         append: @escaping @Sendable (inout CapturedOutput, String) -> Void
     ) -> pthread_t {
         spawnThread(name: "child-output") {
@@ -100,7 +102,7 @@ final class ProxyProcess: @unchecked Sendable {
                 let text = String(decoding: buffer[..<count], as: UTF8.self)
                 output.withLock { append(&$0, text) }
             }
-            output.withLock { $0.openStreams -= 1 }
+            ended.signal()
         }
     }
 
@@ -108,9 +110,10 @@ final class ProxyProcess: @unchecked Sendable {
     /// kept the pipes open leaves its reader running (it still owns its pipe and ends with it).
     private func joinReaders(timeout: Duration = .seconds(5)) {
         guard !self.readers.isEmpty else { return }
-        let deadline = Instant.now() + timeout
-        while self.output.withLock({ $0.openStreams > 0 }) && Instant.now() < deadline { usleep(2_000) }
-        guard self.output.withLock({ $0.openStreams == 0 }) else { return }
+        let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.nanoseconds))
+        for _ in self.readers {
+            guard self.streamEnded.wait(timeout: deadline) == .success else { return }
+        }
         self.readers.forEach(joinThread)
         self.readers = []
     }

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerIO
 import CBearerLinux
 import Glibc
 
@@ -34,7 +35,9 @@ struct TokenCommandProcess {
             Self.closeAll(stdoutPipe)
             return .cannotStart(reason: Self.errorText())
         }
-        let spawned = Self.spawn(argv, stdout: stdoutPipe[1], stderr: stderrPipe[1])
+        let spawned = Result { () throws(SpawnFailure) in
+            try spawnProcess(argv, stdout: stdoutPipe[1], stderr: stderrPipe[1], ownProcessGroup: true)
+        }
         // The child has its own copies of the write ends; ours must go, or the reads never end.
         close(stdoutPipe[1])
         close(stderrPipe[1])
@@ -45,7 +48,7 @@ struct TokenCommandProcess {
         let pid: pid_t
         switch spawned {
         case .success(let child): pid = child
-        case .failure(let reason): return .cannotStart(reason: reason)
+        case .failure(let failure): return .cannotStart(reason: failure.reason)
         }
         var output = CollectedOutput(stdout: stdoutPipe[0], stderr: stderrPipe[0])
         guard output.readUntilEnd(deadline: deadline), let status = Self.waitForExit(pid, deadline: deadline) else {
@@ -65,46 +68,6 @@ struct TokenCommandProcess {
             return .exited(status: (status >> 8) & 0xFF, stdout: output.stdoutBytes, stderr: output.stderrBytes)
         }
         return .killed(signal: signal, stderr: output.stderrBytes)
-    }
-
-    private enum SpawnResult {
-        case success(pid_t)
-        case failure(String)
-    }
-
-    private static func spawn(_ argv: [String], stdout: Int32, stderr: Int32) -> SpawnResult {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Its own process group (so the group can be killed), no blocked signals, and the signals the
-        // proxy ignores or handles itself back at their defaults (an ignored SIGPIPE survives exec).
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(
-            &attributes,
-            Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
-        )
-
-        // strdup'd C strings live until after posix_spawnp returns, which copies what it needs.
-        let arguments = argv.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, argv[0], &actions, &attributes, arguments, environ)
-        guard result == 0 else { return .failure(String(cString: strerror(result))) }
-        return .success(pid)
     }
 
     /// Waits for the child to exit, until `deadline` (for ever when nil); its wait status, or nil.

@@ -60,51 +60,43 @@ static inline int cbl_io_uring_register(int fd, unsigned opcode, void *arg, unsi
 static inline uint32_t cbl_load_acquire_u32(const uint32_t *address) { return __atomic_load_n(address, __ATOMIC_ACQUIRE); }
 static inline void cbl_store_release_u32(uint32_t *address, uint32_t value) { __atomic_store_n(address, value, __ATOMIC_RELEASE); }
 
+/// Clears `sqe` and sets what every request has: the operation, its descriptor and its user data.
+static inline void cbl_sqe_prepare(struct io_uring_sqe *sqe, uint8_t opcode, int fd, uint64_t user_data) {
+    memset(sqe, 0, sizeof(*sqe));
+    sqe->opcode = opcode;
+    sqe->fd = fd;
+    sqe->user_data = user_data;
+}
 /// A multishot receive into buffers the kernel takes from `group`.
 static inline void cbl_sqe_recv_multishot(struct io_uring_sqe *sqe, int fd, uint16_t group, uint64_t user_data) {
-    memset(sqe, 0, sizeof(*sqe));
-    sqe->opcode = IORING_OP_RECV;
-    sqe->fd = fd;
+    cbl_sqe_prepare(sqe, IORING_OP_RECV, fd, user_data);
     sqe->ioprio = IORING_RECV_MULTISHOT;
     sqe->flags = IOSQE_BUFFER_SELECT;
     sqe->buf_group = group;
-    sqe->user_data = user_data;
 }
 /// A multishot poll for `events` (POLLIN …) on `fd`.
 static inline void cbl_sqe_poll_multishot(struct io_uring_sqe *sqe, int fd, uint32_t events, uint64_t user_data) {
-    memset(sqe, 0, sizeof(*sqe));
-    sqe->opcode = IORING_OP_POLL_ADD;
-    sqe->fd = fd;
+    cbl_sqe_prepare(sqe, IORING_OP_POLL_ADD, fd, user_data);
     sqe->poll32_events = events;
     sqe->len = IORING_POLL_ADD_MULTI;
-    sqe->user_data = user_data;
 }
 /// Sends `length` bytes at `address` (MSG_NOSIGNAL: a closed peer is an error, not a signal).
 static inline void cbl_sqe_send(struct io_uring_sqe *sqe, int fd, const void *address, uint32_t length,
                                 uint64_t user_data) {
-    memset(sqe, 0, sizeof(*sqe));
-    sqe->opcode = IORING_OP_SEND;
-    sqe->fd = fd;
+    cbl_sqe_prepare(sqe, IORING_OP_SEND, fd, user_data);
     sqe->addr = (uint64_t)(uintptr_t)address;
     sqe->len = length;
     sqe->msg_flags = MSG_NOSIGNAL;
-    sqe->user_data = user_data;
 }
 /// Cancels every request still running (a stopping loop).
 static inline void cbl_sqe_cancel_all(struct io_uring_sqe *sqe, uint64_t user_data) {
-    memset(sqe, 0, sizeof(*sqe));
-    sqe->opcode = IORING_OP_ASYNC_CANCEL;
-    sqe->fd = -1;
+    cbl_sqe_prepare(sqe, IORING_OP_ASYNC_CANCEL, -1, user_data);
     sqe->cancel_flags = IORING_ASYNC_CANCEL_ANY;
-    sqe->user_data = user_data;
 }
 /// Cancels the request submitted with `target`.
 static inline void cbl_sqe_cancel(struct io_uring_sqe *sqe, uint64_t target, uint64_t user_data) {
-    memset(sqe, 0, sizeof(*sqe));
-    sqe->opcode = IORING_OP_ASYNC_CANCEL;
-    sqe->fd = -1;
+    cbl_sqe_prepare(sqe, IORING_OP_ASYNC_CANCEL, -1, user_data);
     sqe->addr = target;
-    sqe->user_data = user_data;
 }
 /// Puts buffer `id` (`length` bytes at `address`) into slot `tail + offset` of a provided-buffer ring.
 static inline void cbl_buffer_ring_add(struct io_uring_buf_ring *ring, uint16_t mask, uint16_t tail, uint16_t offset,
