@@ -88,7 +88,14 @@ final class FleetMember: Sendable {
     var currentToken: Secret<String>? { self.current.withLock { $0 }.map { Secret($0) } }
 
     func refresh(_ endpoint: RotatingTokenEndpoint) {
-        self.store.refresh(replacing: self.currentToken, fetch: endpoint.fetch) { result in
+        self.refresh(endpoint, replacing: self.currentToken)
+    }
+
+    /// Refreshes because `rejected` was turned away. Tests of proxies rejected "together" take every
+    /// member's token before the first refresh starts: read later, a member may already hold the
+    /// token another one just published, and refreshing that would be a second, genuine expiry.
+    func refresh(_ endpoint: RotatingTokenEndpoint, replacing rejected: Secret<String>?) {
+        self.store.refresh(replacing: rejected, fetch: endpoint.fetch) { result in
             if let token = result.token { self.current.withLock { $0 = token } }
             self.results.withLock { $0.append(result) }
             self.waiter.signal()
@@ -134,7 +141,8 @@ struct SessionStoreTests {
         let endpoint = RotatingTokenEndpoint()
         let fleet = (0..<3).map { _ in FleetMember(.local(redis)) }
         for member in fleet { #expect(member.waitUntilConnected()) }
-        for member in fleet { member.refresh(endpoint) }
+        let rejected = fleet.map(\.currentToken)
+        for (member, token) in zip(fleet, rejected) { member.refresh(endpoint, replacing: token) }
         for member in fleet { #expect(member.waitForResults(1)) }
         #expect(endpoint.calls == 1)
         #expect(fleet.map { $0.refreshResults.last?.token } == ["tok-1", "tok-1", "tok-1"])
@@ -148,7 +156,8 @@ struct SessionStoreTests {
         for member in fleet { #expect(member.waitUntilConnected()) }
         for round in 1...20 {
             // Every proxy sees its token rejected at about the same time.
-            for member in fleet { member.refresh(endpoint) }
+            let rejected = fleet.map(\.currentToken)
+            for (member, token) in zip(fleet, rejected) { member.refresh(endpoint, replacing: token) }
             for member in fleet { #expect(member.waitForResults(round)) }
             let tokens = Set(fleet.compactMap { $0.refreshResults.last?.token })
             #expect(tokens == ["tok-\(round)"], "round \(round)")
