@@ -37,6 +37,9 @@ package struct MockResponse: Sendable {
     package var status: Int
     package var headers: [(String, String)]
     package var body: Body
+    /// How long the server waits before answering (a slow endpoint). The wait is a timer on the
+    /// server's loop, so other connections of the same loop are served meanwhile.
+    package var delay: Duration = .zero
 
     package enum Body: Sendable {
         /// Sent with Content-Length.

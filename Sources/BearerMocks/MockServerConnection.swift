@@ -114,6 +114,17 @@ final class MockServerConnection: StreamConnectionDelegate {
     }
 
     private func send(_ response: MockResponse, to head: RequestHead) {
+        if response.delay > .zero {
+            var due = response
+            due.delay = .zero
+            self.isWaitingForResponse = true
+            self.stream.loop.schedule(after: response.delay) { [weak self] in
+                guard let self, !self.isClosed else { return }
+                self.isWaitingForResponse = false
+                self.send(due, to: head)
+            }
+            return
+        }
         let isHead = head.method == .head
         func writeHead(_ framing: String) {
             self.stream.withOutbound { buffer in

@@ -12,6 +12,7 @@ package final class MockTokenServer: Sendable {
     let settings: Locked<Settings>
     private let recorded = Locked<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
+    private let answered = Atomic<Int>(0)
     private let callTimes = Locked<[Instant]>([])
     private let revoked = Locked<[String]>([])
     private let issuedRefreshTokens = Locked<[String]>([])
@@ -116,6 +117,9 @@ package final class MockTokenServer: Sendable {
     package var url: String { "\(self.server.baseURL)/oauth/token" }
     package var recordedCalls: [TokenCall] { self.recorded.withLock { $0 } }
     package var callCount: Int { self.calls.load(ordering: .relaxed) }
+    /// Token calls whose answer is decided (the token it carries issued): a test that revokes
+    /// "everything issued so far" waits for this, not for `callCount`, which counts arrivals.
+    package var answeredCallCount: Int { self.answered.load(ordering: .relaxed) }
 
     package func update(_ change: (inout Settings) -> Void) {
         self.settings.withLock { change(&$0) }
@@ -145,15 +149,26 @@ package final class MockTokenServer: Sendable {
             let form = Self.parseForm(String(decoding: request.body, as: UTF8.self))
             if let token = form["token"] { self.revoke(token) }
             return MockResponse(status: 200)
-        case Self.jsonLoginPath, Self.jsonRefreshPath, Self.jsonLogoutPath:
+        case Self.jsonLogoutPath:
             return self.handleJSON(request)
+        case Self.jsonLoginPath, Self.jsonRefreshPath:
+            defer { self.answered.add(1, ordering: .relaxed) }
+            return self.delayedAsConfigured(self.handleJSON(request))
         case Self.authorizePath:
             return self.authorize(request)
         case Self.devicePath:
             return self.startDeviceAuthorization(request)
         default:
-            return self.handleForm(request)
+            defer { self.answered.add(1, ordering: .relaxed) }
+            return self.delayedAsConfigured(self.handleForm(request))
         }
+    }
+
+    /// A token call's answer, sent after the configured `delay` (a slow endpoint).
+    private func delayedAsConfigured(_ response: MockResponse) -> MockResponse {
+        var response = response
+        response.delay = self.settings.withLock { $0.delay }
+        return response
     }
 
     /// Makes a refresh token unusable and remembers it was revoked.
@@ -162,8 +177,8 @@ package final class MockTokenServer: Sendable {
         self.settings.withLock { _ = $0.refreshTokens.remove(token) }
     }
 
-    /// What every token-issuing call shares: counting and recording it, the configured delay, and the
-    /// configured failure (answered in the endpoint's own dialect). Nil: go on and answer.
+    /// What every token-issuing call shares: counting and recording it, and the configured failure
+    /// (answered in the endpoint's own dialect). Nil: go on and answer.
     func beginTokenCall(_ request: MockRequest, fields: [String: String], isJSON: Bool) -> (Settings, MockResponse?) {
         self.calls.add(1, ordering: .relaxed)
         self.callTimes.withLock { $0.append(Instant.now()) }
@@ -178,7 +193,6 @@ package final class MockTokenServer: Sendable {
             )
         }
         let settings = self.settings.withLock { $0 }
-        if settings.delay > .zero { usleep(UInt32(settings.delay.nanoseconds / 1000)) }
         switch settings.failure {
         case .none:
             return (settings, nil)

@@ -34,7 +34,8 @@ import Testing
     }
 
     @Test func survivesAClientResetWhileWaitingForARefresh() throws {
-        let fixture = try SessionFixture(tokenSettings: { $0.delay = .milliseconds(300) }) { config, _ in
+        // The request stays parked for the token call's 2 s: long enough to be seen parked on a loaded machine.
+        let fixture = try SessionFixture(tokenSettings: { $0.delay = .seconds(2) }) { config, _ in
             config.accessToken = Secret("stale")
         }
         let client = try fixture.client()

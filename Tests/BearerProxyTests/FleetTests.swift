@@ -166,6 +166,6 @@ struct FleetTests {
 
 extension FleetFixture {
     func waitForTokenCalls(_ count: Int) -> Bool {
-        waitUntil { self.tokenServer.callCount >= count }
+        waitUntil { self.tokenServer.answeredCallCount >= count }
     }
 }

@@ -135,7 +135,7 @@ final class SessionFixture {
 
     /// Waits (bounded) until the token server has answered `count` calls.
     func waitForTokenCalls(_ count: Int) -> Bool {
-        waitUntil { self.tokenServer.callCount >= count }
+        waitUntil { self.tokenServer.answeredCallCount >= count }
     }
 
     /// Fails the test if any log line holds one of `secrets` (or an issued access token).

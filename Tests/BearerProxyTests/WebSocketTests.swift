@@ -132,8 +132,9 @@ import Testing
         let other = MockUpstream(group: mockGroup)
         try other.start()
         defer { other.stop() }
+        // Long enough for the test to send its request through, however loaded the machine.
         let fixture = try ProxyFixture {
-            $0.tunnelIdleTimeout = .milliseconds(300)
+            $0.tunnelIdleTimeout = .seconds(2)
             $0.injectHosts = [.host("api.example.com")]
         }
         let client = try fixture.client()

@@ -241,8 +241,9 @@ extension DemoTests {
         let (proxy, address, upstream) = try self.start("shutdown_timeout = 10s")
         defer { upstream.stop() }
         let client = try BlockingHTTPClient(connectingTo: address)
-        client.send("GET /slow/800 HTTP/1.1\r\nHost: \(address)\r\n\r\n")
-        usleep(200_000)
+        client.send("GET /slow/3000 HTTP/1.1\r\nHost: \(address)\r\n\r\n")
+        // In flight: at the upstream, answered 3 s later.
+        #expect(waitFor { upstream.requests.contains { $0.target == "/slow/3000" } })
         proxy.signal(SIGTERM)
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -260,9 +261,9 @@ extension DemoTests {
         defer { upstream.stop() }
         let client = try BlockingHTTPClient(connectingTo: address)
         client.send("GET /hang HTTP/1.1\r\nHost: \(address)\r\n\r\n")
-        usleep(200_000)
+        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
         proxy.signal(SIGINT)
-        usleep(200_000)
+        #expect(waitFor { proxy.standardError.contains("shutting down") })
         #expect(proxy.process.isRunning, "the first signal waits for the in-flight request")
         proxy.signal(SIGINT)
         #expect(proxy.waitForExit(timeout: .seconds(5)) != nil)
@@ -290,9 +291,16 @@ extension DemoTests {
         #expect(waitFor { proxy.standardError.contains("token refresh failed") })
         #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 401)
         // The user logs in elsewhere and drops a fresh refresh token in, then tells the proxy.
-        try "rt-second\n".write(toFile: tokenFile, atomically: false, encoding: .utf8)
+        try "rt-second\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
         proxy.signal(SIGHUP)
-        #expect(waitFor { proxy.standardError.contains("trigger=SIGHUP") })
+        #expect(waitFor { proxy.standardError.contains("refresh token file re-read") })
+        // The proxy also watches the file: on a slow machine its watcher may start the refresh first,
+        // and SIGHUP then joins that one.
+        #expect(
+            waitFor {
+                proxy.standardError.contains("trigger=SIGHUP") || proxy.standardError.contains("trigger=file")
+            }
+        )
         #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 200)
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit() == 0)

@@ -11,7 +11,7 @@ extension TokenSession {
         let refreshTokens = self.store
         let logger = self.logger
         sessionStore.refresh(
-            replacing: self.state.withLock { $0.machine.token?.value },
+            replacing: self.state.withLock { $0.refreshReplacing },
             fetch: { refreshToken, completion in
                 // Writing the refresh token file can block: off the event loops.
                 BlockingWorkPool.shared.execute {

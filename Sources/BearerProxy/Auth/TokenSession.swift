@@ -50,6 +50,9 @@ package final class TokenSession: Sendable {
         var cachedLine: (generation: Int, bytes: [UInt8])?
         var refreshStartedAt: Instant?
         var refreshTrigger = ""
+        /// The token the refresh in progress replaces, taken when it was decided: a token adopted
+        /// between that decision and the store's refresh must not be replaced in its turn.
+        var refreshReplacing: Secret<String>?
         var waiterTimerAt: Instant?
         var lastOutcome: (outcome: String, wallTime: Double)?
         var observers: [@Sendable (RefreshOutcome) -> Void] = []
@@ -336,6 +339,7 @@ package final class TokenSession: Sendable {
     func noteRefreshStart(_ state: inout State, trigger: String, now: Instant) {
         state.refreshStartedAt = now
         state.refreshTrigger = trigger
+        state.refreshReplacing = state.machine.token?.value
     }
 
     func runRefresh() {
