@@ -16,9 +16,17 @@ import Testing
     static func machine(
         handshake: [RESPCommand] = [],
         subscriber: Bool = false,
-        timeout: Duration = .seconds(5)
+        timeout: Duration = .seconds(5),
+        keepalive: Duration? = nil
     ) -> Machine {
-        Machine(settings: .init(handshake: handshake, isSubscriber: subscriber, commandTimeout: timeout))
+        Machine(
+            settings: .init(
+                handshake: handshake,
+                isSubscriber: subscriber,
+                commandTimeout: timeout,
+                keepaliveInterval: keepalive
+            )
+        )
     }
 
     @Test func commandsAskedForWhileConnectingGoOutOnceConnected() {
@@ -190,6 +198,71 @@ import Testing
         )
         #expect(machine.received(confirmation, now: t0) == .none)
         #expect(machine.nextDeadline == nil)
+    }
+
+    static let ping = RESPCommand("PING")
+
+    @Test func aSilentConnectionSendsAPingAndDropsWhenItGoesUnanswered() {
+        var machine = Self.machine(timeout: .seconds(2), keepalive: .seconds(10))
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        #expect(machine.nextDeadline == t0 + .seconds(10))
+        #expect(machine.deadlinePassed(now: t0 + .seconds(9)) == .none)
+        #expect(machine.deadlinePassed(now: t0 + .seconds(10)) == .write([Self.ping]))
+        #expect(machine.nextDeadline == t0 + .seconds(12))
+        #expect(
+            machine.deadlinePassed(now: t0 + .seconds(12))
+                == .reconnect(failing: [], .noReply(after: .seconds(2)), after: .milliseconds(100), wasReady: true)
+        )
+        #expect(machine.nextDeadline == nil)
+    }
+
+    @Test func anyReplyPushesTheNextPingBack() {
+        var machine = Self.machine(timeout: .seconds(2), keepalive: .seconds(10))
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        _ = machine.commandRequested(1, Self.get, now: t0 + .seconds(4))
+        _ = machine.received(.bulkString(nil), now: t0 + .seconds(5))
+        #expect(machine.nextDeadline == t0 + .seconds(15))
+        #expect(machine.deadlinePassed(now: t0 + .seconds(15)) == .write([Self.ping]))
+        #expect(machine.received(.simpleString("PONG"), now: t0 + .seconds(16)) == .none)
+        #expect(machine.nextDeadline == t0 + .seconds(26))
+        // A user without +ping gets an error: the server answered, so it is there.
+        #expect(machine.deadlinePassed(now: t0 + .seconds(26)) == .write([Self.ping]))
+        let refusal = RESPValue.error("NOPERM this user has no permissions to run the 'ping' command")
+        #expect(machine.received(refusal, now: t0 + .seconds(27)) == .none)
+        #expect(machine.state == .ready)
+        #expect(machine.nextDeadline == t0 + .seconds(37))
+    }
+
+    @Test func aMessageArrivingWhileAPingWaitsIsDeliveredNotTakenForItsReply() {
+        let channel = "bearer-proxy:{a}:refreshed"
+        var machine = Self.machine(
+            handshake: [RESPCommand("SUBSCRIBE", channel)],
+            subscriber: true,
+            timeout: .seconds(2),
+            keepalive: .seconds(10)
+        )
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        let confirmation = RESPValue.array([
+            .bulkString(Array("subscribe".utf8)), .bulkString(Array(channel.utf8)), .integer(1),
+        ])
+        #expect(machine.received(confirmation, now: t0) == .becomeReady(write: []))
+        #expect(machine.deadlinePassed(now: t0 + .seconds(10)) == .write([Self.ping]))
+        let message = RESPValue.array([
+            .bulkString(Array("message".utf8)), .bulkString(Array(channel.utf8)), .bulkString(Array("8".utf8)),
+        ])
+        #expect(
+            machine.received(message, now: t0 + .seconds(11))
+                == .deliver(channel: Array(channel.utf8), payload: Array("8".utf8))
+        )
+        // Still waiting for the PING's reply: its deadline holds.
+        #expect(machine.nextDeadline == t0 + .seconds(12))
+        // A subscribed connection answers PING with ["pong", ""].
+        let pong = RESPValue.array([.bulkString(Array("pong".utf8)), .bulkString([])])
+        #expect(machine.received(pong, now: t0 + .milliseconds(11_500)) == .none)
+        #expect(machine.nextDeadline == t0 + .milliseconds(21_500))
     }
 
     @Test func stoppingFailsEverythingAndLaterCommands() {

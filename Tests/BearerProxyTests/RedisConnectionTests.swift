@@ -127,6 +127,27 @@ struct RedisConnectionTests {
         #expect(client.run(RESPCommand("PING")) == .success(.simpleString("PONG")))
     }
 
+    /// Nothing to send, and the server hangs (or a NAT dropped the connection without a word): the
+    /// keepalive PING finds out, and the subscriber reconnects once the server is back.
+    @Test func anIdleSubscriberNoticesAHungServer() throws {
+        let redis = try startRedis()
+        let subscriber = RedisHarness(
+            .local(redis),
+            subscribeTo: "ch",
+            commandTimeout: .seconds(1),
+            keepaliveInterval: .milliseconds(200)
+        )
+        #expect(subscriber.waitUntilReady())
+        redis.pause()
+        defer { redis.resume() }
+        #expect(subscriber.wait { $0.contains(.down(.noReply(after: .seconds(1)))) })
+        redis.resume()
+        #expect(subscriber.waitUntilReady(count: 2))
+        let publisher = RedisHarness(.local(redis))
+        #expect(publisher.run(RESPCommand("PUBLISH", "ch", "after the hang")) == .success(.integer(1)))
+        #expect(subscriber.wait { $0.contains(.message(channel: "ch", payload: "after the hang")) })
+    }
+
     @Test func aSubscriberReceivesPublishedMessages() throws {
         let redis = try startRedis(configuration: ["--requirepass", "pw"])
         let subscriber = RedisHarness(.local(redis, password: "pw"), subscribeTo: "bearer-proxy:{a}:refreshed")

@@ -44,7 +44,8 @@ final class RedisHarness: RedisConnectionObserver, @unchecked Sendable {
         _ endpoint: RedisEndpoint,
         subscribeTo channel: String? = nil,
         tls: (any TLSConnectionFactory)? = nil,
-        commandTimeout: Duration = .seconds(5)
+        commandTimeout: Duration = .seconds(5),
+        keepaliveInterval: Duration? = nil
     ) {
         self.loop = redisTestGroup.loops[0]
         let connector = OutboundConnector(resolver: Resolver(), tls: tls, connectTimeout: .seconds(5))
@@ -54,7 +55,8 @@ final class RedisHarness: RedisConnectionObserver, @unchecked Sendable {
                 subscribeTo: channel,
                 loop: self.loop,
                 connector: connector,
-                commandTimeout: commandTimeout
+                commandTimeout: commandTimeout,
+                keepaliveInterval: keepaliveInterval
             )
             connection.observer = self
             self.connectionBox.withLock { $0 = UnsafeTransfer(connection) }

@@ -36,6 +36,10 @@ final class RedisConnection: StreamConnectionDelegate {
     private var hasReportedDown = false
     weak var observer: RedisConnectionObserver?
 
+    /// How long a ready connection stays silent before it sends a PING: well under the idle
+    /// timeouts of NATs and cloud load balancers (60 s and up), at one small command per half minute.
+    static let keepaliveInterval: Duration = .seconds(30)
+
     /// A connection for commands, or (`subscribeTo`) one that subscribes to a channel and only
     /// receives its messages (RESP2 pub/sub takes the whole connection).
     init(
@@ -43,7 +47,8 @@ final class RedisConnection: StreamConnectionDelegate {
         subscribeTo channel: String? = nil,
         loop: EventLoop,
         connector: OutboundConnector,
-        commandTimeout: Duration
+        commandTimeout: Duration,
+        keepaliveInterval: Duration? = RedisConnection.keepaliveInterval
     ) {
         self.endpoint = endpoint
         self.loop = loop
@@ -51,7 +56,12 @@ final class RedisConnection: StreamConnectionDelegate {
         var handshake = endpoint.handshake
         if let channel { handshake.append(RESPCommand("SUBSCRIBE", channel)) }
         self.machine = RedisConnectionStateMachine(
-            settings: .init(handshake: handshake, isSubscriber: channel != nil, commandTimeout: commandTimeout)
+            settings: .init(
+                handshake: handshake,
+                isSubscriber: channel != nil,
+                commandTimeout: commandTimeout,
+                keepaliveInterval: keepaliveInterval
+            )
         )
     }
 
@@ -157,7 +167,7 @@ final class RedisConnection: StreamConnectionDelegate {
         self.stream = nil
     }
 
-    /// Keeps one timer at the oldest unanswered command's deadline.
+    /// Keeps one timer at the machine's next deadline (a reply overdue, or a keepalive due).
     private func armDeadlineTimer() {
         let deadline = self.machine.nextDeadline
         if let armed = self.deadlineTimer, armed.at == deadline { return }

@@ -7,6 +7,11 @@ import BearerCore
 /// the commands in flight are a queue and each reply completes the oldest. The login steps (AUTH,
 /// SELECT, and SUBSCRIBE for the subscribing connection) go first, and commands wait until they all
 /// succeeded: a command that ran before SELECT would touch the wrong database.
+///
+/// A connection that has heard nothing for `keepaliveInterval` sends a PING. A connection that a
+/// NAT or firewall dropped without a reset, or a hung server, is then found while nothing needs it.
+/// Otherwise the subscriber would miss publications unnoticed, and the next refresh would wait a
+/// whole command timeout, then run without the fleet.
 struct RedisConnectionStateMachine {
     typealias CommandID = UInt64
 
@@ -17,11 +22,15 @@ struct RedisConnectionStateMachine {
         var isSubscriber: Bool
         /// An unanswered command older than this means the server is gone: reconnect.
         var commandTimeout: Duration
+        /// Silence after which a ready connection sends a PING; nil: never.
+        var keepaliveInterval: Duration? = nil
     }
 
     private enum Purpose: Equatable {
         case handshake(name: String)
         case caller(CommandID)
+        /// Any reply, an error too, shows the server is there.
+        case keepalive
     }
 
     private struct Sent {
@@ -71,6 +80,8 @@ struct RedisConnectionStateMachine {
     /// Written and unanswered, oldest first (from `inFlightStart`).
     private var inFlight: [Sent] = []
     private var inFlightStart = 0
+    /// When the server last said anything (or the connection became ready): the keepalive's clock.
+    private var lastHeardAt: Instant?
 
     init(settings: Settings) {
         self.settings = settings
@@ -125,8 +136,13 @@ struct RedisConnectionStateMachine {
         case .initial, .connecting, .backingOff, .stopped:
             return .none
         }
+        self.lastHeardAt = now
+        let isSubscribed = self.settings.isSubscriber && self.state == .ready
+        // A message can arrive while a keepalive PING waits for its reply: it is not that reply.
+        if isSubscribed, let message = Self.message(value) { return message }
         guard self.inFlightStart < self.inFlight.count else {
-            if self.settings.isSubscriber && self.state == .ready { return Self.message(value) }
+            // Other pub/sub replies (a late subscribe count) are ignored.
+            if isSubscribed { return .none }
             return self.dropConnection(.malformed("a reply nothing asked for"))
         }
         let sent = self.inFlight[self.inFlightStart]
@@ -145,6 +161,8 @@ struct RedisConnectionStateMachine {
         case .caller(let id):
             if case .error(let message) = value { return .complete(id, .failure(.reply(message))) }
             return .complete(id, .success(value))
+        case .keepalive:
+            return .none
         }
     }
 
@@ -170,16 +188,26 @@ struct RedisConnectionStateMachine {
         return .connect
     }
 
-    /// The command timer fired: an answer overdue means the server is gone.
+    /// The connection's timer fired: an answer overdue means the server is gone; a long silence
+    /// calls for a PING.
     mutating func deadlinePassed(now: Instant) -> Action {
         guard let deadline = self.nextDeadline, now >= deadline else { return .none }
-        return self.dropConnection(.noReply(after: self.settings.commandTimeout))
+        if self.inFlightStart < self.inFlight.count {
+            return self.dropConnection(.noReply(after: self.settings.commandTimeout))
+        }
+        self.inFlight.append(Sent(purpose: .keepalive, sentAt: now))
+        return .write([RESPCommand("PING")])
     }
 
-    /// When the oldest unanswered command is overdue (the connection's timer).
+    /// When the oldest unanswered command is overdue, or else when the keepalive PING is due (the
+    /// connection's timer).
     var nextDeadline: Instant? {
-        guard self.inFlightStart < self.inFlight.count else { return nil }
-        return self.inFlight[self.inFlightStart].sentAt + self.settings.commandTimeout
+        if self.inFlightStart < self.inFlight.count {
+            return self.inFlight[self.inFlightStart].sentAt + self.settings.commandTimeout
+        }
+        guard self.state == .ready, let interval = self.settings.keepaliveInterval, let heard = self.lastHeardAt
+        else { return nil }
+        return heard + interval
     }
 
     mutating func stopped() -> Action {
@@ -194,6 +222,7 @@ struct RedisConnectionStateMachine {
     private mutating func becomeReady(now: Instant) -> Action {
         self.state = .ready
         self.failures = 0
+        self.lastHeardAt = now
         guard !self.settings.isSubscriber else { return .becomeReady(write: []) }
         let commands = self.waiting.map(\.1)
         for (id, _) in self.waiting { self.inFlight.append(Sent(purpose: .caller(id), sentAt: now)) }
@@ -221,11 +250,11 @@ struct RedisConnectionStateMachine {
         return ids
     }
 
-    /// `["message", channel, payload]`; other pub/sub replies (a late subscribe count) are ignored.
-    private static func message(_ value: RESPValue) -> Action {
+    /// `["message", channel, payload]` as a delivery; nil for anything else.
+    private static func message(_ value: RESPValue) -> Action? {
         guard case .array(let items?) = value, items.count == 3, items[0].text == "message",
             case .bulkString(let channel?) = items[1], case .bulkString(let payload?) = items[2]
-        else { return .none }
+        else { return nil }
         return .deliver(channel: channel, payload: payload)
     }
 
