@@ -117,8 +117,9 @@ package final class MockTokenServer: Sendable {
     package var url: String { "\(self.server.baseURL)/oauth/token" }
     package var recordedCalls: [TokenCall] { self.recorded.withLock { $0 } }
     package var callCount: Int { self.calls.load(ordering: .relaxed) }
-    /// Token calls whose answer is decided (the token it carries issued): a test that revokes
-    /// "everything issued so far" waits for this, not for `callCount`, which counts arrivals.
+    /// Token calls whose answer is decided (the token it carries issued, though a delayed answer may
+    /// not be sent yet): a test that revokes "everything issued so far" waits for this, not for
+    /// `callCount`, which counts arrivals.
     package var answeredCallCount: Int { self.answered.load(ordering: .relaxed) }
 
     package func update(_ change: (inout Settings) -> Void) {

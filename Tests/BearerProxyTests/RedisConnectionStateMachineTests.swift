@@ -235,6 +235,25 @@ import Testing
         #expect(machine.nextDeadline == t0 + .seconds(37))
     }
 
+    @Test func aCommandAskedForWhileAPingWaitsGetsItsOwnReply() {
+        var machine = Self.machine(timeout: .seconds(2), keepalive: .seconds(10))
+        _ = machine.started()
+        _ = machine.connected(now: t0)
+        #expect(machine.deadlinePassed(now: t0 + .seconds(10)) == .write([Self.ping]))
+        #expect(machine.commandRequested(1, Self.get, now: t0 + .milliseconds(10_100)) == .write([Self.get]))
+        #expect(machine.received(.simpleString("PONG"), now: t0 + .milliseconds(10_200)) == .none)
+        #expect(
+            machine.received(.bulkString(Array("v".utf8)), now: t0 + .milliseconds(10_300))
+                == .complete(1, .success(.bulkString(Array("v".utf8))))
+        )
+        // No PING while reconnecting: the keepalive deadline is back only once ready again.
+        _ = machine.connectionClosed("closed by the server")
+        #expect(machine.nextDeadline == nil)
+        #expect(machine.reconnectDue() == .connect)
+        _ = machine.connected(now: t0 + .seconds(20))
+        #expect(machine.nextDeadline == t0 + .seconds(30))
+    }
+
     @Test func aMessageArrivingWhileAPingWaitsIsDeliveredNotTakenForItsReply() {
         let channel = "bearer-proxy:{a}:refreshed"
         var machine = Self.machine(

@@ -133,7 +133,8 @@ final class SessionFixture {
         try httpRequest(self.address, "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
     }
 
-    /// Waits (bounded) until the token server has answered `count` calls.
+    /// Waits (bounded) until the token server has decided its answer to `count` calls (the tokens
+    /// they carry are issued; a delayed answer may still be on its way).
     func waitForTokenCalls(_ count: Int) -> Bool {
         waitUntil { self.tokenServer.answeredCallCount >= count }
     }

@@ -184,6 +184,20 @@ import Testing
         #expect(fixture.tokenServer.callCount == 1)
     }
 
+    /// A logout while a refresh waits out a Retry-After ends that refresh: when the wait is over, the
+    /// logged-out proxy makes no token call (which would spend the refresh token for nobody).
+    @Test func aLogoutEndsARefreshWaitingToRetry() throws {
+        let fixture = try SessionFixture(tokenSettings: { $0.failure = .rateLimited(retryAfterSeconds: 1) }) { _, _ in }
+        // The start-up refresh is told to come back in 1 s.
+        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh will be retried") } })
+        _ = fixture.proxy.runtime.session.logOut()
+        fixture.tokenServer.update { $0.failure = .none }
+        // Absence cannot be waited for: wait past the retry's time, with margin.
+        usleep(2_500_000)
+        #expect(fixture.tokenServer.callCount == 1)
+        #expect(fixture.proxy.runtime.session.status.state == "logged_out")
+    }
+
     @Test(arguments: TokenFlavour.allCases)
     func rotatedRefreshTokenIsWrittenToTheFileWithMode0600(flavour: TokenFlavour) throws {
         let directory = NSTemporaryDirectory() + "bearer-rt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -306,8 +320,9 @@ import Testing
 
     @Test(arguments: TokenFlavour.allCases)
     func usesTheExpiryOfAJWTAccessToken(flavour: TokenFlavour) throws {
-        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.jwtLifetime = 2 }) { config, _ in
-            config.refreshSkew = .seconds(1)
+        // As above: the 3 s skew leaves a token call 3 s to finish, however loaded the machine.
+        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.jwtLifetime = 6 }) { config, _ in
+            config.refreshSkew = .seconds(3)
         }
         #expect(fixture.waitForTokenCalls(1))
         let client = try fixture.client()

@@ -411,6 +411,7 @@ package final class TokenSession: Sendable {
                 observers = state.observers
                 state.observers.removeAll()
                 state.refreshEpoch += 1
+                state.refreshReplacing = nil
             }
             Self.recordOutcome(
                 action,
@@ -469,8 +470,8 @@ package final class TokenSession: Sendable {
             )
             let epoch = self.state.withLock { $0.refreshEpoch }
             self.onTimerLoop(after: delay) {
-                // A token adopted from the session store meanwhile ended this refresh: no retry.
-                if self.state.withLock({ $0.refreshEpoch }) == epoch { self.runRefresh() }
+                // A token adopted from the session store, or a logout, ended this refresh meanwhile: no retry.
+                if self.state.withLock({ $0.refreshEpoch == epoch && $0.machine.isRefreshing }) { self.runRefresh() }
             }
             self.armWaiterTimer()
         case .ignore:
@@ -658,6 +659,9 @@ package final class TokenSession: Sendable {
     package func logOut() -> Secret<String>? {
         let waiters = self.mutate { state -> [(WaiterHandle, WaiterID)] in
             let ids = state.machine.loggedOut()
+            // A refresh waiting to retry ends here: its timer must find nothing to retry.
+            state.refreshEpoch += 1
+            state.refreshReplacing = nil
             state.cachedLine = nil
             state.lastOutcome = ("logged_out", wallClockSeconds())
             return ids.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
