@@ -153,20 +153,20 @@ package final class MockTokenServer: Sendable {
         case Self.jsonLogoutPath:
             return self.handleJSON(request)
         case Self.jsonLoginPath, Self.jsonRefreshPath:
-            defer { self.answered.add(1, ordering: .relaxed) }
-            return self.delayedAsConfigured(self.handleJSON(request))
+            return self.finishTokenCall(self.handleJSON(request))
         case Self.authorizePath:
             return self.authorize(request)
         case Self.devicePath:
             return self.startDeviceAuthorization(request)
         default:
-            defer { self.answered.add(1, ordering: .relaxed) }
-            return self.delayedAsConfigured(self.handleForm(request))
+            return self.finishTokenCall(self.handleForm(request))
         }
     }
 
-    /// A token call's answer, sent after the configured `delay` (a slow endpoint).
-    private func delayedAsConfigured(_ response: MockResponse) -> MockResponse {
+    /// What every token call's decided answer gets: counted as answered, and sent after the
+    /// configured `delay` (a slow endpoint).
+    private func finishTokenCall(_ response: MockResponse) -> MockResponse {
+        self.answered.add(1, ordering: .relaxed)
         var response = response
         response.delay = self.settings.withLock { $0.delay }
         return response

@@ -471,7 +471,11 @@ package final class TokenSession: Sendable {
             let epoch = self.state.withLock { $0.refreshEpoch }
             self.onTimerLoop(after: delay) {
                 // A token adopted from the session store, or a logout, ended this refresh meanwhile: no retry.
-                if self.state.withLock({ $0.refreshEpoch == epoch && $0.machine.isRefreshing }) { self.runRefresh() }
+                if self.state.withLock({ $0.refreshEpoch == epoch && $0.machine.isRefreshing }) {
+                    self.runRefresh()
+                } else {
+                    self.logger.debug("token refresh retry dropped: the refresh ended meanwhile")
+                }
             }
             self.armWaiterTimer()
         case .ignore:
