@@ -64,6 +64,13 @@ package final class TokenSession: Sendable {
         var refreshEpoch = 0
         /// The session store's outage was announced (once per outage: session_store_fallback = local).
         var hasWarnedOfLocalRefresh = false
+
+        /// The refresh in progress is over (it ended, or a logout dropped it): its retry timer must
+        /// find nothing to retry, and the token it was replacing is no longer needed.
+        mutating func refreshIsOver() {
+            self.refreshEpoch += 1
+            self.refreshReplacing = nil
+        }
     }
 
     /// A token requests may carry without taking the lock: which one, and until when.
@@ -410,8 +417,7 @@ package final class TokenSession: Sendable {
             if outcomeForObservers != nil {
                 observers = state.observers
                 state.observers.removeAll()
-                state.refreshEpoch += 1
-                state.refreshReplacing = nil
+                state.refreshIsOver()
             }
             Self.recordOutcome(
                 action,
@@ -471,7 +477,7 @@ package final class TokenSession: Sendable {
             let epoch = self.state.withLock { $0.refreshEpoch }
             self.onTimerLoop(after: delay) {
                 // A token adopted from the session store, or a logout, ended this refresh meanwhile: no retry.
-                if self.state.withLock({ $0.refreshEpoch == epoch && $0.machine.isRefreshing }) {
+                if self.state.withLock({ $0.refreshEpoch == epoch }) {
                     self.runRefresh()
                 } else {
                     self.logger.debug("token refresh retry dropped: the refresh ended meanwhile")
@@ -663,9 +669,7 @@ package final class TokenSession: Sendable {
     package func logOut() -> Secret<String>? {
         let waiters = self.mutate { state -> [(WaiterHandle, WaiterID)] in
             let ids = state.machine.loggedOut()
-            // A refresh waiting to retry ends here: its timer must find nothing to retry.
-            state.refreshEpoch += 1
-            state.refreshReplacing = nil
+            state.refreshIsOver()
             state.cachedLine = nil
             state.lastOutcome = ("logged_out", wallClockSeconds())
             return ids.compactMap { id in state.waiters.removeValue(forKey: id).map { ($0, id) } }
