@@ -68,6 +68,7 @@ package final class ProxyServer: Sendable {
         let store: RefreshTokenStore?
         do throws(RefreshTokenStore.StoreError) {
             store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
+            try store?.requireFolder()
         } catch {
             closeListeners()
             throw StartError(description: error.description)

@@ -204,6 +204,12 @@ import Testing
             return
         }
         #expect(reason == "the token endpoint answered 200 without an access token (nothing at data.jwt)")
+        let login = JSONTokenResponse.interpret(Self.response(503, ""), fields: JSONTokenFields(), isLogin: true)
+        guard case .transient(let loginReason, _) = login else {
+            Issue.record("expected transient, got \(login)")
+            return
+        }
+        #expect(loginReason == "the login endpoint answered 503", "a login's answer is not the token endpoint's")
     }
 }
 

@@ -525,7 +525,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         )
         let proxy = try ProxyProcess(["--config", config])
         #expect(proxy.waitUntilListening() != nil)
-        #expect(waitFor { proxy.standardError.contains("holds no refresh token (run 'bearer-proxy login')") })
+        #expect(waitFor { proxy.standardError.contains("no refresh token yet; run 'bearer-proxy login'") })
 
         let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
         #expect(waitFor { login.standardOutput.contains(server.authorizationURL) })

@@ -90,7 +90,8 @@ struct LoopMetrics: Sendable {
 /// Refresh figures, kept by the token session under its lock.
 struct SessionMetrics: Sendable {
     /// By result: ok, adopted (another proxy's, from the session store), rejected, unreachable, timeout,
-    /// rate_limited, logged_out, command_failed, kept.
+    /// rate_limited, logged_out, command_failed, no_refresh_token (none to spend: the endpoint was not
+    /// called), kept.
     var refreshes: [String: Int] = [:]
     var refreshDuration = Histogram()
 }
@@ -124,7 +125,10 @@ func renderMetrics(
     )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
-    for result in ["ok", "adopted", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "kept"] {
+    for result in [
+        "ok", "adopted", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "no_refresh_token",
+        "kept",
+    ] {
         text += "\(MetricNames.refreshes){result=\"\(result)\"} \(session.refreshes[result] ?? 0)\n"
     }
     text += session.refreshDuration.render(

@@ -70,7 +70,7 @@ extension SessionFailure {
         switch self {
         case .rejected(let code, let description): .rejected(code: code, description: redact(description))
         case .loginRejected(let code, let description): .loginRejected(code: code, description: redact(description))
-        case .unreachable, .timedOut, .rateLimited, .loggedOut, .commandFailed: self
+        case .unreachable, .timedOut, .rateLimited, .loggedOut, .commandFailed, .noRefreshToken: self
         }
     }
 }

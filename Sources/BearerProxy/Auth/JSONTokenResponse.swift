@@ -36,6 +36,7 @@ enum JSONTokenResponse {
         TokenEndpointResponse.interpret(
             response,
             now: now,
+            endpoint: isLogin ? "the login endpoint" : "the token endpoint",
             permanentStatuses: [400, 401, 403],
             token: { self.parseToken($0, fields: fields, now: now) },
             withoutToken: "without an access token ("

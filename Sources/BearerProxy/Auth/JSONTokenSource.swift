@@ -53,7 +53,7 @@ final class JSONTokenSource: TokenSource {
             } else if self.requests.canLogIn() {
                 self.logIn(finish)
             } else {
-                finish(.permanent(.noRefreshToken(file: self.store?.path)))
+                finish(.permanent(.noRefreshToken(in: self.store)))
             }
         }
     }

@@ -28,7 +28,7 @@ package final class RefreshTokenStore: Sendable {
         var modifiedNanoseconds: Int
     }
 
-    package struct StoreError: Error, CustomStringConvertible {
+    package struct StoreError: Error, Equatable, CustomStringConvertible {
         package var description: String
     }
 
@@ -143,26 +143,71 @@ package final class RefreshTokenStore: Sendable {
 
     // MARK: File access
 
-    /// The token in the file; none when the file does not exist (yet: `bearer-proxy login` writes it).
+    /// The token in the file; none when the file does not exist (yet: `bearer-proxy login` writes it)
+    /// or holds nothing. Anything else at the path (a directory, a pipe, a file this user may not
+    /// read) is an error naming it: that is a local mistake to fix, never a missing token.
     static func read(_ path: String) throws(StoreError) -> (Secret<String>?, FileStamp?) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 && errno == ENOENT { return (nil, nil) }
-        guard fd >= 0 else {
-            throw StoreError(
-                description: "\(path): cannot read the refresh token file: \(String(cString: strerror(errno)))"
-            )
-        }
+        // O_NONBLOCK: opening a FIFO put at the path must not wait for a writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        // ENOTDIR: the folder is not one, so no file is there either (`requireFolder` names it).
+        if fd < 0 && (errno == ENOENT || errno == ENOTDIR) { return (nil, nil) }
+        guard fd >= 0 else { throw Self.cannotRead(path, errno) }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.cannotRead(path, errno) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw Self.cannotRead(path, EISDIR)
+        default: throw StoreError(description: "\(path): cannot read the refresh token file: not a regular file")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count < 1 << 20 {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
+            if count < 0 { throw Self.cannotRead(path, errno) }
+            if count == 0 { break }
             bytes += chunk[0..<count]
         }
         let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         return (text.isEmpty ? nil : Secret(text), Self.stamp(path))
+    }
+
+    private static func cannotRead(_ path: String, _ error: Int32) -> StoreError {
+        StoreError(description: "\(path): cannot read the refresh token file: \(String(cString: strerror(error)))")
+    }
+
+    /// The folder the file lives in: a file that does not exist yet is normal (a login writes it), a
+    /// folder that does not exist is a wrong path, and the proxy stops at start naming it.
+    package func requireFolder() throws(StoreError) {
+        guard let path = self.path, let problem = Self.folderProblem(path) else { return }
+        throw StoreError(description: "\(path): refresh_token_file: \(problem) (create it, or fix the path)")
+    }
+
+    /// Why there is no refresh token to spend, for the 401 and the log line. Always something on this
+    /// machine (the token endpoint was not asked), so it names the file. Blocking: a `stat` and a read.
+    package func absenceReason() -> String {
+        guard let path = self.path else { return "the configured refresh_token was dropped by a logout" }
+        do throws(StoreError) {
+            if try Self.read(path).1 != nil { return "\(path) is empty" }
+        } catch {
+            return error.description
+        }
+        return Self.folderProblem(path) ?? "\(path) does not exist yet"
+    }
+
+    /// `its folder … does not exist` (or is not a directory); nil when the folder is there.
+    private static func folderProblem(_ path: String) -> String? {
+        let folder = Self.folder(of: path)
+        var info = stat()
+        guard stat(folder, &info) == 0 else { return "its folder \(folder) does not exist" }
+        return info.st_mode & S_IFMT == S_IFDIR ? nil : "its folder \(folder) is not a directory"
+    }
+
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let folder = String(path[..<slash])
+        return folder.isEmpty ? "/" : folder
     }
 
     static func stamp(_ path: String) -> FileStamp? {
@@ -201,8 +246,7 @@ package final class RefreshTokenStore: Sendable {
             unlink(temporary)
             throw StoreError(description: "\(path): cannot write the rotated refresh token: \(reason)")
         }
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directoryFD = open(Self.folder(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFD >= 0 {
             fsync(directoryFD)
             close(directoryFD)

@@ -1,7 +1,8 @@
 /// Why a request that needed a token cannot have one: what its client is answered instead.
 ///
 /// Messages name the cause and what to do; they carry the token endpoint's error code and
-/// description (which are the endpoint's words, not secrets) but never a token.
+/// description (which are the endpoint's words, not secrets) but never a token. A condition found on
+/// this machine (no refresh token file yet, a failing command) is never worded as a server's answer.
 package enum SessionFailure: Equatable, Sendable {
     /// The token endpoint refused the grant (400/401: invalid_grant, invalid_client, …). Permanent.
     case rejected(code: String, description: String?)
@@ -19,15 +20,19 @@ package enum SessionFailure: Equatable, Sendable {
     /// token_command failed (non-zero exit, empty output); the reason carries its stderr.
     case commandFailed(reason: String)
 
-    /// There is no refresh token to spend: the file is missing or empty, or none was configured.
-    static func noRefreshToken(file: String?) -> SessionFailure {
-        let place = file.map { "\($0) holds no refresh token" } ?? "there is no refresh token"
-        return .rejected(code: "no_refresh_token", description: place + " (run 'bearer-proxy login')")
+    /// There is no refresh token to spend: refresh_token_file does not exist yet (no `bearer-proxy
+    /// login` so far), is empty, or cannot be read, or a logout dropped the configured refresh_token.
+    /// Found on this machine: the token endpoint was not called. Permanent until the file changes.
+    case noRefreshToken(file: String?, reason: String)
+
+    /// No refresh token in `store`, and why, from a look at its file. Blocking: off the event loops.
+    static func noRefreshToken(in store: RefreshTokenStore?) -> SessionFailure {
+        .noRefreshToken(file: store?.path, reason: store?.absenceReason() ?? "none is configured")
     }
 
     package var status: Int {
         switch self {
-        case .rejected, .loginRejected, .loggedOut: 401
+        case .rejected, .loginRejected, .loggedOut, .noRefreshToken: 401
         case .unreachable, .commandFailed: 502
         case .timedOut: 504
         case .rateLimited: 503
@@ -54,6 +59,10 @@ package enum SessionFailure: Equatable, Sendable {
             "bearer-proxy: the session was logged out; POST /refresh or send SIGHUP to log in again"
         case .commandFailed(let reason):
             "bearer-proxy: token_command failed: \(oneLine(reason))"
+        case .noRefreshToken(.some, let reason):
+            "bearer-proxy: no refresh token yet: \(oneLine(reason)); run 'bearer-proxy login' (a running proxy picks the new file up by itself)"
+        case .noRefreshToken(nil, let reason):
+            "bearer-proxy: no refresh token: \(oneLine(reason)); restart the proxy, or set refresh_token_file and run 'bearer-proxy login'"
         }
     }
 
@@ -72,6 +81,7 @@ package enum SessionFailure: Equatable, Sendable {
         case .rateLimited: "rate_limited"
         case .loggedOut: "logged_out"
         case .commandFailed: "command_failed"
+        case .noRefreshToken: "no_refresh_token"
         }
     }
 }

@@ -38,6 +38,7 @@ package enum TokenEndpointResponse {
         self.interpret(
             response,
             now: now,
+            endpoint: "the token endpoint",
             permanentStatuses: [400, 401],
             token: { self.parseTokenJSON($0) },
             withoutToken: "without a usable access_token",
@@ -50,9 +51,11 @@ package enum TokenEndpointResponse {
 
     /// The status rules every token-issuing endpoint shares: 2xx carries a token, `permanentStatuses`
     /// refuse the credentials, 429/503 with Retry-After ask to wait, anything else is worth a retry.
+    /// `endpoint` names who answered, in the reasons: the token endpoint, or a JSON backend's login.
     static func interpret(
         _ response: EndpointResponse,
         now: Double,
+        endpoint: String,
         permanentStatuses: Set<Int>,
         token: ([UInt8]) -> FetchedToken?,
         withoutToken: String,
@@ -62,7 +65,7 @@ package enum TokenEndpointResponse {
         case 200..<300:
             guard let token = token(response.body) else {
                 return .transient(
-                    reason: "the token endpoint answered \(response.status) \(withoutToken)",
+                    reason: "\(endpoint) answered \(response.status) \(withoutToken)",
                     timedOut: false
                 )
             }
@@ -73,9 +76,9 @@ package enum TokenEndpointResponse {
             if let retryAfter = response.header("retry-after").flatMap({ self.parseRetryAfter($0, now: now) }) {
                 return .rateLimited(retryAfter: retryAfter)
             }
-            return .transient(reason: "the token endpoint answered \(response.status)", timedOut: false)
+            return .transient(reason: "\(endpoint) answered \(response.status)", timedOut: false)
         default:
-            return .transient(reason: "the token endpoint answered \(response.status)", timedOut: false)
+            return .transient(reason: "\(endpoint) answered \(response.status)", timedOut: false)
         }
     }
 

@@ -453,6 +453,12 @@ package final class TokenSession: Sendable {
             if let refreshAt = self.mutate({ $0.machine.token?.refreshAt }) {
                 self.scheduleProactiveRefresh(at: refreshAt)
             }
+        case .fail(let waiters, .noRefreshToken(.some, let reason)):
+            // Nothing was asked of the token endpoint: this is about the file, and what fills it.
+            self.logger.warn(
+                "no refresh token yet; run 'bearer-proxy login'",
+                ["reason": reason, "failed_requests": "\(waiters.count)"]
+            )
         case .fail(let waiters, let failure):
             self.logger.warn(
                 "token refresh failed",

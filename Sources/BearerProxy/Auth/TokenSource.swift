@@ -45,7 +45,7 @@ final class OAuth2TokenSource: TokenSource {
             let lease = self.store?.beginRefresh()
             let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
             if self.builder.grant == .refreshToken && lease?.token == nil {
-                finish(.permanent(.noRefreshToken(file: self.store?.path)))
+                finish(.permanent(.noRefreshToken(in: self.store)))
                 return
             }
             let url = self.builder.url

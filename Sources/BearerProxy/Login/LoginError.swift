@@ -53,7 +53,7 @@ enum LoginError: Error, Equatable, CustomStringConvertible {
             "the token endpoint refused the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
         case .loginRejected(let code, let description):
             "the login endpoint refused the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
-        case .unreachable, .timedOut, .rateLimited, .loggedOut, .commandFailed:
+        case .unreachable, .timedOut, .rateLimited, .loggedOut, .commandFailed, .noRefreshToken:
             failure.message
         }
     }
