@@ -66,6 +66,16 @@ extension MockTokenServer {
         }
     }
 
+    /// The device code of the login showing `userCode` expires now, whatever its expires_in said (a
+    /// server that ends codes early): the next poll is answered `expired_token`.
+    package func expireDeviceCode(userCode: String) {
+        self.loginGrants.withLock { grants in
+            for (code, device) in grants.devices where device.userCode == userCode {
+                grants.devices[code]?.expiresAt = Instant.now()
+            }
+        }
+    }
+
     /// How many times the token endpoint was polled for the device login showing `userCode`.
     package func devicePolls(userCode: String) -> Int {
         self.loginGrants.withLock { $0.devices.values.first { $0.userCode == userCode }?.polls ?? 0 }

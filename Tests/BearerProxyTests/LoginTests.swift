@@ -179,15 +179,35 @@ import Testing
             poller.answered(.denied(description: "no"), now: self.at(2))
                 == .fail(.denied(code: "access_denied", description: "no"))
         )
-        #expect(self.poller().answeredCopy(.expired, now: self.at(2)) == .fail(.deviceCodeExpired))
+        #expect(
+            self.poller().answeredCopy(.expired(description: nil), now: self.at(2))
+                == .fail(.deviceCodeExpired(description: nil))
+        )
         let refusal = SessionFailure.rejected(code: "invalid_client", description: nil)
         #expect(self.poller().answeredCopy(.refused(refusal), now: self.at(2)) == .fail(.refused(refusal)))
+    }
+
+    /// A user searching the provider's documentation needs the code: each stopping line names it,
+    /// and only the server's own answer is told as the server's.
+    @Test func theStoppingLinesNameTheRFC8628Codes() {
+        #expect(
+            LoginError.denied(code: "access_denied", description: "The user said no").description
+                == "the authorization server denied the login: access_denied (The user said no)"
+        )
+        #expect(
+            LoginError.deviceCodeExpired(description: nil).description
+                == "the authorization server answered expired_token: the device code expired before the login was approved; run 'bearer-proxy login --device' again"
+        )
+        #expect(
+            LoginError.deviceCodeLifetimeEnded(lifetime: .seconds(600)).description
+                == "the device code expired before the login was approved (its expires_in, 10m, ran out; the server would answer expired_token); run 'bearer-proxy login --device' again"
+        )
     }
 
     @Test func stopsBeforeTheDeviceCodeExpires() {
         var poller = self.poller(expiresIn: .seconds(5))
         #expect(poller.answered(.pending, now: self.at(2)) == .poll(after: .seconds(2)))
-        #expect(poller.answered(.pending, now: self.at(4)) == .fail(.deviceCodeExpired))
+        #expect(poller.answered(.pending, now: self.at(4)) == .fail(.deviceCodeLifetimeEnded(lifetime: .seconds(5))))
     }
 
     @Test func stopsAtLoginTimeoutAndSaysSo() {

@@ -280,15 +280,28 @@ func word(startingWith prefix: String, in text: String) -> String? {
         #expect(!FileManager.default.fileExists(atPath: self.tokenFile))
     }
 
-    @Test func anExpiredDeviceCodeStopsWithOneLine() throws {
+    @Test func aDeviceCodeWhoseLifetimeRanOutStopsWithOneLine() throws {
         defer { self.server.stop() }
         self.server.update { $0.login.deviceCodeLifetime = 2 }
         let (login, _) = try self.startLogin()
         #expect(login.waitForExit() == 1)
         #expect(
             login.standardError
-                == "Error: the device code expired before the login was approved; run 'bearer-proxy login --device' again\n"
+                == "Error: the device code expired before the login was approved (its expires_in, 2s, ran out; the server would answer expired_token); run 'bearer-proxy login --device' again\n"
         )
+    }
+
+    @Test func aDeviceCodeTheServerExpiresStopsNamingExpiredToken() throws {
+        defer { self.server.stop() }
+        let (login, userCode) = try self.startLogin()
+        #expect(waitFor { self.server.devicePolls(userCode: userCode) >= 1 })
+        self.server.expireDeviceCode(userCode: userCode)
+        #expect(login.waitForExit() == 1)
+        #expect(
+            login.standardError
+                == "Error: the authorization server answered expired_token: the device code expired before the login was approved; run 'bearer-proxy login --device' again\n"
+        )
+        #expect(!FileManager.default.fileExists(atPath: self.tokenFile))
     }
 }
 

@@ -14,7 +14,7 @@ struct DeviceAuthorizationPoller {
         /// `access_denied`
         case denied(description: String?)
         /// `expired_token`
-        case expired
+        case expired(description: String?)
         /// Tokens: the user approved.
         case approved
         /// Any other refusal (invalid_client, invalid_grant …).
@@ -33,6 +33,7 @@ struct DeviceAuthorizationPoller {
     static let slowDownStep: Duration = .seconds(5)
 
     private(set) var interval: Duration
+    private let lifetime: Duration
     private let expiresAt: Instant
     private let timeoutAt: Instant
     private let timeout: Duration
@@ -43,6 +44,7 @@ struct DeviceAuthorizationPoller {
     /// login_timeout (`loginTimeout`) after it started.
     init(interval: Duration?, expiresIn: Duration, loginDeadline: Instant, loginTimeout: Duration, now: Instant) {
         self.interval = interval ?? .seconds(5)
+        self.lifetime = expiresIn
         self.expiresAt = now + expiresIn
         self.timeoutAt = loginDeadline
         self.timeout = loginTimeout
@@ -64,8 +66,8 @@ struct DeviceAuthorizationPoller {
             return self.next(now: now)
         case .denied(let description):
             return .fail(.denied(code: "access_denied", description: description))
-        case .expired:
-            return .fail(.deviceCodeExpired)
+        case .expired(let description):
+            return .fail(.deviceCodeExpired(description: description))
         case .refused(let failure):
             return .fail(.refused(failure))
         case .unavailable(let reason):
@@ -81,7 +83,7 @@ struct DeviceAuthorizationPoller {
             if let reason = self.lastUnavailableReason { return .fail(.unreachable(reason)) }
             return .fail(.timedOut(after: self.timeout, waitingFor: "the device login to be approved"))
         }
-        if at >= self.expiresAt { return .fail(.deviceCodeExpired) }
+        if at >= self.expiresAt { return .fail(.deviceCodeLifetimeEnded(lifetime: self.lifetime)) }
         return .poll(after: self.interval)
     }
 }

@@ -84,7 +84,7 @@ struct DeviceLogin {
             case "authorization_pending": return (.pending, nil)
             case "slow_down": return (.slowDown, nil)
             case "access_denied": return (.denied(description: description), nil)
-            case "expired_token": return (.expired, nil)
+            case "expired_token": return (.expired(description: description), nil)
             default: return (.refused(failure), nil)
             }
         case .transient(let reason, _):

@@ -7,8 +7,12 @@ enum LoginError: Error, Equatable, CustomStringConvertible {
     case timedOut(after: Duration, waitingFor: String)
     /// The authorization server said no (error=access_denied on the callback, or while polling).
     case denied(code: String, description: String?)
-    /// The device code expired before the user approved it.
-    case deviceCodeExpired
+    /// The token endpoint answered `expired_token` (RFC 8628 §3.5): the device code expired before the
+    /// user approved it.
+    case deviceCodeExpired(description: String?)
+    /// The device code's `expires_in` ran out here before the user approved it: the next poll would
+    /// only get `expired_token`, so none is sent. Named as this machine's finding, not the server's.
+    case deviceCodeLifetimeEnded(lifetime: Duration)
     /// The token, login or device endpoint refused the request.
     case refused(SessionFailure)
     /// An endpoint could not be reached or answered nonsense.
@@ -30,8 +34,12 @@ enum LoginError: Error, Equatable, CustomStringConvertible {
             "login timed out after \(formatDuration(after)) waiting for \(waitingFor) (login_timeout)"
         case .denied(let code, let description):
             "the authorization server denied the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
-        case .deviceCodeExpired:
-            "the device code expired before the login was approved; run 'bearer-proxy login --device' again"
+        case .deviceCodeExpired(let description):
+            "the authorization server answered expired_token" + (description.map { " (\(oneLine($0)))" } ?? "")
+                + ": the device code expired before the login was approved; run 'bearer-proxy login --device' again"
+        case .deviceCodeLifetimeEnded(let lifetime):
+            "the device code expired before the login was approved (its expires_in, \(formatDuration(lifetime)), ran out;"
+                + " the server would answer expired_token); run 'bearer-proxy login --device' again"
         case .refused(let failure):
             Self.refusal(failure)
         case .unreachable(let reason):
