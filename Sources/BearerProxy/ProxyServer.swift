@@ -363,6 +363,8 @@ package final class ProxyServer: Sendable {
         guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let admin = self.admin.withLock { $0 }
         admin?.stop()
+        // Before the loops' round below, which then also waits for its timers to be cancelled.
+        self.runtime.session.stop()
         let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {

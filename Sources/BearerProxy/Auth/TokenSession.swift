@@ -112,6 +112,7 @@ package final class TokenSession: Sendable {
     let clock: TimeSource
     let refreshSkew: Duration
     private let timerLoop = Locked<EventLoop?>(nil)
+    private let fileWatcher = Locked<RefreshTokenFileWatcher?>(nil)
 
     package init(
         configuration: Configuration,
@@ -162,7 +163,17 @@ package final class TokenSession: Sendable {
         }
         if mustFetch { self.runRefresh() }
         if let refreshAt { self.scheduleProactiveRefresh(at: refreshAt) }
-        if self.store?.path != nil { self.watchRefreshTokenFile() }
+        if self.store?.path != nil, let loop = self.timerLoop.withLock({ $0 }) {
+            let watcher = RefreshTokenFileWatcher(loop: loop) { [weak self] in self?.lookAtRefreshTokenFile() }
+            self.fileWatcher.withLock { $0 = watcher }
+            watcher.start()
+        }
+    }
+
+    /// The proxy stops: the refresh token file is no longer watched, and no timer is set from now on.
+    package func stop() {
+        self.timerLoop.withLock { $0 = nil }
+        self.fileWatcher.withLock { $0 }?.stop()
     }
 
     /// Changes the state under the lock, then publishes whether a token is free to use (`freeEpoch`).
@@ -543,16 +554,9 @@ package final class TokenSession: Sendable {
         }
     }
 
-    /// Looks at the refresh token file twice a second (off the loops: stat and read are syscalls), so
-    /// that a token written by `bearer-proxy login`, or dropped in by hand, is in memory for the next
-    /// refresh and ends a permanent failure at once, without waiting for a request to notice.
-    private func watchRefreshTokenFile() {
-        self.onTimerLoop(after: .milliseconds(500)) {
-            BlockingWorkPool.shared.execute {
-                if let store = self.store, store.fileChanged(now: self.clock.now()) { self.refreshTokenFileChanged() }
-                self.watchRefreshTokenFile()
-            }
-        }
+    /// One look of the `RefreshTokenFileWatcher`, on the blocking pool.
+    private func lookAtRefreshTokenFile() {
+        if let store = self.store, store.fileChanged(now: self.clock.now()) { self.refreshTokenFileChanged() }
     }
 
     /// A new refresh token file after a permanent failure: try again now. A deliberate logout stays.

@@ -1,0 +1,42 @@
+import BearerCore
+import BearerIO
+import Foundation
+import Glibc
+import Testing
+
+@testable import BearerProxy
+
+/// The proxy looks at refresh_token_file twice a second while it runs, and not once after it stopped.
+@Suite struct RefreshTokenFileWatcherTests {
+    @Test func theWatcherStopsWithTheProxy() throws {
+        // The test's own loops outlive the proxy: what stops must be the watcher, not its loop.
+        let group = EventLoopGroup(count: 1, name: "watcher-test")
+        defer { group.shutdown() }
+        let folder = NSTemporaryDirectory() + "bearer-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/refresh_token"
+        try "rt-first\n".write(toFile: path, atomically: true, encoding: .utf8)
+        var configuration = Configuration()
+        configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
+        configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:9").get()
+        // A token that needs no refresh: nothing but the watcher reads the file.
+        configuration.accessToken = Secret("tok-watched")
+        configuration.tokenURL = try UpstreamURL.parse("http://127.0.0.1:9/token").get()
+        configuration.grantType = .refreshToken
+        configuration.clientID = "c"
+        configuration.refreshTokenFile = path
+        let proxy = try ProxyServer.start(configuration: configuration, logger: .silent, group: group)
+        let store = try #require(proxy.runtime.session.store)
+        #expect(store.current == Secret("rt-first"))
+
+        try "rt-second\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(waitUntil { store.current == Secret("rt-second") }, "the running proxy reads the new file")
+
+        proxy.shutdown()
+        try "rt-third, after the stop\n".write(toFile: path, atomically: true, encoding: .utf8)
+        // Nothing to wait for but time: five ticks of the watcher, and twice the once-a-second bound
+        // on looks at the file (while it ran, it read the change above within that).
+        usleep(2_500_000)
+        #expect(store.current == Secret("rt-second"), "the file was looked at after the proxy stopped")
+    }
+}
