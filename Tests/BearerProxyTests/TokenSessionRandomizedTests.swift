@@ -222,6 +222,9 @@ struct RandomSessionRun {
             self.startRefresh(true)
         case .forwardToClient, .forwardToClientStormGuard:
             self.requests[id]!.phase = .done
+        case .forwardToClientUnrefreshable:
+            self.check(false, "request \(id): the session can refresh, yet a refusal was called unrefreshable")
+            self.requests[id]!.phase = .done
         case .forwardToClientAndStartRefresh:
             self.requests[id]!.phase = .done
             self.startRefresh(true)

@@ -43,11 +43,41 @@ func machine(
         #expect(!mutate(&session) { $0.started(now: at(0)) })
     }
 
-    @Test func withoutSourceA401PassesThrough() {
+    @Test func withoutSourceA401PassesThroughWarnedOfOncePerToken() {
         var session = machine(canRefresh: false)
+        #expect(!session.isRejectedWithoutRefresh)
         #expect(
             session.upstreamRejected(1, generation: 1, isReplay: false, isReplayable: true, now: at(0))
-                == .forwardToClient
+                == .forwardToClientUnrefreshable(isFirst: true)
+        )
+        #expect(session.isRejectedWithoutRefresh)
+        #expect(
+            session.upstreamRejected(2, generation: 1, isReplay: false, isReplayable: true, now: at(1))
+                == .forwardToClientUnrefreshable(isFirst: false)
+        )
+        #expect(session.requestNeedsToken(3, now: at(2)) == .send(token: Secret("t1"), generation: 1), "still sent")
+        // Accepted again (the refusal was one path's, or fixed upstream): no longer shown, not warned of again.
+        session.upstreamAccepted(generation: 1)
+        #expect(!session.isRejectedWithoutRefresh)
+        #expect(
+            session.upstreamRejected(4, generation: 1, isReplay: false, isReplayable: true, now: at(3))
+                == .forwardToClientUnrefreshable(isFirst: false)
+        )
+        #expect(session.isRejectedWithoutRefresh)
+        // A new token (from the session store) is a new token: refused, it is warned of.
+        #expect(
+            session.tokenAdopted(token("t2")) == .resume(waiters: [], token: Secret("t2"), generation: 2)
+        )
+        #expect(!session.isRejectedWithoutRefresh)
+        #expect(
+            session.upstreamRejected(5, generation: 1, isReplay: false, isReplayable: true, now: at(4))
+                == .forwardToClient,
+            "a refusal of the older token says nothing of the new one"
+        )
+        #expect(!session.isRejectedWithoutRefresh)
+        #expect(
+            session.upstreamRejected(6, generation: 2, isReplay: false, isReplayable: true, now: at(5))
+                == .forwardToClientUnrefreshable(isFirst: true)
         )
     }
 

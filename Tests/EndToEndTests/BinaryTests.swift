@@ -217,7 +217,59 @@ extension DemoTests {
             #expect(!stderr.contains(secret), "\(secret) reached stderr")
         }
     }
+
+    /// A static token the API refuses cannot be refreshed: the 401s pass through, one warning says
+    /// so and which keys would give the proxy a way to new tokens, and /status shows the refusal.
+    @Test func aStaticTokenTheAPIRefusesIsWarnedOfOnceAndShownInStatus() throws {
+        let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["the-token-it-wants"])
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            admin_listen = 127.0.0.1:0
+            upstream = \(upstream.baseURL)
+            access_token = ${E2E_TOKEN}
+            """
+        )
+        let proxy = try ProxyProcess(["--config", config], environment: ["E2E_TOKEN": "e2e-revoked-token"])
+        let port = try tcpPort(of: try #require(proxy.waitUntilListening()))
+        let admin = try #require(word(startingWith: "admin=", in: proxy.standardError)?.dropFirst(6))
+        let adminAddress = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: String(admin)))!
+        func status() throws -> [String: Any] {
+            let response = try httpRequest(adminAddress, "GET /status HTTP/1.1\r\nHost: \(adminAddress)\r\n\r\n")
+            return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+        }
+        #expect(try status()["state"] as? String == "ready")
+        for index in 1...3 {
+            let response = try httpRequest(
+                SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+                "GET /refused-\(index) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+            )
+            #expect(response.status == 401, "the API's own answer passes through")
+        }
+        #expect(upstream.requests.count == 3)
+        let shown = try status()
+        #expect(shown["state"] as? String == "rejected")
+        #expect(
+            shown["failure"] as? String
+                == "the upstream answered 401 to the access token, and nothing can refresh it: \(staticTokenAdvice)"
+        )
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        let warnings = proxy.standardError.split(separator: "\n").filter { $0.contains(" warn ") }
+        #expect(warnings.count == 1, "one warning for the token, not one per 401: \(warnings)")
+        let warning = String(warnings.first ?? "")
+        #expect(warning.contains("warn the upstream refused the access token, and nothing can refresh it"))
+        #expect(warning.contains("generation=1 refresh_on=401 "))
+        #expect(warning.contains("fix=\"\(staticTokenAdvice)\""))
+        #expect(!proxy.standardError.contains("e2e-revoked-token"), "the token reached stderr")
+    }
 }
+
+/// What the proxy tells a person whose static token was refused: the keys that would let it get new ones.
+let staticTokenAdvice =
+    "replace access_token, or let the proxy get new tokens: set token_url (with refresh_token_file, refresh_token, client_id and client_secret, or username and password) or token_command"
 
 @Suite struct BinaryOperationsTests {
     func start(

@@ -111,6 +111,7 @@ package final class TokenSession: Sendable {
     let logger: Logger
     let clock: TimeSource
     let refreshSkew: Duration
+    let refreshOn: [Int]
     private let timerLoop = Locked<EventLoop?>(nil)
     private let fileWatcher = Locked<RefreshTokenFileWatcher?>(nil)
 
@@ -129,6 +130,7 @@ package final class TokenSession: Sendable {
         self.logger = logger
         self.clock = clock
         self.refreshSkew = configuration.refreshSkew
+        self.refreshOn = configuration.refreshOn
         let settings = TokenSessionStateMachine.Settings(
             canRefresh: source != nil,
             canRetryWithoutNewCredentials: source?.canRetryWithoutNewCredentials ?? false,
@@ -293,6 +295,7 @@ package final class TokenSession: Sendable {
         let now = self.clock.now()
         var startsRefresh = false
         var logStormGuard = false
+        var warnOfRejection: Int?
         let handle = WaiterHandle(loop: loop, waiter: waiter)
         let result = self.mutate { state -> RejectionResult in
             let id = state.nextWaiterID
@@ -323,7 +326,22 @@ package final class TokenSession: Sendable {
             case .forwardToClientStormGuard(let isFirst):
                 logStormGuard = isFirst
                 return .forwardToClient
+            case .forwardToClientUnrefreshable(let isFirst):
+                if isFirst { warnOfRejection = generation }
+                // The next acceptance of this token must reach the machine: it ends the refusal.
+                self.acceptedGeneration.store(0, ordering: .relaxed)
+                return .forwardToClient
             }
+        }
+        if let warnOfRejection {
+            self.logger.warn(
+                "the upstream refused the access token, and nothing can refresh it; its answers pass through to clients",
+                [
+                    "generation": "\(warnOfRejection)",
+                    "refresh_on": self.refreshOn.map(String.init).joined(separator: ","),
+                    "fix": Self.waysToNewTokens,
+                ]
+            )
         }
         if logStormGuard {
             self.logger.warn(
@@ -340,8 +358,11 @@ package final class TokenSession: Sendable {
     func upstreamAccepted(generation: Int) {
         // Only the first acceptance of a token changes anything (the storm guard's "it worked").
         if self.acceptedGeneration.load(ordering: .relaxed) == generation { return }
-        self.mutate { $0.machine.upstreamAccepted(generation: generation) }
-        self.acceptedGeneration.store(generation, ordering: .relaxed)
+        self.mutate { state in
+            state.machine.upstreamAccepted(generation: generation)
+            // Under the lock, ordered with a refusal's reset of it.
+            self.acceptedGeneration.store(generation, ordering: .relaxed)
+        }
     }
 
     /// A parked request's client went away.
@@ -691,6 +712,19 @@ package final class TokenSession: Sendable {
 
     // MARK: Status
 
+    /// What a person can do about a refused token nothing refreshes: the keys that give the proxy a way
+    /// to new tokens (README, "Tokens: refresh on expiry, replay, never a 401 for the client").
+    static let waysToNewTokens =
+        "replace access_token, or let the proxy get new tokens: set token_url (with refresh_token_file, refresh_token, client_id and client_secret, or username and password) or token_command"
+
+    /// `/status`'s `failure` while the upstream refuses the token and nothing can refresh it.
+    private var rejectionText: String {
+        let statuses = self.refreshOn.map(String.init)
+        let answered = statuses.count == 1 ? statuses[0] : "one of " + statuses.joined(separator: ", ")
+        return "the upstream answered \(answered) to the access token, and nothing can refresh it: "
+            + Self.waysToNewTokens
+    }
+
     package var generation: Int { self.state.withLock { $0.machine.generation } }
     var metrics: SessionMetrics { self.state.withLock { $0.metrics } }
 
@@ -713,6 +747,7 @@ package final class TokenSession: Sendable {
             switch machine.failure {
             case .loggedOut: name = "logged_out"
             case .some: name = "failed"
+            case .none where machine.isRejectedWithoutRefresh: name = "rejected"
             case .none: name = machine.isRefreshing ? "refreshing" : (machine.token == nil ? "no_token" : "ready")
             }
             return Status(
@@ -722,7 +757,7 @@ package final class TokenSession: Sendable {
                 lastRefreshOutcome: state.lastOutcome?.outcome,
                 lastRefreshWallTime: state.lastOutcome?.wallTime,
                 parked: machine.parkedCount,
-                failure: machine.failure?.message
+                failure: machine.failure?.message ?? (machine.isRejectedWithoutRefresh ? self.rejectionText : nil)
             )
         }
     }

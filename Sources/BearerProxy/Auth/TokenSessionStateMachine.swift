@@ -112,6 +112,9 @@ package struct TokenSessionStateMachine: Sendable {
         case forwardToClientAndStartRefresh
         /// The storm guard stopped a refresh; `isFirst` is true once per window (for one log line).
         case forwardToClientStormGuard(isFirst: Bool)
+        /// The upstream refused the current token and nothing can refresh it (no token source): the
+        /// client gets the answer; `isFirst` is true once per token (for one warning).
+        case forwardToClientUnrefreshable(isFirst: Bool)
     }
 
     package enum RefreshEndAction: Equatable, Sendable {
@@ -153,6 +156,10 @@ package struct TokenSessionStateMachine: Sendable {
     private(set) var currentTokenServedTraffic = false
     private var suspectRefreshTimes: [Instant] = []
     private var stormGuardLoggedAt: Instant?
+    /// Without a token source: the generation the upstream refused last (0: none, or accepted since).
+    private var rejectedGeneration = 0
+    /// The generation last warned of: a refused token nothing can refresh is warned of once.
+    private var warnedRejectedGeneration = 0
 
     package init(settings: Settings, token: Token?) {
         self.settings = settings
@@ -167,6 +174,11 @@ package struct TokenSessionStateMachine: Sendable {
         guard case .idle = self.state, let token = self.token else { return nil }
         let until = self.settings.canRefresh ? (token.refreshAt ?? token.expiresAt) : nil
         return (token.value, self.generation, until)
+    }
+
+    /// The upstream refused the current token, and nothing can refresh it (`/status` shows it).
+    package var isRejectedWithoutRefresh: Bool {
+        !self.settings.canRefresh && self.generation > 0 && self.rejectedGeneration == self.generation
     }
 
     package var isRefreshing: Bool {
@@ -247,7 +259,8 @@ package struct TokenSessionStateMachine: Sendable {
         isReplayable: Bool,
         now: Instant
     ) -> RejectionAction {
-        guard self.settings.canRefresh, !isReplay else { return .forwardToClient }
+        guard self.settings.canRefresh else { return self.rejectedWithoutRefresh(generation: generation) }
+        guard !isReplay else { return .forwardToClient }
         switch self.state {
         case .loggedOut, .failed:
             return .forwardToClient
@@ -286,9 +299,22 @@ package struct TokenSessionStateMachine: Sendable {
         }
     }
 
+    /// Without a token source a refused token stays refused: noted for `/status`, warned of once per token.
+    private mutating func rejectedWithoutRefresh(generation: Int) -> RejectionAction {
+        // An older token than the current one (the session store brought a new one since) says nothing.
+        guard generation == self.generation else { return .forwardToClient }
+        let isFirst = self.warnedRejectedGeneration != generation
+        self.rejectedGeneration = generation
+        self.warnedRejectedGeneration = generation
+        return .forwardToClientUnrefreshable(isFirst: isFirst)
+    }
+
     /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
     package mutating func upstreamAccepted(generation: Int) {
-        if generation == self.generation { self.currentTokenServedTraffic = true }
+        guard generation == self.generation else { return }
+        self.currentTokenServedTraffic = true
+        // The refusal was for one path, or fixed upstream: the token works again.
+        if self.rejectedGeneration == generation { self.rejectedGeneration = 0 }
     }
 
     /// The proactive-refresh timer fired.
