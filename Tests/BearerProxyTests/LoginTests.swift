@@ -313,7 +313,8 @@ extension DeviceAuthorizationPoller {
             Subcommand.logoutHelp == """
                 OVERVIEW: Revoke the stored refresh token (at revocation_url, or at logout_url for
                 token_format = json) and delete refresh_token_file. The file is deleted even when the server
-                cannot be reached.
+                cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
+                would let two processes spend one refresh token.
 
                 USAGE: bearer-proxy logout --config <file>
 

@@ -424,7 +424,11 @@ func word(startingWith prefix: String, in text: String) -> String? {
         #expect(server.revokedTokens == ["rt-to-revoke-secret"])
         #expect(!FileManager.default.fileExists(atPath: file))
         let endpoint = format == "form" ? server.revocationURL : server.jsonLogoutURL
-        #expect(result.stdout == "Revoked the refresh token at \(endpoint).\nDeleted \(file).\n")
+        #expect(
+            result.stdout
+                == "Revoked the refresh token at \(endpoint).\nDeleted \(file).\n\(keptLockLine(file))\n"
+        )
+        #expect(FileManager.default.fileExists(atPath: file + ".lock"), "the lock file stays, and the output says why")
         #expect(!result.stdout.contains("rt-to-revoke-secret") && !result.stderr.contains("rt-to-revoke-secret"))
     }
 
@@ -448,7 +452,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         #expect(!FileManager.default.fileExists(atPath: file))
         #expect(
             result.stdout
-                == "Could not reach the server to revoke the refresh token (revocation endpoint 127.0.0.1:\(port): cannot connect: Connection refused); it may stay valid until it expires.\nDeleted \(file).\n"
+                == "Could not reach the server to revoke the refresh token (revocation endpoint 127.0.0.1:\(port): cannot connect: Connection refused); it may stay valid until it expires.\nDeleted \(file).\n\(keptLockLine(file))\n"
         )
     }
 
@@ -459,8 +463,20 @@ func word(startingWith prefix: String, in text: String) -> String? {
         )
         let result = try ProxyProcess.run(["logout", "--config", config])
         #expect(result.status == 0)
-        #expect(result.stdout == "Not logged in: \(file) holds no refresh token. Nothing to revoke.\n")
+        #expect(result.stdout == "Not logged in: \(file) does not exist. Nothing to revoke.\n")
+        #expect(!FileManager.default.fileExists(atPath: file + ".lock"), "nothing to delete, nothing locked or made")
+        // A lock file left by an earlier login is explained, not removed.
+        #expect(FileManager.default.createFile(atPath: file + ".lock", contents: nil))
+        let again = try ProxyProcess.run(["logout", "--config", config])
+        #expect(again.stdout == "Not logged in: \(file) does not exist. Nothing to revoke.\n\(keptLockLine(file))\n")
+        #expect(FileManager.default.fileExists(atPath: file + ".lock"))
     }
+}
+
+/// What `logout` says of the lock file it leaves: removing a lock file another process may hold
+/// splits the lock (README, "Getting your first token").
+func keptLockLine(_ file: String) -> String {
+    "Kept \(file).lock: it is empty, and it is the lock that processes sharing \(file) take; removing it while one of them may hold it could let two of them spend one refresh token."
 }
 
 @Suite struct SubcommandLineTests {

@@ -9,7 +9,8 @@ import Synchronization
 /// rotated one, and re-reads the file first: if another process rotated it meanwhile, that token is
 /// used instead of spending the old one again. Writes go to a temporary file (mode 0600) renamed over
 /// the old one, so a crash leaves either the old or the new token, never half of one. The lock is on
-/// a separate file because rename replaces the token file's inode. Blocking: call off the event loops.
+/// a separate file because rename replaces the token file's inode. That file is never removed (see
+/// `lockPath(for:)`). Blocking: call off the event loops.
 package final class RefreshTokenStore: Sendable {
     package let path: String?
     private struct State {
@@ -54,11 +55,23 @@ package final class RefreshTokenStore: Sendable {
         fileprivate var lockFD: Int32?
     }
 
+    /// `<file>.lock`, the file every process sharing the token file `flock`s across a refresh.
+    ///
+    /// It is left in place for good, `bearer-proxy logout` included. A lock file removed while another
+    /// process holds it, or waits for it, splits the lock: the next process creates and locks a new
+    /// file at the path while the first still holds the old inode, so both refresh with one
+    /// single-use refresh token, and the provider's reuse detection ends the session. Lockers could
+    /// check after `flock` that the path still names the inode they locked, but an older bearer-proxy
+    /// still running, or a script of the user's taking the same lock, would not: an empty file is the
+    /// smaller cost.
+    package static func lockPath(for path: String) -> String {
+        path + ".lock"
+    }
+
     /// Locks the file and returns the refresh token to spend: the file's, if another process rotated it.
     package func beginRefresh() -> Lease {
         guard let path = self.path else { return Lease(token: self.current, lockFD: nil) }
-        let lockPath = path + ".lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(Self.lockPath(for: path), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 {
             while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
         }

@@ -5,7 +5,8 @@ import Glibc
 /// `bearer-proxy logout`: revokes the stored refresh token (RFC 7009 at revocation_url, or a JSON
 /// backend's logout_url), then deletes refresh_token_file under the refresh lock. The file goes even
 /// when the server cannot be reached: logging out on this machine must not depend on the network;
-/// the output says whether the token was revoked.
+/// the output says whether the token was revoked. The lock file stays, and the output says why
+/// (`RefreshTokenStore.lockPath(for:)`): a user would otherwise take it for litter.
 enum LogoutCommand {
     static func run(_ options: Subcommand.Options, console: Console) -> Int32 {
         let environment: SubcommandEnvironment
@@ -24,11 +25,18 @@ enum LogoutCommand {
             console.fail(.cannotStore(error.description))
             return 1
         }
+        guard access(path, F_OK) == 0 else {
+            // Nothing to delete, so nothing to lock: no lock file is made for it either.
+            console.say("Not logged in: \(path) does not exist. Nothing to revoke.")
+            Self.sayWhyTheLockFileStays(path, console: console)
+            return 0
+        }
         let lease = store.beginRefresh()
         defer { try? store.endRefresh(lease, rotated: nil) }
         guard let token = lease.token else {
             unlink(path)
             console.say("Not logged in: \(path) holds no refresh token. Nothing to revoke.")
+            Self.sayWhyTheLockFileStays(path, console: console)
             return 0
         }
         console.say(Self.revoke(token, environment: environment))
@@ -39,7 +47,18 @@ enum LogoutCommand {
             return 1
         }
         console.say("Deleted \(path).")
+        Self.sayWhyTheLockFileStays(path, console: console)
         return 0
+    }
+
+    /// When there is a lock file: that it stays on purpose, and why (`RefreshTokenStore.lockPath(for:)`).
+    private static func sayWhyTheLockFileStays(_ path: String, console: Console) {
+        let lockPath = RefreshTokenStore.lockPath(for: path)
+        guard access(lockPath, F_OK) == 0 else { return }
+        console.say(
+            "Kept \(lockPath): it is empty, and it is the lock that processes sharing \(path) take;"
+                + " removing it while one of them may hold it could let two of them spend one refresh token."
+        )
     }
 
     /// One line saying whether the token was revoked, and if not, why and what that means.
