@@ -58,7 +58,7 @@ package final class ProxyServer: Sendable {
                     fds.append(fd)
                     addresses.append(Socket.localAddress(fd) ?? address)
                 } catch {
-                    throw StartError(description: "cannot listen on \(spec): \(error.reason)")
+                    throw Self.listenFailure(spec, error, flag: "--listen")
                 }
             }
         } catch {
@@ -102,15 +102,20 @@ package final class ProxyServer: Sendable {
                     adminFD = fd
                     adminAddress = Socket.localAddress(fd) ?? address
                 } catch {
-                    throw StartError(description: "cannot listen on admin_listen \(spec): \(error.reason)")
+                    throw Self.listenFailure(spec, error, flag: "--admin-listen", key: "admin_listen ")
                 }
             } catch {
                 closeListeners()
                 throw error
             }
         }
-        if configuration.tlsInsecureSkipVerify {
-            logger.warn("tls_insecure_skip_verify is on: upstream and token endpoint certificates are NOT verified")
+        // What `--check` prints as warnings (tls_insecure_skip_verify, no token source, …), once at start.
+        for warning in configuration.warnings {
+            if let key = warning.key {
+                logger.warn(warning.message, ["key": key, "at": warning.place])
+            } else {
+                logger.warn(warning.message, ["at": warning.place])
+            }
         }
         let names = ProxyNames(boundAddresses: addresses, acceptHosts: configuration.acceptHosts)
         let router = Router(configuration: configuration, upstream: upstream, names: names)
@@ -234,6 +239,23 @@ package final class ProxyServer: Sendable {
         var path: String?
         if case .unix(let unixPath) = address { path = unixPath }
         return try socketFiles.create(at: path) { () throws(IOError) -> Int32 in try Socket.listen(on: address) }
+    }
+
+    /// `cannot listen on …: Address already in use`, with the way out: a taken port is what a first
+    /// `--demo` (on 8080) most often meets.
+    private static func listenFailure(
+        _ spec: ListenAddressSpec,
+        _ error: IOError,
+        flag: String,
+        key: String = ""
+    ) -> StartError {
+        var text = "cannot listen on \(key)\(spec): \(error.reason)"
+        if error.errnoCode == EADDRINUSE, case .hostPort(let host, _) = spec {
+            let anyPort = (host.contains(":") ? "[\(host)]" : host) + ":0"
+            text +=
+                " (another program holds the port: pick another with \(flag), or \(flag) \(anyPort) for any free one)"
+        }
+        return StartError(description: text)
     }
 
     private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {

@@ -38,7 +38,15 @@ func check(_ options: CommandLineOptions) -> Int32 {
         print("# --demo: the mock API and token server listen on free loopback ports, new ones each run")
     }
     print(ConfigurationLoader.report(configuration), terminator: "")
-    print("configuration OK")
+    let warnings = configuration.warnings
+    if !warnings.isEmpty {
+        // After the report, so that a terminal shows them next to the verdict rather than above it.
+        fflush(nil)
+        writeStandardError(warnings.map { "Warning: \($0)\n" }.joined())
+    }
+    print(
+        "configuration OK" + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
+    )
     return 0
 }
 
@@ -99,12 +107,12 @@ func startDemo(_ options: CommandLineOptions) -> DemoMode? {
     }
 }
 
-/// The configuration, or nil after saying on stderr what is wrong with it.
+/// The configuration, or nil after saying on stderr everything that is wrong with it, one line each.
 func loadConfiguration(_ options: CommandLineOptions) -> Configuration? {
-    do throws(ConfigurationError) {
+    do throws(ConfigurationErrors) {
         return try ConfigurationLoader.load(options)
     } catch {
-        writeStandardError("Error: \(error)\n")
+        writeStandardError(error.errors.map { "Error: \($0)\n" }.joined())
         return nil
     }
 }

@@ -52,12 +52,14 @@ import Testing
         let home = try self.home(with: nil)
         defer { try? FileManager.default.removeItem(atPath: home) }
         #expect(
-            throws: ConfigurationError(
-                place: "configuration",
-                key: "upstream",
-                message:
-                    "required: no config file was given (--config FILE) and \(home)/.config/bearer-proxy/proxy.conf does not exist; pass --upstream URL, or try --demo"
-            )
+            throws: ConfigurationErrors([
+                ConfigurationError(
+                    place: "configuration",
+                    key: "upstream",
+                    message:
+                        "required: no config file was given (--config FILE) and \(home)/.config/bearer-proxy/proxy.conf does not exist; pass --upstream URL, or try --demo"
+                )
+            ])
         ) {
             try ConfigurationLoader.load(CommandLineOptions(), environment: ["HOME": home])
         }
@@ -67,11 +69,13 @@ import Testing
         let home = try self.home(with: "upstream = http://h\nworkers = many\n")
         defer { try? FileManager.default.removeItem(atPath: home) }
         #expect(
-            throws: ConfigurationError(
-                place: "\(home)/.config/bearer-proxy/proxy.conf:2",
-                key: "workers",
-                message: "expected a number from 1 to 256, got 'many'"
-            )
+            throws: ConfigurationErrors([
+                ConfigurationError(
+                    place: "\(home)/.config/bearer-proxy/proxy.conf:2",
+                    key: "workers",
+                    message: "expected a number from 1 to 256, got 'many'"
+                )
+            ])
         ) {
             try ConfigurationLoader.load(CommandLineOptions(), environment: ["HOME": home])
         }

@@ -291,46 +291,46 @@ import Testing
             "login_timeout = forever",
             "p.conf:1: login_timeout: invalid duration 'forever' (expected e.g. 500ms, 30s, 5m)"
         ),
-        ("login_url = http://h/login", "p.conf: login_url: applies to token_format = json"),
+        ("login_url = http://h/login", "p.conf:1: login_url: applies to token_format = json"),
         (
             "token_format = json",
-            "p.conf: token_format: json needs token_url (the refresh endpoint), login_url, or both"
+            "p.conf:1: token_format: json needs token_url (the refresh endpoint), login_url, or both"
         ),
         (
             "token_format = json\ntoken_url = http://h/r",
-            "p.conf: token_url: a JSON refresh needs refresh_token or refresh_token_file (or login_url)"
+            "p.conf:2: token_url: a JSON refresh needs refresh_token or refresh_token_file (or login_url)"
         ),
         (
             "token_format = json\nlogin_url = http://h/l\nusername = u",
-            "p.conf: login_url: login_body needs username and password: set them, or set refresh_token_file and fill it with 'bearer-proxy login'"
+            "p.conf:2: login_url: login_body needs username and password: set them, or set refresh_token_file and fill it with 'bearer-proxy login'"
         ),
         (
             "token_format = json\nlogin_url = http://h/l\nrefresh_token_file = /tmp/x\nlogin_body = {\"k\": \"{{client_secret}}\"}",
-            "p.conf: login_body: uses {{client_secret}} but client_secret is not set"
+            "p.conf:4: login_body: uses {{client_secret}} but client_secret is not set"
         ),
         (
             "token_format = json\ntoken_url = http://h/r\nrefresh_token = r\ntoken_body = {\"s\": \"{{scope}}\"}",
-            "p.conf: token_body: uses {{scope}} but scope is not set"
+            "p.conf:4: token_body: uses {{scope}} but scope is not set"
         ),
         (
             "token_format = json\ntoken_url = http://h/r\nrefresh_token = r\ntoken_command = x",
-            "p.conf: token_command: set either token_url or token_command, not both"
+            "p.conf:4: token_command: set either token_url or token_command, not both"
         ),
         (
             "token_format = json\nlogin_url = http://h/l\nusername = u\npassword = p\nrevocation_url = http://h/revoke",
-            "p.conf: revocation_url: applies to token_format = form (a JSON backend logs out at logout_url)"
+            "p.conf:5: revocation_url: applies to token_format = form (a JSON backend logs out at logout_url)"
         ),
         (
             "token_format = json\nlogin_url = http://h/l\nusername = u\npassword = p\nauthorization_url = http://h/a",
-            "p.conf: authorization_url: applies to token_format = form (a JSON backend logs in at login_url)"
+            "p.conf:5: authorization_url: applies to token_format = form (a JSON backend logs in at login_url)"
         ),
         (
             "authorization_url = http://h/a",
-            "p.conf: authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
+            "p.conf:1: authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
         ),
         (
             "device_authorization_url = http://h/d\ntoken_url = http://h/t",
-            "p.conf: device_authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
+            "p.conf:1: device_authorization_url: needs token_url (where the code is exchanged for tokens) and client_id"
         ),
     ])
     func refusesInconsistentSettings(text: String, message: String) {
@@ -355,7 +355,11 @@ import Testing
     }
 
     @Test func refusesAnUnknownBackend() {
-        #expect(throws: CommandLineError.unexpectedArgument("xml")) { try CommandLineOptions.parse(["--demo", "xml"]) }
+        #expect(throws: CommandLineError.unknownDemo("xml")) { try CommandLineOptions.parse(["--demo", "xml"]) }
+        #expect(
+            CommandLineError.unknownDemo("xml").description
+                == "Unknown demo variant 'xml': the only one is json (--demo json: a JSON login backend); plain --demo runs OAuth2"
+        )
     }
 }
 

@@ -96,7 +96,10 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         let port = Socket.localAddress(fd)!.port!
         let result = try ProxyProcess.run(["--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:\(port)"])
         #expect(result.status == 1)
-        #expect(result.stderr == "Error: cannot listen on 127.0.0.1:\(port): Address already in use\n")
+        #expect(
+            result.stderr
+                == "Error: cannot listen on 127.0.0.1:\(port): Address already in use (another program holds the port: pick another with --listen, or --listen 127.0.0.1:0 for any free one)\n"
+        )
     }
 
     @Test func unknownOptionExitsOneWithUsage() throws {
@@ -158,6 +161,19 @@ extension DemoTests {
         return try httpRequest(
             SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             "GET \(path) HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
+        )
+    }
+
+    /// The demo listens on 8080 by default: when something holds it, the error says how to get a free port.
+    @Test func aDemoOnATakenPortSuggestsAFreeOne() throws {
+        let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        defer { Socket.close(fd) }
+        let port = Socket.localAddress(fd)!.port!
+        let result = try ProxyProcess.run(["--demo", "--listen", "127.0.0.1:\(port)"])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: cannot listen on 127.0.0.1:\(port): Address already in use (another program holds the port: pick another with --listen, or --listen 127.0.0.1:0 for any free one)\n"
         )
     }
 

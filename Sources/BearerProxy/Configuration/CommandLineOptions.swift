@@ -39,7 +39,7 @@ package struct CommandLineOptions: Equatable, Sendable {
                 // An optional backend: `--demo json`, `--demo=json` (`oauth2`, the default, may be named).
                 let next = index < arguments.count && !arguments[index].hasPrefix("-") ? arguments[index] : nil
                 if let backend = inlineValue ?? next {
-                    guard backend == "json" || backend == "oauth2" else { throw .unexpectedArgument(backend) }
+                    guard backend == "json" || backend == "oauth2" else { throw .unknownDemo(backend) }
                     options.isJSONDemo = backend == "json"
                     if inlineValue == nil { index += 1 }
                 }
@@ -111,12 +111,16 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
     case unknownOption(String)
     case unexpectedArgument(String)
     case missingValue(String)
+    /// `--demo xml`: the argument after `--demo` names its variant.
+    case unknownDemo(String)
 
     package var description: String {
         switch self {
         case .unknownOption(let option): "Unknown option '\(option)'"
         case .unexpectedArgument(let argument): "Unexpected argument '\(argument)'"
         case .missingValue(let option): "Missing value for '\(option)'"
+        case .unknownDemo(let name):
+            "Unknown demo variant '\(name)': the only one is json (--demo json: a JSON login backend); plain --demo runs OAuth2"
         }
     }
 

@@ -16,55 +16,83 @@ package struct ConfigEntry: Equatable, Sendable {
 /// not at all). A value may be wrapped in double quotes to keep leading or trailing blanks, or a ` #`.
 /// A key given twice is an error naming both lines: silently letting the last one win hides edits.
 package enum ConfigFileParser {
+    /// The first mistake, thrown (for callers that stop at one).
     package static func parse(
         _ text: String,
         fileName: String,
         environment: [String: String]
     ) throws(ConfigurationError) -> [ConfigEntry] {
+        var diagnostics = ConfigurationDiagnostics()
+        let entries = Self.parse(text, fileName: fileName, environment: environment, into: &diagnostics)
+        try diagnostics.throwFirstError()
+        return entries
+    }
+
+    /// Every line's mistake is recorded and the line skipped, so that one run names them all.
+    package static func parse(
+        _ text: String,
+        fileName: String,
+        environment: [String: String],
+        into diagnostics: inout ConfigurationDiagnostics
+    ) -> [ConfigEntry] {
         var entries: [ConfigEntry] = []
         var firstPlace: [String: String] = [:]
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let place = "\(fileName):\(offset + 1)"
-            let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let equals = line.firstIndex(of: "=") else {
-                throw ConfigurationError(
-                    place: place,
-                    key: nil,
-                    message: "expected 'key = value' (the line is not shown: it may hold a secret)"
-                )
+            do throws(ConfigurationError) {
+                guard let entry = try Self.parseLine(rawLine, place: place, environment: environment) else { continue }
+                if let first = firstPlace[entry.key] {
+                    throw ConfigurationError(
+                        place: place,
+                        key: entry.key,
+                        message: "given twice, on \(first) and \(place) (keep one)"
+                    )
+                }
+                firstPlace[entry.key] = place
+                entries.append(entry)
+            } catch {
+                diagnostics.lineError(error)
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
-                throw ConfigurationError(
-                    place: place,
-                    key: nil,
-                    message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)"
-                )
-            }
-            if let first = firstPlace[key] {
-                throw ConfigurationError(
-                    place: place,
-                    key: key,
-                    message: "given twice, on \(first) and \(place) (keep one)"
-                )
-            }
-            firstPlace[key] = place
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
-                value = String(value.dropFirst().dropLast())
-            } else if Self.hasTrailingComment(value) {
-                throw ConfigurationError(
-                    place: place,
-                    key: key,
-                    message:
-                        "'#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
-                )
-            }
-            let expanded = try Self.expand(value, place: place, key: key, environment: environment)
-            entries.append(ConfigEntry(key: key, value: expanded, place: place))
         }
         return entries
+    }
+
+    /// One line: nil for a blank or comment line.
+    private static func parseLine(
+        _ rawLine: Substring,
+        place: String,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> ConfigEntry? {
+        let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        if line.isEmpty || line.hasPrefix("#") { return nil }
+        guard let equals = line.firstIndex(of: "=") else {
+            throw ConfigurationError(
+                place: place,
+                key: nil,
+                message: "expected 'key = value' (the line is not shown: it may hold a secret)"
+            )
+        }
+        let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+        guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+            throw ConfigurationError(
+                place: place,
+                key: nil,
+                message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)"
+            )
+        }
+        var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
+            value = String(value.dropFirst().dropLast())
+        } else if Self.hasTrailingComment(value) {
+            throw ConfigurationError(
+                place: place,
+                key: key,
+                message:
+                    "'#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
+            )
+        }
+        let expanded = try Self.expand(value, place: place, key: key, environment: environment)
+        return ConfigEntry(key: key, value: expanded, place: place)
     }
 
     /// Replaces each `${NAME}` with the environment variable's value; an unset variable is an error.

@@ -66,6 +66,10 @@ package struct Configuration: Sendable {
     package var caFile: String?
     package var tlsInsecureSkipVerify = false
 
+    /// Where each key was set, so that rules checked after every key is read (and start-up's
+    /// warnings) name the line.
+    package var settingPlaces = SettingPlaces()
+
     package init() {}
 
     /// The hosts that get the token: `inject_hosts`, or the upstream's host and port.

@@ -1,7 +1,7 @@
 /// A configuration mistake, said in one line that names the place, the key, and what was expected.
 ///
 /// Values of secret keys are never repeated in the message.
-package struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct ConfigurationError: ConfigurationFinding, Error, Equatable, Sendable {
     /// `proxy.conf:12`, `command line (--listen)`, or a file name alone.
     package var place: String
     package var key: String?
@@ -11,10 +11,5 @@ package struct ConfigurationError: Error, Equatable, Sendable, CustomStringConve
         self.place = place
         self.key = key
         self.message = message
-    }
-
-    package var description: String {
-        if let key { return "\(self.place): \(key): \(self.message)" }
-        return "\(self.place): \(self.message)"
     }
 }

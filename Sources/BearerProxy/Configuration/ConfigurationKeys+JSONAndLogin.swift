@@ -85,48 +85,55 @@ extension Configuration {
     }
 
     /// Checks the JSON backend and login settings against each other and against the grant.
-    func validateJSONAndLogin(place: String) throws(ConfigurationError) {
-        func fail(_ key: String, _ message: String) -> ConfigurationError {
-            ConfigurationError(place: place, key: key, message: message)
-        }
+    func validateJSONAndLogin(into diagnostics: inout ConfigurationDiagnostics) {
         switch self.tokenFormat {
         case .form:
-            if let key = self.jsonBackend.namesJSONOnlyKey { throw fail(key, "applies to token_format = json") }
+            if let key = self.jsonBackend.namesJSONOnlyKey {
+                diagnostics.error(key, "applies to token_format = json")
+            }
             let loginKey =
                 self.login.authorizationURL != nil
                 ? "authorization_url" : (self.login.deviceAuthorizationURL != nil ? "device_authorization_url" : nil)
             if let loginKey, self.tokenURL == nil || self.clientID == nil {
-                throw fail(loginKey, "needs token_url (where the code is exchanged for tokens) and client_id")
+                diagnostics.error(loginKey, "needs token_url (where the code is exchanged for tokens) and client_id")
             }
         case .json:
             let backend = self.jsonBackend
-            if self.tokenCommand != nil { throw fail("token_command", "cannot be combined with token_format = json") }
+            if self.tokenCommand != nil {
+                diagnostics.error("token_command", "cannot be combined with token_format = json")
+            }
             if self.revocationURL != nil {
-                throw fail("revocation_url", "applies to token_format = form (a JSON backend logs out at logout_url)")
+                diagnostics.error(
+                    "revocation_url",
+                    "applies to token_format = form (a JSON backend logs out at logout_url)"
+                )
             }
             for key in ["authorization_url", "device_authorization_url"] {
                 let isSet = key == "authorization_url" ? self.login.authorizationURL : self.login.deviceAuthorizationURL
                 if isSet != nil {
-                    throw fail(key, "applies to token_format = form (a JSON backend logs in at login_url)")
+                    diagnostics.error(key, "applies to token_format = form (a JSON backend logs in at login_url)")
                 }
             }
             if self.tokenURL == nil && backend.loginURL == nil {
-                throw fail("token_format", "json needs token_url (the refresh endpoint), login_url, or both")
+                diagnostics.error("token_format", "json needs token_url (the refresh endpoint), login_url, or both")
             }
             for (key, template, askable) in [
                 ("token_body", backend.effectiveTokenBody, ["refresh_token"]),
                 ("login_body", backend.effectiveLoginBody, ["username", "password"]),
             ] {
                 if let name = template.placeholders.first(where: { !askable.contains($0) && !self.hasValue(for: $0) }) {
-                    throw fail(key, "uses {{\(name)}} but \(name) is not set")
+                    diagnostics.error(key, "uses {{\(name)}} but \(name) is not set", alsoAt: ["token_format"])
                 }
             }
             let hasRefreshToken = self.refreshToken != nil || self.refreshTokenFile != nil
             if self.tokenURL != nil && !hasRefreshToken && backend.loginURL == nil {
-                throw fail("token_url", "a JSON refresh needs refresh_token or refresh_token_file (or login_url)")
+                diagnostics.error(
+                    "token_url",
+                    "a JSON refresh needs refresh_token or refresh_token_file (or login_url)"
+                )
             }
             if backend.loginURL != nil && !self.canLogInUnattended && !hasRefreshToken {
-                throw fail(
+                diagnostics.error(
                     "login_url",
                     "login_body needs username and password: set them, or set refresh_token_file and fill it with 'bearer-proxy login'"
                 )

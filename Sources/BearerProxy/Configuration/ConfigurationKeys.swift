@@ -302,64 +302,94 @@ extension Configuration {
         }
     }
 
-    /// Checks settings that only make sense together, once every key is read.
+    /// The first error of the rules about settings together, thrown (for callers that stop at one).
     func validateCombinations(place: String) throws(ConfigurationError) {
+        var places = self.settingPlaces
+        places.file = places.file ?? place
+        var diagnostics = ConfigurationDiagnostics(places: places)
+        self.validate(into: &diagnostics)
+        try diagnostics.throwFirstError()
+    }
+
+    /// Every rule about settings together, once every key is read: errors, then warnings (see
+    /// `ConfigurationDiagnostics` for how to add one).
+    func validate(into diagnostics: inout ConfigurationDiagnostics) {
+        self.validateTokenSettings(into: &diagnostics)
+        self.validateJSONAndLogin(into: &diagnostics)
+        self.warnAboutUnsafeSettings(into: &diagnostics)
+        self.warnAboutSettingsWithoutEffect(into: &diagnostics)
+    }
+
+    /// What start-up logs at warn and `--check` prints: settings that work, but surely not as meant.
+    package var warnings: [ConfigurationWarning] {
+        var diagnostics = ConfigurationDiagnostics(places: self.settingPlaces)
+        self.validate(into: &diagnostics)
+        return diagnostics.sortedWarnings
+    }
+
+    /// The token source and the grant: what each needs.
+    private func validateTokenSettings(into diagnostics: inout ConfigurationDiagnostics) {
         if self.tokenURL != nil && self.tokenCommand != nil {
-            throw ConfigurationError(
-                place: place,
-                key: "token_command",
-                message: "set either token_url or token_command, not both"
-            )
+            diagnostics.error("token_command", "set either token_url or token_command, not both")
         }
         if self.refreshToken != nil && self.refreshTokenFile != nil {
-            throw ConfigurationError(
-                place: place,
-                key: "refresh_token_file",
-                message: "set either refresh_token or refresh_token_file, not both"
-            )
+            diagnostics.error("refresh_token_file", "set either refresh_token or refresh_token_file, not both")
         }
-        try self.validateJSONAndLogin(place: place)
-        guard let tokenURL = self.tokenURL, self.tokenFormat == .form else { return }
-        _ = tokenURL
+        guard self.tokenURL != nil, self.tokenFormat == .form else { return }
         switch self.effectiveGrantType {
         case .refreshToken:
             if self.refreshToken == nil && self.refreshTokenFile == nil {
-                throw ConfigurationError(
-                    place: place,
-                    key: "grant_type",
-                    message: "refresh_token needs refresh_token or refresh_token_file"
+                diagnostics.error(
+                    "grant_type",
+                    "refresh_token needs refresh_token or refresh_token_file",
+                    alsoAt: ["token_url"]
                 )
             }
         case .clientCredentials:
             if self.clientID == nil {
-                throw ConfigurationError(
-                    place: place,
-                    key: "grant_type",
-                    message: "client_credentials needs client_id (and usually client_secret)"
+                diagnostics.error(
+                    "grant_type",
+                    "client_credentials needs client_id (and usually client_secret)",
+                    alsoAt: ["token_url"]
                 )
             }
         case .password:
             if self.username == nil || self.password == nil {
-                throw ConfigurationError(
-                    place: place,
-                    key: "grant_type",
-                    message: "password needs username and password"
-                )
+                diagnostics.error("grant_type", "password needs username and password", alsoAt: ["token_url"])
             }
         }
     }
 
-    /// Applies settings in order (file first, then flags), so later ones win.
+    /// Applies settings in order (file first, then flags), so later ones win; throws the first mistake.
     package static func build(from entries: [ConfigEntry]) throws(ConfigurationError) -> Configuration {
+        var diagnostics = ConfigurationDiagnostics()
+        let config = Self.build(from: entries, into: &diagnostics)
+        try diagnostics.throwFirstError()
+        return config
+    }
+
+    /// Applies settings in order (file first, then flags), so later ones win. A line with an unknown
+    /// key or a bad value is recorded and leaves its setting at the default.
+    package static func build(
+        from entries: [ConfigEntry],
+        into diagnostics: inout ConfigurationDiagnostics
+    ) -> Configuration {
         var config = Configuration()
         for entry in entries {
             guard let key = Self.keys.first(where: { $0.name == entry.key }) else {
-                let suggestion = Self.closestKey(to: entry.key).map { " (did you mean '\($0)'?)" } ?? ""
-                throw ConfigurationError(place: entry.place, key: entry.key, message: "unknown key\(suggestion)")
+                let meant = Self.closestKey(to: entry.key)
+                let suggestion = meant.map { " (did you mean '\($0)'?)" } ?? ""
+                diagnostics.lineError(
+                    ConfigurationError(place: entry.place, key: entry.key, message: "unknown key\(suggestion)"),
+                    meant: meant
+                )
+                continue
             }
             if let expected = key.apply(entry.value, &config) {
-                throw ConfigurationError(place: entry.place, key: entry.key, message: expected)
+                diagnostics.lineError(ConfigurationError(place: entry.place, key: entry.key, message: expected))
+                continue
             }
+            config.settingPlaces.byKey[entry.key] = entry.place
         }
         return config
     }

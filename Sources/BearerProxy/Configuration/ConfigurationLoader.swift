@@ -2,36 +2,55 @@ import Foundation
 
 /// Reads the config file, applies flags over it, and checks what must be set.
 package enum ConfigurationLoader {
+    /// The configuration, or every error found in it (each line's own, then the rules about settings
+    /// together), so that one run names them all. Its warnings are `Configuration.warnings`.
     package static func load(
         _ options: CommandLineOptions,
         environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(ConfigurationError) -> Configuration {
+    ) throws(ConfigurationErrors) -> Configuration {
         let path = Self.configFile(for: options, environment: environment)
-        var entries: [ConfigEntry] = []
+        var text: String?
         if let path {
-            let text = try ConfigFileReader.read(path)
-            entries += try ConfigFileParser.parse(text, fileName: path, environment: environment)
-        }
-        entries += options.overrides
-        let config = try Configuration.build(from: entries)
-        try config.validateCombinations(place: path ?? "configuration")
-        if !options.isDemo && config.upstream == nil {
-            guard let path else {
-                let place = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
-                throw ConfigurationError(
-                    place: "configuration",
-                    key: "upstream",
-                    message:
-                        "required: no config file was given (--config FILE) and \(place) does not exist; pass --upstream URL, or try --demo"
-                )
+            do throws(ConfigurationError) {
+                text = try ConfigFileReader.read(path)
+            } catch {
+                throw ConfigurationErrors([error])
             }
-            throw ConfigurationError(
-                place: path,
-                key: "upstream",
-                message: "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)"
+        }
+        let (config, found) = Self.read(text, fileName: path, overrides: options.overrides, environment: environment)
+        var diagnostics = found
+        if !options.isDemo && config.upstream == nil {
+            let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
+            diagnostics.error(
+                "upstream",
+                path == nil
+                    ? "required: no config file was given (--config FILE) and \(defaultFile) does not exist; pass --upstream URL, or try --demo"
+                    : "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)"
             )
         }
+        guard diagnostics.errors.isEmpty else { throw ConfigurationErrors(diagnostics.sortedErrors) }
         return config
+    }
+
+    /// The configuration a file's `text` and the flags' `overrides` make, and everything found in it:
+    /// each line's own errors, then the rules about settings together (errors and warnings).
+    package static func read(
+        _ text: String?,
+        fileName: String?,
+        overrides: [ConfigEntry] = [],
+        environment: [String: String] = [:]
+    ) -> (Configuration, ConfigurationDiagnostics) {
+        var diagnostics = ConfigurationDiagnostics()
+        var entries: [ConfigEntry] = []
+        if let text, let fileName {
+            entries += ConfigFileParser.parse(text, fileName: fileName, environment: environment, into: &diagnostics)
+        }
+        entries += overrides
+        var config = Configuration.build(from: entries, into: &diagnostics)
+        config.settingPlaces.file = fileName
+        diagnostics.places = config.settingPlaces
+        config.validate(into: &diagnostics)
+        return (config, diagnostics)
     }
 
     /// The file settings come from: `--config`, else the default file when it exists (not with --demo).

@@ -20,10 +20,11 @@ struct SubcommandEnvironment {
             )
         }
         let configuration: Configuration
-        do throws(ConfigurationError) {
+        do throws(ConfigurationErrors) {
             configuration = try ConfigurationLoader.load(loaderOptions)
         } catch {
-            throw .notConfigured(error.description)
+            // One line per error, each an `Error: …` line as the console prints the first.
+            throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
         guard let file = configuration.refreshTokenFile else {
             throw .notConfigured(

@@ -1,0 +1,140 @@
+/// Everything the configuration's checks found, collected so that one run (`--check`, or a start
+/// that fails) names every mistake of the file at once, one line each, in file order.
+///
+/// A check never throws: it records, and the next check runs. To add a check:
+/// - a value's own grammar goes in its key's `apply` in the key table (`ConfigurationKeys.swift`),
+///   returning what was expected; `Configuration.build(from:into:)` records it at the key's line;
+/// - a rule about settings together goes in a `func validate…(into diagnostics: inout
+///   ConfigurationDiagnostics)` on `Configuration`, called from `Configuration.validate(into:)`;
+///   it records with `diagnostics.error(_:_:)` (the proxy does not start) or `diagnostics.warning(_:_:)`
+///   (it starts; `--check` prints the line and start-up logs it at warn). Give the key the line
+///   belongs to; the place is looked up from where that key was set (`alsoAt:` names keys to try
+///   next when it was not), else the file.
+///
+/// Name in the message every key the rule reads: a finding that names a key whose own line was
+/// wrong is dropped, because it follows from that line (a mistyped token_url must not also be
+/// reported as "needs token_url").
+package struct ConfigurationDiagnostics: Sendable {
+    package private(set) var errors: [ConfigurationError] = []
+    package private(set) var warnings: [ConfigurationWarning] = []
+    /// Keys whose own line had an error: findings that name them are consequences, not news.
+    private var failedKeys: Set<String> = []
+    /// Where the rules' findings are placed: set once every key is read.
+    var places: SettingPlaces
+
+    package init(places: SettingPlaces = SettingPlaces()) {
+        self.places = places
+    }
+
+    /// A line's own mistake (its syntax, or its value), at that line. `meant` is the key an unknown
+    /// one probably stands for: findings about it are consequences too.
+    mutating func lineError(_ error: ConfigurationError, meant: String? = nil) {
+        for key in [error.key, meant].compactMap(\.self) { self.failedKeys.insert(key) }
+        self.errors.append(error)
+    }
+
+    /// A rule about settings together that the configuration breaks: the proxy does not start.
+    mutating func error(_ key: String?, _ message: String, alsoAt others: [String] = []) {
+        guard !self.followsFromAFailedLine(key, message) else { return }
+        self.errors.append(ConfigurationError(place: self.place(key, others), key: key, message: message))
+    }
+
+    /// A setting that works, but surely not as meant (or not safely): the proxy starts, and says so.
+    mutating func warning(_ key: String?, _ message: String, alsoAt others: [String] = []) {
+        guard !self.followsFromAFailedLine(key, message) else { return }
+        self.warnings.append(ConfigurationWarning(place: self.place(key, others), key: key, message: message))
+    }
+
+    /// The errors in file order (then the flags' and the file-wide ones), each once.
+    package var sortedErrors: [ConfigurationError] {
+        Self.inFileOrder(self.errors)
+    }
+
+    package var sortedWarnings: [ConfigurationWarning] {
+        Self.inFileOrder(self.warnings)
+    }
+
+    /// The first error, thrown: for callers that stop at one (the tests of a single rule).
+    func throwFirstError() throws(ConfigurationError) {
+        if let first = self.sortedErrors.first { throw first }
+    }
+
+    private func place(_ key: String?, _ others: [String]) -> String {
+        for candidate in (key.map { [$0] } ?? []) + others {
+            if let place = self.places.byKey[candidate] { return place }
+        }
+        return self.places.whole
+    }
+
+    private func followsFromAFailedLine(_ key: String?, _ message: String) -> Bool {
+        if let key, self.failedKeys.contains(key) { return true }
+        let words = Set(message.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+        return !self.failedKeys.isDisjoint(with: words)
+    }
+
+    /// Stable: findings on one line keep the order the checks made them in.
+    private static func inFileOrder<Finding: ConfigurationFinding>(_ findings: [Finding]) -> [Finding] {
+        findings.enumerated().sorted { a, b in
+            let (lineA, lineB) = (a.element.line ?? Int.max, b.element.line ?? Int.max)
+            return lineA != lineB ? lineA < lineB : a.offset < b.offset
+        }.map(\.element)
+    }
+}
+
+/// Where each key was set (`proxy.conf:12`, `command line (--upstream)`), so that a rule checked once
+/// every key is read still names a line.
+package struct SettingPlaces: Equatable, Sendable {
+    package var byKey: [String: String] = [:]
+    /// The config file, for findings about no key in particular.
+    package var file: String?
+
+    package init(byKey: [String: String] = [:], file: String? = nil) {
+        self.byKey = byKey
+        self.file = file
+    }
+
+    /// Where a finding about the whole configuration is placed.
+    var whole: String { self.file ?? "configuration" }
+}
+
+/// A finding about one setting, said as `proxy.conf:12: key: what is wrong and what to do`.
+package protocol ConfigurationFinding: CustomStringConvertible {
+    /// `proxy.conf:12`, `command line (--listen)`, or a file name alone.
+    var place: String { get }
+    var key: String? { get }
+    var message: String { get }
+}
+
+extension ConfigurationFinding {
+    package var description: String {
+        if let key { return "\(self.place): \(key): \(self.message)" }
+        return "\(self.place): \(self.message)"
+    }
+
+    /// The line number of a `file:line` place.
+    var line: Int? {
+        guard let colon = self.place.lastIndex(of: ":") else { return nil }
+        return Int(self.place[self.place.index(after: colon)...])
+    }
+}
+
+/// A setting that works but surely not as meant, or not safely: `--check` prints it after the
+/// configuration, and start-up logs it at warn.
+package struct ConfigurationWarning: ConfigurationFinding, Equatable, Sendable {
+    package var place: String
+    package var key: String?
+    package var message: String
+}
+
+/// Every error of a configuration, each on its own line: what a failed start or `--check` prints.
+package struct ConfigurationErrors: Error, Equatable, Sendable, CustomStringConvertible {
+    package var errors: [ConfigurationError]
+
+    package init(_ errors: [ConfigurationError]) {
+        self.errors = errors
+    }
+
+    package var description: String {
+        self.errors.map(\.description).joined(separator: "\n")
+    }
+}
