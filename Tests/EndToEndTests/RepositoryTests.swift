@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// What a clone holds, as its README promises.
@@ -6,7 +7,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The README's test command is `swift test --disable-xctest`: an XCTest case would never run, and
+    /// The README's test command runs `swift test --disable-xctest`: an XCTest case would never run, and
     /// would count as passed. Every test is a Swift Testing test.
     @Test func noTestUsesXCTest() throws {
         let tests = Self.root.appendingPathComponent("Tests")
@@ -25,5 +26,71 @@ import Testing
     @Test func theReadmePointsAtNothingOutsideTheClone() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         #expect(!readme.contains("../"), "the README names a path outside the repository")
+    }
+
+    /// `.ci/test`, the README's test command, ends its ~1,600 lines with one line counting the skipped
+    /// tests by reason, and exits with swift test's status. Shown with a stand-in `swift` on PATH that
+    /// prints what Swift Testing prints (lines copied from a real run) and exits as told.
+    @Test(arguments: [
+        (0, [] as [String], "skipped: 0"),
+        (
+            1,
+            [
+                #"➜ Suite S skipped: "needs redis-server (apt-get install redis-server)""#,
+                #"➜ Test c() skipped: "needs Debian's python3-websockets (apt-get install python3-websockets)""#,
+                "➜ Test d() skipped.",
+                #"➜ Test a() skipped: "needs redis-server (apt-get install redis-server)""#,
+                #"➜ Test b() skipped: "needs redis-server (apt-get install redis-server)""#,
+            ],
+            "skipped: 4 (needs Debian's python3-websockets (apt-get install python3-websockets): 1, no reason given: 1,"
+                + " needs redis-server (apt-get install redis-server): 2)"
+        ),
+    ])
+    func theTestCommandEndsWithTheSkipCountAndKeepsTheStatus(status: Int32, skips: [String], summary: String) throws {
+        let bin = NSTemporaryDirectory() + "bearer-ci-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: bin) }
+        let output =
+            ["◇ Test run started.", "✔ Test skipsVerificationWhenToldAndWarns() passed after 0.1 seconds."] + skips
+            + ["✔ Test run with 7 tests in 3 suites passed after 0.001 seconds."]
+        let script = """
+            #!/bin/sh
+            echo "swift $*"
+            cat <<'OUT'
+            \(output.joined(separator: "\n"))
+            OUT
+            exit \(status)
+
+            """
+        try script.write(toFile: bin + "/swift", atomically: true, encoding: .utf8)
+        chmod(bin + "/swift", 0o755)
+
+        let process = Process()
+        process.executableURL = Self.root.appendingPathComponent(".ci/test")
+        process.arguments = ["--filter", "SomeSuite"]
+        process.environment = ["PATH": "\(bin):/usr/bin:/bin"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == status, "the tests' status is lost: \(text)")
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first == "swift test --disable-xctest --filter SomeSuite")
+        #expect(Array(lines.dropFirst().dropLast()) == output, "the run's output is passed through as it is")
+        #expect(lines.last == summary)
+    }
+
+    /// CI builds once and runs the test command once; the README documents that command.
+    @Test func ciRunsTheTestCommandThatTheReadmeDocuments() throws {
+        let run = try String(contentsOf: Self.root.appendingPathComponent(".ci/run"), encoding: .utf8)
+        let commands = run.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(commands.filter { $0.contains("swift build -c release") }.count == 1)
+        #expect(commands.filter { $0 == ".ci/test" }.count == 1)
+        #expect(!commands.contains { $0.contains("swift test") }, "swift test runs once, through .ci/test")
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("    .ci/test "))
+        #expect(readme.contains("`skipped: 0`"))
     }
 }
