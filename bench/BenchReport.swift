@@ -103,6 +103,8 @@ enum BenchReport {
         return lines
     }
 
+    /// Every figure, rounded to what it was measured with (`Precision`), so that no value carries float
+    /// noise such as `0.30000000000000004`.
     static func json(
         _ summaries: [ScenarioSummary],
         ratios: [RatioSummary],
@@ -120,15 +122,16 @@ enum BenchReport {
                     "proxies": summary.proxies,
                     "connections": summary.connections,
                     "requests": summary.requests,
-                    "requests_per_second": summary.requestsPerSecond.median,
+                    "requests_per_second": Precision.rate(summary.requestsPerSecond.median),
                     "requests_per_second_range": [
                         summary.requestsPerSecond.minimum, summary.requestsPerSecond.maximum,
-                    ],
+                    ].map(Precision.rate),
                     "latency_ms": [
                         "p50": summary.p50Milliseconds, "p99": summary.p99Milliseconds.median,
                         "p999": summary.p999Milliseconds, "max": summary.maxMilliseconds,
-                    ],
-                    "p99_ms_range": [summary.p99Milliseconds.minimum, summary.p99Milliseconds.maximum],
+                    ].mapValues(Precision.milliseconds),
+                    "p99_ms_range": [summary.p99Milliseconds.minimum, summary.p99Milliseconds.maximum]
+                        .map(Precision.milliseconds),
                     "errors": summary.errorCount,
                     "errors_by_kind": summary.errors,
                     "client_401s": summary.client401s,
@@ -138,20 +141,23 @@ enum BenchReport {
                     "max_times_seen_upstream": summary.maxTimesSeenUpstream,
                     "rounds": summary.rounds.map(Self.roundObject),
                 ]
-                object["refreshes_per_expiry"] = jsonNumber(summary.refreshesPerExpiry)
-                object["proxy_peak_rss_mib"] = jsonNumber(summary.proxyPeakRSSMiB)
-                object["proxy_cpu_s"] = jsonNumber(summary.proxyCPUSeconds)
+                object["refreshes_per_expiry"] = jsonNumber(summary.refreshesPerExpiry.map(Precision.ratio))
+                object["proxy_peak_rss_mib"] = jsonNumber(summary.proxyPeakRSSMiB.map(Precision.mebibytes))
+                object["proxy_cpu_s"] = jsonNumber(summary.proxyCPUSeconds.map(Precision.cpuSeconds))
                 return object
             },
-            "ratios": Dictionary(uniqueKeysWithValues: ratios.map { ($0.key, $0.spread.median) }),
+            "ratios": Dictionary(uniqueKeysWithValues: ratios.map { ($0.key, Precision.ratio($0.spread.median)) }),
             "ratio_ranges": Dictionary(
-                uniqueKeysWithValues: ratios.map { ($0.key, [$0.spread.minimum, $0.spread.maximum]) }
+                uniqueKeysWithValues: ratios.map {
+                    ($0.key, [$0.spread.minimum, $0.spread.maximum].map(Precision.ratio))
+                }
             ),
         ]
         if let idle {
             document["idle"] = [
                 "connections": idle.connections, "established": idle.established,
-                "proxy_rss_mib": idle.proxyRSSMiB, "proxy_rss_before_mib": idle.proxyRSSBeforeMiB,
+                "proxy_rss_mib": Precision.mebibytes(idle.proxyRSSMiB),
+                "proxy_rss_before_mib": Precision.mebibytes(idle.proxyRSSBeforeMiB),
             ]
         }
         return (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])) ?? Data()
@@ -161,13 +167,13 @@ enum BenchReport {
     private static func roundObject(_ result: ScenarioResult) -> [String: Any] {
         var object: [String: Any] = [
             "proxies": result.proxies,
-            "duration_s": result.durationSeconds,
+            "duration_s": Precision.seconds(result.durationSeconds),
             "requests": result.requests,
-            "requests_per_second": result.requestsPerSecond,
+            "requests_per_second": Precision.rate(result.requestsPerSecond),
             "latency_ms": [
                 "p50": result.latency.p50Milliseconds, "p99": result.latency.p99Milliseconds,
                 "p999": result.latency.p999Milliseconds, "max": result.latency.maxMilliseconds,
-            ],
+            ].mapValues(Precision.milliseconds),
             "errors_by_kind": result.errors,
             "statuses": Dictionary(uniqueKeysWithValues: result.statuses.map { ("\($0.key)", $0.value) }),
             "client_401s": result.client401s,
@@ -176,13 +182,16 @@ enum BenchReport {
             "replays": result.replays,
             "max_times_seen_upstream": result.maxTimesSeenUpstream,
             "series": result.series.map {
-                ["t": $0.startSeconds, "rps": $0.requestsPerSecond, "p99_ms": $0.p99Milliseconds]
+                [
+                    "t": Precision.seconds($0.startSeconds), "rps": Precision.rate($0.requestsPerSecond),
+                    "p99_ms": Precision.milliseconds($0.p99Milliseconds),
+                ]
             },
-            "expiry_times_s": result.expiryTimes,
-            "refresh_times_s": result.refreshTimes,
+            "expiry_times_s": result.expiryTimes.map(Precision.seconds),
+            "refresh_times_s": result.refreshTimes.map(Precision.seconds),
         ]
-        object["proxy_peak_rss_mib"] = jsonNumber(result.proxyPeakRSSMiB)
-        object["proxy_cpu_s"] = jsonNumber(result.proxyCPUSeconds)
+        object["proxy_peak_rss_mib"] = jsonNumber(result.proxyPeakRSSMiB.map(Precision.mebibytes))
+        object["proxy_cpu_s"] = jsonNumber(result.proxyCPUSeconds.map(Precision.cpuSeconds))
         return object
     }
 
@@ -221,6 +230,26 @@ func grouped(_ value: Double) -> String {
 /// `3.1%`: half a spread's range relative to its median (`-` when only one round ran).
 func percent(_ spread: Spread, rounds: Int) -> String {
     rounds > 1 ? format(spread.relativeHalfRange * 100, 1) + "%" : "-"
+}
+
+/// How finely the JSON gives each kind of figure: what was measured, not what division left over.
+enum Precision {
+    /// Requests per second: a tenth.
+    static func rate(_ value: Double) -> Double { rounded(value, 1) }
+    /// Latencies are measured in whole microseconds.
+    static func milliseconds(_ value: Double) -> Double { rounded(value, 3) }
+    /// Instants and durations: a millisecond.
+    static func seconds(_ value: Double) -> Double { rounded(value, 3) }
+    /// Ratios: three decimals, finer than any round-to-round spread.
+    static func ratio(_ value: Double) -> Double { rounded(value, 3) }
+    static func mebibytes(_ value: Double) -> Double { rounded(value, 1) }
+    /// /proc counts CPU time in clock ticks of 10 ms.
+    static func cpuSeconds(_ value: Double) -> Double { rounded(value, 2) }
+
+    static func rounded(_ value: Double, _ decimals: Int) -> Double {
+        let scale = pow(10, Double(decimals))
+        return (value * scale).rounded() / scale
+    }
 }
 
 /// A number, or JSON null.

@@ -57,10 +57,11 @@ func timeSeries(_ samples: [Sample], window: Double, duration: Double) -> [TimeS
         let index = Int(sample.completedAtMicroseconds / windowMicros)
         if index < count { buckets[index].append(sample.latencyMicroseconds) }
     }
+    // From whole microseconds: 3 × 0.1 would be 0.30000000000000004 in the JSON.
     return buckets.enumerated().map { index, latencies in
         TimeSeriesPoint(
-            startSeconds: Double(index) * window,
-            requestsPerSecond: Double(latencies.count) / window,
+            startSeconds: Double(UInt32(index) * windowMicros) / 1_000_000,
+            requestsPerSecond: Double(latencies.count) * 1_000_000 / Double(windowMicros),
             p99Milliseconds: LatencyStatistics(microseconds: latencies).p99Milliseconds
         )
     }

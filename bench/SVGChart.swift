@@ -1,65 +1,211 @@
 import Foundation
 
-/// One panel per scenario: throughput (blue) and p99 latency (orange) per 100 ms, each expiry event a
-/// red line, each token-endpoint call a green tick, so the storm and the recovery show at a glance.
+/// The bench's picture, meant to be read in five seconds: one panel per scenario (its round with the
+/// median throughput), throughput above and p99 latency below on one time axis, each expiry event a
+/// red dashed line through both, each token-endpoint call a green triangle between them, one legend
+/// on top.
+///
+/// Every panel uses the same throughput axis, so direct and steady compare at a glance, and the same
+/// logarithmic latency axis, so a 500 ms storm spike and a 1 ms steady p99 both stay readable. A
+/// window in which no request completed has no p99: the latency line has a gap there.
 enum SVGChart {
-    static func render(_ results: [ScenarioResult]) -> String {
-        let width = 900.0
-        let panelHeight = 220.0
-        let margin = (left: 70.0, right: 70.0, top: 30.0, bottom: 30.0)
-        let panels = results.filter { !$0.series.isEmpty }
-        let height = Double(max(panels.count, 1)) * panelHeight + 20
-        var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="11">
-            <rect width="100%" height="100%" fill="white"/>
+    static let width = 960.0
+    static let left = 80.0
+    static let right = 24.0
+    static let throughputHeight = 110.0
+    /// Between the two plots: where the token calls are marked.
+    static let markLane = 16.0
+    static let latencyHeight = 80.0
+    static let panelHeight = 24 + throughputHeight + markLane + latencyHeight + 22 + 16
 
-            """
-        for (index, result) in panels.enumerated() {
-            let top = Double(index) * panelHeight + margin.top
-            let plotHeight = panelHeight - margin.top - margin.bottom
-            let plotWidth = width - margin.left - margin.right
-            let duration = max(result.durationSeconds, 0.1)
-            let maxRate = max(result.series.map(\.requestsPerSecond).max() ?? 1, 1) * 1.1
-            let maxP99 = max(result.series.map(\.p99Milliseconds).max() ?? 1, 0.001) * 1.1
-            func x(_ seconds: Double) -> Double { margin.left + seconds / duration * plotWidth }
-            func yRate(_ rate: Double) -> Double { top + plotHeight - rate / maxRate * plotHeight }
-            func yP99(_ value: Double) -> Double { top + plotHeight - value / maxP99 * plotHeight }
-            svg +=
-                "<text x=\"\(margin.left)\" y=\"\(top - 10)\" font-weight=\"bold\">\(result.name): \(format(result.requestsPerSecond, 0)) req/s, p99 \(format(result.latency.p99Milliseconds, 2)) ms, \(result.expiryEvents) expiry events, \(result.tokenCalls) token calls, \(result.client401s) client 401s</text>\n"
-            svg +=
-                "<rect x=\"\(margin.left)\" y=\"\(top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" fill=\"none\" stroke=\"#999\"/>\n"
-            for expiry in result.expiryTimes where expiry <= duration {
-                svg +=
-                    "<line x1=\"\(x(expiry))\" y1=\"\(top)\" x2=\"\(x(expiry))\" y2=\"\(top + plotHeight)\" stroke=\"#d62728\" stroke-width=\"1\" opacity=\"0.6\"/>\n"
-            }
-            for refresh in result.refreshTimes where refresh <= duration {
-                svg +=
-                    "<line x1=\"\(x(refresh))\" y1=\"\(top + plotHeight - 8)\" x2=\"\(x(refresh))\" y2=\"\(top + plotHeight)\" stroke=\"#2ca02c\" stroke-width=\"2\"/>\n"
-            }
-            let ratePoints = result.series.map {
-                "\(format(x($0.startSeconds + 0.05), 1)),\(format(yRate($0.requestsPerSecond), 1))"
-            }
-            let p99Points = result.series.map {
-                "\(format(x($0.startSeconds + 0.05), 1)),\(format(yP99($0.p99Milliseconds), 1))"
-            }
-            svg +=
-                "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"\(ratePoints.joined(separator: " "))\"/>\n"
-            svg +=
-                "<polyline fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"1.5\" points=\"\(p99Points.joined(separator: " "))\"/>\n"
-            svg +=
-                "<text x=\"\(margin.left - 5)\" y=\"\(top + 10)\" text-anchor=\"end\" fill=\"#1f77b4\">\(format(maxRate, 0))</text>\n"
-            svg +=
-                "<text x=\"\(margin.left - 5)\" y=\"\(top + plotHeight)\" text-anchor=\"end\" fill=\"#1f77b4\">0 req/s</text>\n"
-            svg +=
-                "<text x=\"\(margin.left + plotWidth + 5)\" y=\"\(top + 10)\" fill=\"#ff7f0e\">\(format(maxP99, 1)) ms</text>\n"
-            svg +=
-                "<text x=\"\(margin.left + plotWidth + 5)\" y=\"\(top + plotHeight)\" fill=\"#ff7f0e\">0 p99</text>\n"
-            svg +=
-                "<text x=\"\(margin.left + plotWidth)\" y=\"\(top + plotHeight + 15)\" text-anchor=\"end\">\(format(duration, 1)) s</text>\n"
+    static let throughputColor = "#1f77b4"
+    static let latencyColor = "#e6550d"
+    static let expiryColor = "#d62728"
+    static let tokenCallColor = "#2ca02c"
+
+    static func render(_ results: [ScenarioResult]) -> String {
+        let panels = results.filter { !$0.series.isEmpty }
+        var document = SVGDocument()
+        var top = Self.header(into: &document)
+        let scales = Scales(panels)
+        for result in panels {
+            Self.panel(result, scales: scales, top: top, into: &document)
+            top += Self.panelHeight
         }
-        svg +=
-            "<text x=\"70\" y=\"\(Int(height) - 5)\" fill=\"#555\">each panel: the round with the median throughput · blue: requests/s per 100 ms · orange: p99 per 100 ms · red: expiry event (all tokens revoked) · green: token endpoint call</text>\n"
-        svg += "</svg>\n"
-        return svg
+        if panels.isEmpty {
+            document.text("no scenario recorded a time series", x: Self.left, y: top + 20, size: 12, fill: "#555")
+            top += 40
+        }
+        return document.finish(width: Self.width, height: top)
     }
+
+    /// The axes every panel shares.
+    struct Scales {
+        let duration: Double
+        let throughput: ChartAxis
+        let latency: ChartAxis
+        let timeTicks: [Double]
+
+        init(_ panels: [ScenarioResult]) {
+            let points = panels.flatMap(\.series)
+            self.duration = max(panels.map(\.durationSeconds).max() ?? 1, 0.1)
+            self.throughput = ChartAxis.linear(upTo: max(points.map(\.requestsPerSecond).max() ?? 1, 1))
+            let latencies = points.map(\.p99Milliseconds).filter { $0 > 0 }
+            self.latency = ChartAxis.logarithmic(from: latencies.min() ?? 1, to: latencies.max() ?? 10)
+            let step = max(ChartAxis.roundStep(self.duration / 6), 0.1)
+            self.timeTicks = stride(from: 0, through: self.duration + 1e-9, by: step).map { $0 }
+        }
+    }
+
+    /// Title, what a panel is, and the legend; returns where the first panel starts.
+    private static func header(into document: inout SVGDocument) -> Double {
+        document.text(
+            "bearer-bench: throughput and p99 latency over time",
+            x: Self.left,
+            y: 24,
+            size: 15,
+            weight: "bold"
+        )
+        document.text(
+            "each panel: the scenario's round with the median throughput, measured in windows of 100 ms",
+            x: Self.left,
+            y: 42,
+            size: 12,
+            fill: "#555"
+        )
+        let items: [(Swatch, String)] = [
+            (.line(Self.throughputColor, dashed: false), "requests/s"),
+            (.line(Self.latencyColor, dashed: false), "p99 latency (log scale)"),
+            (.line(Self.expiryColor, dashed: true), "expiry: every token revoked"),
+            (.triangle(Self.tokenCallColor), "token endpoint call"),
+        ]
+        var x = Self.left
+        var y = 64.0
+        for (swatch, label) in items {
+            let itemWidth = 30 + SVGDocument.textWidth(label, size: 12) + 20
+            if x + itemWidth > Self.width - Self.right && x > Self.left {
+                x = Self.left
+                y += 20
+            }
+            switch swatch {
+            case .line(let color, let dashed):
+                document.line(x1: x, y1: y - 4, x2: x + 22, y2: y - 4, color: color, width: 2.5, dashed: dashed)
+            case .triangle(let color):
+                document.triangle(centerX: x + 11, baseY: y + 1, color: color)
+            }
+            document.text(label, x: x + 30, y: y, size: 12)
+            x += itemWidth
+        }
+        return y + 22
+    }
+
+    private enum Swatch {
+        case line(String, dashed: Bool)
+        case triangle(String)
+    }
+
+    private static func panel(_ result: ScenarioResult, scales: Scales, top: Double, into document: inout SVGDocument) {
+        let plotWidth = Self.width - Self.left - Self.right
+        let throughputTop = top + 24
+        let laneTop = throughputTop + Self.throughputHeight
+        let latencyTop = laneTop + Self.markLane
+        let bottom = latencyTop + Self.latencyHeight
+        func x(_ seconds: Double) -> Double { Self.left + min(seconds / scales.duration, 1) * plotWidth }
+        func yThroughput(_ value: Double) -> Double {
+            throughputTop + Self.throughputHeight * (1 - scales.throughput.fraction(value))
+        }
+        func yLatency(_ value: Double) -> Double {
+            latencyTop + Self.latencyHeight * (1 - scales.latency.fraction(value))
+        }
+
+        document.titledText(result.name, Self.figures(result), x: Self.left, y: top + 14)
+        // Grid and axes: round ticks.
+        for tick in scales.timeTicks {
+            document.line(x1: x(tick), y1: throughputTop, x2: x(tick), y2: bottom, color: "#eee", width: 1)
+            document.text(trimmed(tick) + " s", x: x(tick), y: bottom + 15, size: 11, anchor: "middle", fill: "#555")
+        }
+        let ticks = scales.throughput.ticks
+        Self.verticalAxis(ticks.map { ($0, yThroughput($0)) }, color: Self.throughputColor, into: &document) { tick in
+            compactCount(tick) + (tick == ticks.last ? " req/s" : "")
+        }
+        Self.verticalAxis(
+            scales.latency.ticks.map { ($0, yLatency($0)) },
+            color: Self.latencyColor,
+            into: &document,
+            label: compactMilliseconds
+        )
+        document.frame(x: Self.left, y: throughputTop, width: plotWidth, height: Self.throughputHeight)
+        document.frame(x: Self.left, y: latencyTop, width: plotWidth, height: Self.latencyHeight)
+
+        let window = result.series.count > 1 ? result.series[1].startSeconds - result.series[0].startSeconds : 0.1
+        let middle = { (point: TimeSeriesPoint) in x(point.startSeconds + window / 2) }
+        document.polyline(
+            result.series.map { (middle($0), yThroughput($0.requestsPerSecond)) },
+            color: Self.throughputColor,
+            width: 2
+        )
+        // A window where nothing completed has no p99: the line breaks there rather than dive to 0.
+        var segment: [(Double, Double)] = []
+        for point in result.series {
+            if point.requestsPerSecond > 0 && point.p99Milliseconds > 0 {
+                segment.append((middle(point), yLatency(point.p99Milliseconds)))
+            } else {
+                document.polyline(segment, color: Self.latencyColor, width: 1.8)
+                segment = []
+            }
+        }
+        document.polyline(segment, color: Self.latencyColor, width: 1.8)
+
+        for expiry in result.expiryTimes where expiry <= scales.duration {
+            document.line(
+                x1: x(expiry),
+                y1: throughputTop,
+                x2: x(expiry),
+                y2: bottom,
+                color: Self.expiryColor,
+                width: 1.5,
+                dashed: true
+            )
+        }
+        for call in result.refreshTimes where call <= scales.duration {
+            document.triangle(
+                centerX: x(call),
+                baseY: laneTop + Self.markLane - 2,
+                color: Self.tokenCallColor,
+                title: "token call at \(format(call, 3)) s"
+            )
+        }
+    }
+
+    /// A gridline and a label for each `(value, y)`, the label in the colour of the line it measures.
+    private static func verticalAxis(
+        _ ticks: [(value: Double, y: Double)],
+        color: String,
+        into document: inout SVGDocument,
+        label: (Double) -> String
+    ) {
+        for tick in ticks {
+            document.line(x1: Self.left, y1: tick.y, x2: Self.width - Self.right, y2: tick.y, color: "#eee", width: 1)
+            document.text(label(tick.value), x: Self.left - 6, y: tick.y + 4, size: 11, anchor: "end", fill: color)
+        }
+    }
+
+    /// `28,331 req/s · p99 6.20 ms · 2 expiry events · 2 token calls · 0 client 401s`.
+    static func figures(_ result: ScenarioResult) -> String {
+        var parts = [
+            "\(grouped(result.requestsPerSecond)) req/s", "p99 \(format(result.latency.p99Milliseconds, 2)) ms",
+        ]
+        if result.proxies > 0 {
+            parts += [
+                plural(result.expiryEvents, "expiry event"), plural(result.tokenCalls, "token call"),
+                plural(result.client401s, "client 401"),
+            ]
+        }
+        return parts.joined(separator: " · ")
+    }
+}
+
+/// `1 token call`, `2 token calls`.
+func plural(_ count: Int, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
