@@ -15,6 +15,10 @@ package struct HTTPRequestParser: Sendable {
         self.maximumFieldCount = maximumFieldCount
     }
 
+    /// How many bytes a caller must let buffer, while a head is incomplete, for the parser to answer:
+    /// past this many the head has ended or is too large.
+    package var headVerdictBytes: Int { self.scanner.verdictBytes }
+
     package var isExpectingHead: Bool {
         if case .head = self.state { return true }
         return false

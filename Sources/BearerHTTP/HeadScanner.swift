@@ -11,9 +11,17 @@ package struct HeadScanner: Sendable {
     private var headStart = 0
     private let limit: Int
 
+    /// Empty lines tolerated before a request line, in bytes (four CRLFs).
+    static let maximumLeadingEmptyLineBytes = 8
+
     package init(limit: Int) {
         self.limit = limit
     }
+
+    /// Bytes after which `scan` has a verdict, whatever the lines look like: the head has ended, or
+    /// it is too large. A caller that stops reading earlier, with no head yet, would wait for bytes
+    /// it does not read and never answer 431.
+    package var verdictBytes: Int { self.limit + Self.maximumLeadingEmptyLineBytes + 1 }
 
     /// The head's range within `bytes` once its empty line has arrived, nil while more is needed.
     ///
@@ -37,7 +45,7 @@ package struct HeadScanner: Sendable {
             if lineLength == 0 {
                 if self.lineStart == self.headStart {
                     // An empty line before the start line.
-                    guard self.headStart < 8 else { throw .invalidRequestLine }
+                    guard self.headStart < Self.maximumLeadingEmptyLineBytes else { throw .invalidRequestLine }
                     self.headStart = lineFeed + 1
                     self.lineStart = lineFeed + 1
                     continue

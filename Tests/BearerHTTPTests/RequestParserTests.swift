@@ -315,4 +315,28 @@ import Testing
         let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(bytes(input), limit: 1024) }
         #expect(error == .headTooLarge)
     }
+
+    /// What a connection relies on to stop reading: `headVerdictBytes` of an unfinished head always
+    /// get a verdict, with or without line ends, after the empty lines tolerated before a request line.
+    @Test(arguments: [
+        ("no line end", "GET /", "a"),
+        ("many short lines", "GET / HTTP/1.1\r\n", "X-F: v\r\n"),
+        ("empty lines first", "\r\n\r\n\r\n\r\nGET /", "a"),
+    ])
+    func reachesAVerdictWithinHeadVerdictBytes(shape: String, start: String, filler: String) {
+        let limit = 1024
+        let verdictBytes = HTTPRequestParser(maximumHeadBytes: limit).headVerdictBytes
+        var text = start
+        while text.utf8.count < verdictBytes { text += filler }
+        let input = Array(bytes(text).prefix(verdictBytes))
+        for feeding in Feeding.allCases {
+            let error = parseError { () throws(HTTPParseError) in _ = try parseRequests(input, feeding, limit: limit) }
+            #expect(error == .headTooLarge, "\(shape), \(feeding)")
+        }
+        if start.hasPrefix("\r\n") {
+            // One byte fewer after the empty lines is a head of exactly the limit: no verdict yet.
+            let shorter = Array(input.dropLast())
+            #expect(parseError { () throws(HTTPParseError) in _ = try parseRequests(shorter, limit: limit) } == nil)
+        }
+    }
 }

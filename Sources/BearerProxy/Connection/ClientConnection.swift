@@ -116,11 +116,19 @@ final class ClientConnection {
         let clientBackedUp = self.stream.pendingWriteBytes > Self.highWatermark
         let upstreamBackedUp = (self.upstream?.stream.pendingWriteBytes ?? 0) > Self.highWatermark
         self.stream.setReading(
-            self.stream.inbound.readableBytes < Self.readAheadLimit && !clientBackedUp && !upstreamBackedUp
+            self.stream.inbound.readableBytes < self.clientReadAhead && !clientBackedUp && !upstreamBackedUp
         )
         if let upstream = self.upstream {
             upstream.stream.setReading(self.machine.upstreamInput != .none && !clientBackedUp)
         }
+    }
+
+    /// How much of the client's bytes may wait unparsed. While a head is incomplete, enough for the
+    /// parser's verdict: stopping short of `max_header_bytes` would leave a head with no line end in
+    /// reach waiting for bytes nobody reads, answered 408 instead of 431.
+    private var clientReadAhead: Int {
+        guard self.machine.clientInput == .head else { return Self.readAheadLimit }
+        return max(Self.readAheadLimit, self.parser.headVerdictBytes)
     }
 
     // MARK: The timer
