@@ -15,6 +15,7 @@ package final class ProxyServer: Sendable {
     private let contexts: Locked<[UnsafeTransfer<LoopContext>]>
     private let listeners: Locked<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
+    private let areListenersClosed = Atomic<Bool>(false)
     private let lastAcceptErrorLog = Atomic<Int64>(0)
     private let admin = Locked<AdminServer?>(nil)
     private let socketFiles: UnixSocketFiles
@@ -353,11 +354,14 @@ package final class ProxyServer: Sendable {
         if open > self.runtime.configuration.maxConnections { client.rejectOverCapacity() }
     }
 
-    /// Stops accepting, closes every connection, stops the loops (if the server made them), and
-    /// removes unix socket files.
-    /// Graceful stop: stops accepting, closes idle connections, lets in-flight exchanges finish (their
-    /// connections close after the response), and returns once none is left or `timeout` passed.
-    /// Returns how many connections were still open at the end. Call `shutdown()` afterwards.
+    /// Graceful stop: closes the listening sockets, closes idle connections, lets in-flight exchanges
+    /// finish (their connections close after the response), and returns once none is left or
+    /// `timeout` passed. Returns how many connections were still open at the end. Call `shutdown()`
+    /// afterwards.
+    ///
+    /// The sockets are closed, not only left unwatched: the kernel goes on completing handshakes on a
+    /// listening socket nobody accepts from, and a new client would wait for its own timeout. Closed,
+    /// a new connection is refused at once (a unix socket's file is removed) and goes elsewhere.
     @discardableResult
     package func drain(timeout: Duration) -> Int {
         let done = DispatchSemaphore(value: 0)
@@ -373,11 +377,22 @@ package final class ProxyServer: Sendable {
             }
         }
         for _ in self.group.loops { done.wait() }
+        self.closeListeningSockets()
         let deadline = Instant.now() + timeout
         while self.runtime.openConnections.load(ordering: .relaxed) > 0 && Instant.now() < deadline {
             usleep(10_000)
         }
         return self.runtime.openConnections.load(ordering: .relaxed)
+    }
+
+    /// Closes the listening sockets and removes their unix socket files, once: every loop has
+    /// stopped watching them (a descriptor number closed twice could be another file's by then).
+    private func closeListeningSockets() {
+        guard !self.areListenersClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for (index, fd) in self.listenFDs.enumerated() {
+            Socket.close(fd)
+            if case .unix(let path) = self.boundAddresses[index] { self.socketFiles.remove(path) }
+        }
     }
 
     /// Stops at once: every connection is closed, in-flight requests are cut.
@@ -403,10 +418,7 @@ package final class ProxyServer: Sendable {
         }
         for _ in self.group.loops { done.wait() }
         self.runtime.session.sessionStore?.stop()
-        for (index, fd) in self.listenFDs.enumerated() {
-            Socket.close(fd)
-            if case .unix(let path) = self.boundAddresses[index] { self.socketFiles.remove(path) }
-        }
+        self.closeListeningSockets()
         if self.ownsGroup { self.group.shutdown() }
         admin?.closeSocket()
     }

@@ -288,14 +288,16 @@ let staticTokenAdvice =
     "replace access_token, or let the proxy get new tokens: set token_url (with refresh_token_file, refresh_token, client_id and client_secret, or username and password) or token_command"
 
 @Suite struct BinaryOperationsTests {
+    /// The proxy's first listen address is TCP (`listen`'s first item): the address returned.
     func start(
         _ extra: String = "",
+        listen: String = "127.0.0.1:0",
         environment: [String: String] = [:]
     ) throws -> (ProxyProcess, SocketAddress, MockUpstream) {
         let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["ops-token"])
         try upstream.start()
         let config = temporaryFile(
-            "listen = 127.0.0.1:0\nupstream = \(upstream.baseURL)\naccess_token = ops-token\n\(extra)\n"
+            "listen = \(listen)\nupstream = \(upstream.baseURL)\naccess_token = ops-token\n\(extra)\n"
         )
         let proxy = try ProxyProcess(["--config", config], environment: environment)
         let listening = try #require(proxy.waitUntilListening())
@@ -321,6 +323,41 @@ let staticTokenAdvice =
         #expect(proxy.standardError.contains("shutting down"))
         #expect(throws: BlockingHTTPClient.ClientError.self) {
             try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(address)\r\n\r\n")
+        }
+    }
+
+    /// Draining, the proxy closes its listening sockets: a new client is refused at once (and can go
+    /// elsewhere) instead of waiting in a backlog nobody accepts from until its own timeout.
+    @Test func refusesNewConnectionsAtOnceWhileDraining() throws {
+        let path = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let (proxy, address, upstream) = try self.start("shutdown_timeout = 60s", listen: "127.0.0.1:0, unix:\(path)")
+        defer { upstream.stop() }
+        let unix = SocketAddress.unix(path: path)
+        let inFlight = try BlockingHTTPClient(connectingTo: unix)
+        inFlight.send("GET /hang HTTP/1.1\r\nHost: api\r\n\r\n")
+        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
+        proxy.signal(SIGTERM)
+        #expect(waitFor { proxy.standardError.contains("shutting down") })
+        #expect(
+            waitFor {
+                if case .connectFailed(ECONNREFUSED) = Self.connectError(address) { return true }
+                return false
+            },
+            "a new TCP connection was not refused while draining"
+        )
+        #expect(waitFor { Self.connectError(unix) == .connectFailed(ENOENT) }, "the unix socket file is still there")
+        #expect(proxy.process.isRunning, "still draining: the in-flight request has not finished")
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit(timeout: .seconds(10)) != nil)
+    }
+
+    /// How connecting to `address` fails; nil when it connects.
+    static func connectError(_ address: SocketAddress) -> BlockingHTTPClient.ClientError? {
+        do throws(BlockingHTTPClient.ClientError) {
+            _ = try BlockingHTTPClient(connectingTo: address, timeout: .seconds(2))
+            return nil
+        } catch {
+            return error
         }
     }
 
