@@ -10,7 +10,8 @@ let package = Package(
     targets: [
         .target(name: "CBearerLinux"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .target(name: "BearerCore"),
+        // CBearerLinux: naming threads (the log writer's, the loops').
+        .target(name: "BearerCore", dependencies: ["CBearerLinux"]),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
         // COpenSSL directly: SHA-256 for PKCE (the login's code challenge); CBearerLinux: pipe2 for token_command.

@@ -139,28 +139,36 @@ package func formatTimestamp(_ secondsSinceEpoch: Double) -> String {
 
 /// Where log lines go: a file descriptor (stderr, an access log file), or memory for tests.
 ///
-/// Writes are serialized by a lock so lines from different event loops never interleave.
+/// A descriptor is written by a `LogWriter`, from a thread of its own: a log that does not take bytes
+/// (a pipe nobody reads) makes lines drop, counted, and never makes a caller wait. Each line is
+/// queued whole, so lines from different event loops never interleave.
 package final class LogSink: Sendable {
     private enum Destination {
-        case fileDescriptor(Int32)
-        case memory
+        case fileDescriptor(LogWriter)
+        case memory(Locked<[String]>)
         case discard
     }
 
     private let destination: Destination
-    private let state = Locked<[String]>([])
 
-    package init(fileDescriptor: Int32) {
-        self.destination = .fileDescriptor(fileDescriptor)
+    /// `closesDescriptor`: the descriptor is the sink's own (an access log file), closed with it.
+    package init(fileDescriptor: Int32, capacity: Int = LogWriter.defaultCapacity, closesDescriptor: Bool = false) {
+        self.destination = .fileDescriptor(
+            LogWriter(fileDescriptor: fileDescriptor, capacity: capacity, closesDescriptor: closesDescriptor)
+        )
     }
 
     /// Keeps every line in memory; read them back with `capturedLines`.
     package init(capturing: ()) {
-        self.destination = .memory
+        self.destination = .memory(Locked([]))
     }
 
     package init(discarding: ()) {
         self.destination = .discard
+    }
+
+    deinit {
+        if case .fileDescriptor(let writer) = self.destination { writer.finish() }
     }
 
     package static let standardError = LogSink(fileDescriptor: 2)
@@ -169,50 +177,40 @@ package final class LogSink: Sendable {
         switch self.destination {
         case .discard:
             return
-        case .memory:
-            self.state.withLock { $0.append(line) }
-        case .fileDescriptor(let fd):
-            self.state.withLock { _ in
-                var line = line
-                line.withUTF8 { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            return
-                        }
-                        offset += written
-                    }
-                }
-            }
+        case .memory(let lines):
+            lines.withLock { $0.append(line) }
+        case .fileDescriptor(let writer):
+            var line = line
+            line.withUTF8 { writer.write(UnsafeRawBufferPointer($0)) }
         }
     }
 
-    /// Writes whole lines at once (a batch of access log lines): one `write(2)` under the lock.
+    /// Writes whole lines at once (a batch of access log lines).
     package func write(bytes: UnsafeRawBufferPointer) {
         switch self.destination {
         case .discard:
             return
-        case .memory:
-            let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { String($0) + "\n" }
-            self.state.withLock { $0 += lines }
-        case .fileDescriptor(let fd):
-            self.state.withLock { _ in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        return
-                    }
-                    offset += written
-                }
-            }
+        case .memory(let lines):
+            let split = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { String($0) + "\n" }
+            lines.withLock { $0 += split }
+        case .fileDescriptor(let writer):
+            writer.write(bytes)
         }
     }
 
+    /// Lines that could not be written (`bearer_proxy_log_lines_dropped_total`).
+    package var droppedLines: Int {
+        if case .fileDescriptor(let writer) = self.destination { return writer.droppedLines }
+        return 0
+    }
+
+    /// Waits (at most `timeout`) until what was logged is written: before the process exits.
+    package func flush(timeout: Duration = .seconds(2)) {
+        if case .fileDescriptor(let writer) = self.destination { writer.flush(timeout: timeout) }
+    }
+
     package var capturedLines: [String] {
-        self.state.withLock { $0 }
+        if case .memory(let lines) = self.destination { return lines.withLock { $0 } }
+        return []
     }
 }

@@ -1,3 +1,4 @@
+import BearerCore
 import Glibc
 
 /// Threads for work that blocks: taking a file lock, `getaddrinfo`, waiting for a token command.

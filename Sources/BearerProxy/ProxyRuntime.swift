@@ -19,6 +19,13 @@ package final class ProxyRuntime: Sendable {
     /// What every client connection's state machine shares.
     let connectionRules: ClientConnectionStateMachine.Rules
 
+    /// Lines the log and the access log dropped (one count when both go to stderr).
+    var droppedLogLines: Int {
+        let sink = self.logger.sink
+        guard let accessLog = self.accessLog, accessLog !== sink else { return sink.droppedLines }
+        return sink.droppedLines + accessLog.droppedLines
+    }
+
     package init(
         configuration: Configuration,
         router: Router,

@@ -91,7 +91,7 @@ package final class ProxyServer: Sendable {
                 closeListeners()
                 throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
             }
-            accessLog = LogSink(fileDescriptor: fd)
+            accessLog = LogSink(fileDescriptor: fd, closesDescriptor: true)
         }
         var adminFD: Int32?
         var adminAddress: SocketAddress?

@@ -46,9 +46,10 @@ package final class UnixSocketFiles: Sendable {
     /// the end, so that no file can be created after the removal.
     ///
     /// `_exit`, not `exit`: this runs on a signal thread while other threads work, and `exit` would run
-    /// the process's exit handlers and destructors under their feet (a crash, not an exit). Logs are
-    /// written straight to their file descriptors, so nothing buffered is lost.
+    /// the process's exit handlers and destructors under their feet (a crash, not an exit). The log's
+    /// queue is written out first (for a bounded time: a log nobody reads does not hold the exit).
     package func removeAllAndExit(_ status: Int32) -> Never {
+        LogSink.standardError.flush()
         self.paths.withLock { paths -> Never in
             for path in paths { unlink(path) }
             _exit(status)

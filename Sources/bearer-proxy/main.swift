@@ -117,8 +117,13 @@ func loadConfiguration(_ options: CommandLineOptions) -> Configuration? {
     }
 }
 
+/// Straight to stderr, after what the log has queued (its lines come first, as they were made first).
 func writeStandardError(_ text: String) {
+    LogSink.standardError.flush()
     FileHandle.standardError.write(Data(text.utf8))
 }
 
-exit(main())
+let status = main()
+// Log lines are written by a thread of their own: let it finish (for a bounded time).
+LogSink.standardError.flush()
+exit(status)

@@ -59,9 +59,12 @@ import Testing
                 SessionFixture.password,
             ]
             + rotated + (1...fixture.authority.issuedCount).map { "mock-access-\($0)" }
+        // The access log is written by a thread of its own: wait for a line per request.
+        func accessLogText() -> String { (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? "" }
+        #expect(waitUntil { accessLogText().split(separator: "\n").count >= 3 * clients.count })
         let outputs = [
             ("log", fixture.logs.capturedLines.joined()),
-            ("access log", (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? ""),
+            ("access log", accessLogText()),
             ("/status", status), ("/metrics", metrics), ("--check", report),
         ]
         #expect(outputs[0].1.contains("token refreshed"), "the storm was logged")

@@ -36,13 +36,15 @@ final class ProxyProcess: @unchecked Sendable {
     /// `inheritsEnvironment` is false; XDG_CONFIG_HOME points nowhere unless given, so that a
     /// developer's own ~/.config/bearer-proxy/proxy.conf never leaks into a test. It reads
     /// `standardInput` (default: nothing, so a child that would ask a question never waits on the
-    /// terminal the tests were started from).
+    /// terminal the tests were started from). With `unreadStandardError`, stderr goes into that pipe
+    /// instead, which the test may leave unread (`standardError` stays empty).
     init(
         _ arguments: [String],
         environment: [String: String] = [:],
         inheritsEnvironment: Bool = true,
         standardInput: FileHandle = .nullDevice,
-        launcher: [String]? = nil
+        launcher: [String]? = nil,
+        unreadStandardError: Pipe? = nil
     ) throws {
         if let launcher {
             self.process.executableURL = URL(fileURLWithPath: launcher[0])
@@ -56,7 +58,7 @@ final class ProxyProcess: @unchecked Sendable {
         env.merge(environment) { _, given in given }
         self.process.environment = env
         self.process.standardInput = standardInput
-        self.process.standardError = self.stderrPipe
+        self.process.standardError = unreadStandardError ?? self.stderrPipe
         self.process.standardOutput = self.stdoutPipe
         // A child inherits its parent thread's signal mask, and Swift Testing's threads block nearly
         // every signal: spawn with none blocked, as a shell or systemd would, or SIGTERM would be held
@@ -67,10 +69,12 @@ final class ProxyProcess: @unchecked Sendable {
         pthread_sigmask(SIG_SETMASK, &none, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try self.process.run()
-        self.readers = [
-            Self.collect(self.stderrPipe, into: self.output, ended: self.streamEnded) { $0.stderr += $1 },
-            Self.collect(self.stdoutPipe, into: self.output, ended: self.streamEnded) { $0.stdout += $1 },
-        ]
+        self.readers = [Self.collect(self.stdoutPipe, into: self.output, ended: self.streamEnded) { $0.stdout += $1 }]
+        if unreadStandardError == nil {
+            self.readers.append(
+                Self.collect(self.stderrPipe, into: self.output, ended: self.streamEnded) { $0.stderr += $1 }
+            )
+        }
     }
 
     deinit {
@@ -93,15 +97,7 @@ final class ProxyProcess: @unchecked Sendable {
         append: @escaping @Sendable (inout CapturedOutput, String) -> Void
     ) -> pthread_t {
         spawnThread(name: "child-output") {
-            let fd = pipe.fileHandleForReading.fileDescriptor
-            var buffer = [UInt8](repeating: 0, count: 8192)
-            while true {
-                let count = read(fd, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                let text = String(decoding: buffer[..<count], as: UTF8.self)
-                output.withLock { append(&$0, text) }
-            }
+            readUntilEnd(pipe.fileHandleForReading.fileDescriptor) { text in output.withLock { append(&$0, text) } }
             ended.signal()
         }
     }
@@ -159,6 +155,17 @@ final class ProxyProcess: @unchecked Sendable {
         let child = try ProxyProcess(arguments, environment: environment, inheritsEnvironment: inheritsEnvironment)
         let status = child.waitForExit()
         return (status, child.standardOutput, child.standardError)
+    }
+}
+
+/// Reads `fd` until it ends, passing on what arrives.
+func readUntilEnd(_ fd: Int32, _ received: (String) -> Void) {
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { return }
+        received(String(decoding: buffer[..<count], as: UTF8.self))
     }
 }
 

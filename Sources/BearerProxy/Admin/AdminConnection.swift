@@ -80,6 +80,7 @@ final class AdminConnection: StreamConnectionDelegate {
                     openConnections: runtime.openConnections.load(ordering: .relaxed)
                 )
                 if let store = session.sessionStore { text += renderStoreMetrics(store.status) }
+                text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
                 self.isBusy = false
                 self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
             }

@@ -20,6 +20,7 @@ enum MetricNames {
     static let storeOperations = "bearer_proxy_session_store_operations_total"
     static let storeErrors = "bearer_proxy_session_store_errors_total"
     static let storeUp = "bearer_proxy_session_store_up"
+    static let logLinesDropped = "bearer_proxy_log_lines_dropped_total"
 }
 
 /// Latency buckets in seconds, from a fast local upstream to a slow refresh.
@@ -177,6 +178,15 @@ func renderStoreMetrics(_ status: SessionStoreStatus) -> String {
     }
     text += gauge(MetricNames.storeUp, "1 while the session store is reachable.", status.state == "connected" ? 1 : 0)
     return text
+}
+
+/// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than wait.
+func renderLogMetrics(droppedLines: Int) -> String {
+    counter(
+        MetricNames.logLinesDropped,
+        "Log and access log lines dropped because the log was not taking them (see the README's Operations).",
+        droppedLines
+    )
 }
 
 private func counter(_ name: String, _ help: String, _ value: Int) -> String {

@@ -1,0 +1,160 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Writes log lines to a file descriptor from a thread of its own, so that no event loop ever waits
+/// for the log.
+///
+/// A `write(2)` to a pipe nobody reads (a stuck supervisor, a `| less` left in the background)
+/// blocks until someone does; made from an event loop, it stopped every connection of that loop, and
+/// every other loop behind the lock that kept lines whole. Now a loop only appends its lines to a
+/// bounded queue, under a lock held for the copy, and the writer's thread takes everything queued and
+/// writes it outside the lock. Lines that do not fit are dropped and counted (`droppedLines`, on
+/// `/metrics`); the first line accepted after a drop comes after a warning saying how many lines are
+/// missing there, which is written as soon as the log takes bytes again.
+///
+/// The descriptor stays blocking: an inherited stderr shares its open file description with the
+/// shell or terminal that started the proxy, and `O_NONBLOCK` set on it here would be set for them
+/// too. (One that is non-blocking already is waited for with `poll`, on the writer's thread.)
+package final class LogWriter: Sendable {
+    private struct Queue {
+        /// Accepted bytes the writer's thread has not taken yet.
+        var pending: [UInt8] = []
+        /// Bytes the writer's thread took and is writing.
+        var inFlight = 0
+        /// Lines dropped since a line was last accepted: the next accepted line brings the notice.
+        var droppedSinceAccepted = 0
+        var isFinishing = false
+    }
+
+    /// Queued bytes, pending and in flight, above which lines are dropped: about 8,000 access log
+    /// lines, far more than a loop turn makes, so a log that keeps up never loses one.
+    package static let defaultCapacity = 1 << 20
+
+    private let fd: Int32
+    private let capacity: Int
+    private let closesDescriptor: Bool
+    private let queue = Locked(Queue())
+    /// Signalled when `pending` stops being empty (and to finish); the writer waits on it.
+    private let hasWork = DispatchSemaphore(value: 0)
+    private let dropped = Atomic<Int>(0)
+
+    /// Starts the writer's thread. `closesDescriptor`: the descriptor is the writer's own (an access
+    /// log file), closed once `finish()` has let the thread write what was queued.
+    package init(fileDescriptor: Int32, capacity: Int = LogWriter.defaultCapacity, closesDescriptor: Bool) {
+        self.fd = fileDescriptor
+        self.capacity = capacity
+        self.closesDescriptor = closesDescriptor
+        let thread = spawnThread(name: "log-writer") { self.run() }
+        pthread_detach(thread)
+    }
+
+    /// Lines lost because the queue was full, or because the descriptor refused them (closed, full disk).
+    package var droppedLines: Int { self.dropped.load(ordering: .relaxed) }
+
+    /// Queues whole lines, or drops and counts them when the queue is full. Never waits for the log.
+    package func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        let wakesWriter = self.queue.withLock { queue -> Bool in
+            guard queue.pending.count + queue.inFlight + bytes.count <= self.capacity, !queue.isFinishing else {
+                let lines = Self.lineCount(bytes)
+                queue.droppedSinceAccepted += lines
+                self.dropped.add(lines, ordering: .relaxed)
+                return false
+            }
+            let wasEmpty = queue.pending.isEmpty
+            if queue.droppedSinceAccepted > 0 {
+                queue.pending += Self.dropNotice(lines: queue.droppedSinceAccepted).utf8
+                queue.droppedSinceAccepted = 0
+            }
+            queue.pending.append(contentsOf: bytes)
+            return wasEmpty
+        }
+        if wakesWriter { self.hasWork.signal() }
+    }
+
+    /// Waits until everything queued is written, or `timeout` passed (a log nobody reads): before the
+    /// process exits. Returns whether the queue emptied.
+    @discardableResult
+    package func flush(timeout: Duration) -> Bool {
+        let deadline = Instant.now() + timeout
+        while true {
+            if self.queue.withLock({ $0.pending.isEmpty && $0.inFlight == 0 }) { return true }
+            if Instant.now() >= deadline { return false }
+            usleep(1000)
+        }
+    }
+
+    /// Lets the thread write what is queued, then end (closing the descriptor if it is the writer's).
+    /// Later lines are dropped.
+    package func finish() {
+        self.queue.withLock { $0.isFinishing = true }
+        self.hasWork.signal()
+    }
+
+    /// The warning in place of lines that were dropped.
+    static func dropNotice(lines: Int) -> String {
+        Logger.format(
+            level: .warn,
+            message: "log lines dropped: the log was not taking them fast enough",
+            metadata: ["lines": "\(lines)"]
+        )
+    }
+
+    // MARK: The writer's thread
+
+    private func run() {
+        var batch: [UInt8] = []
+        while true {
+            self.hasWork.wait()
+            while true {
+                let isFinishing = self.queue.withLock { queue -> Bool in
+                    swap(&batch, &queue.pending)
+                    queue.inFlight = batch.count
+                    return queue.isFinishing
+                }
+                if batch.isEmpty {
+                    if isFinishing {
+                        if self.closesDescriptor { close(self.fd) }
+                        return
+                    }
+                    break
+                }
+                self.writeAll(batch)
+                batch.removeAll(keepingCapacity: true)
+                self.queue.withLock { $0.inFlight = 0 }
+            }
+        }
+    }
+
+    /// Writes `bytes` whole, however long the descriptor makes it wait; what it refuses is counted.
+    private func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(self.fd, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                    continue
+                }
+                if written < 0 && errno == EINTR { continue }
+                if written < 0 && errno == EAGAIN {
+                    var poller = pollfd(fd: self.fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&poller, 1, -1)
+                    continue
+                }
+                // Closed, a full disk: these lines are lost, and said so before the next ones.
+                let lines = Self.lineCount(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                self.dropped.add(lines, ordering: .relaxed)
+                self.queue.withLock { $0.droppedSinceAccepted += lines }
+                return
+            }
+        }
+    }
+
+    private static func lineCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var count = 0
+        for byte in bytes where byte == 0x0A { count += 1 }
+        return max(count, 1)
+    }
+}

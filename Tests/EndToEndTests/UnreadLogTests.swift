@@ -1,0 +1,87 @@
+import BearerCore
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+/// The binary with its stderr in a pipe nobody reads (a stuck supervisor, a `| less` left in the
+/// background): the log must never stop the proxy. (It did: with `access_log = stderr` the loops
+/// blocked in `write(2)` once the pipe's 64 KiB were full, a few hundred requests in.)
+@Suite struct UnreadLogTests {
+    @Test func servesTwentyThousandRequestsWithStderrAPipeNobodyReads() throws {
+        let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["unread-log-token"])
+        try upstream.start()
+        defer { upstream.stop() }
+        let base = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // Unix sockets: the proxy's ready line goes to the unread pipe, so the test waits for the
+        // socket instead of reading a port from it.
+        let config = temporaryFile(
+            """
+            listen = unix:\(base).sock
+            admin_listen = unix:\(base)-admin.sock
+            upstream = \(upstream.baseURL)
+            access_token = unread-log-token
+            access_log = stderr
+            log_level = debug
+            """
+        )
+        let stderr = Pipe()
+        let proxy = try ProxyProcess(["--config", config], unreadStandardError: stderr)
+        let address = SocketAddress.unix(path: "\(base).sock")
+        let admin = SocketAddress.unix(path: "\(base)-admin.sock")
+        #expect(waitFor { (try? BlockingHTTPClient(connectingTo: admin, timeout: .seconds(2))) != nil })
+
+        // 20,000 requests, 100 at a time pipelined on one keep-alive connection; long paths make
+        // long access log lines, megabytes of them, far more than the pipe and the log's queue hold.
+        let client = try BlockingHTTPClient(connectingTo: address, timeout: .seconds(10))
+        let path = "/" + String(repeating: "p", count: 300)
+        var answered = 0
+        batches: for _ in 0..<200 {
+            client.send(String(repeating: "GET \(path) HTTP/1.1\r\nHost: api\r\n\r\n", count: 100))
+            for _ in 0..<100 {
+                guard (try? client.readResponse().status) == 200 else { break batches }
+                answered += 1
+            }
+        }
+        #expect(answered == 20_000, "the proxy stopped answering after \(answered) requests")
+
+        let dropped = try Self.droppedLines(admin)
+        #expect(dropped > 0, "lines that cannot be written are dropped and counted")
+
+        // Someone reads the log again: the next line comes after one saying how many are missing.
+        let log = Locked("")
+        let reader = spawnThread(name: "stderr-reader") {
+            readUntilEnd(stderr.fileHandleForReading.fileDescriptor) { text in log.withLock { $0 += text } }
+        }
+        #expect(
+            waitFor {
+                client.send("GET /after HTTP/1.1\r\nHost: api\r\n\r\n")
+                _ = try? client.readResponse()
+                return log.withLock { $0.contains("path=/after ") }
+            }
+        )
+        let notices = log.withLock { $0 }.split(separator: "\n").filter { $0.contains(" log lines dropped") }
+        #expect(notices.allSatisfy { $0.contains(" warn log lines dropped: the log was not taking them fast enough ") })
+        let noticed = notices.compactMap { $0.split(separator: "lines=").last.flatMap { Int($0) } }.reduce(0, +)
+        #expect(noticed == (try Self.droppedLines(admin)), "the notices account for every dropped line")
+
+        // Closed first: an idle connection left open would hold the drain for its lingering close.
+        Glibc.shutdown(client.fd, Int32(SHUT_RDWR))
+        proxy.signal(SIGTERM)
+        let status = proxy.waitForExit()
+        #expect(status == 0)
+        guard status != nil else { return }  // the reader ends with the process's stderr
+        joinThread(reader)
+        #expect(log.withLock { $0 }.contains(" info stopped"))
+    }
+
+    /// `bearer_proxy_log_lines_dropped_total` from the admin endpoint.
+    static func droppedLines(_ admin: SocketAddress) throws -> Int {
+        let metrics = try httpRequest(admin, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").text
+        let line = try #require(
+            metrics.split(separator: "\n").first { $0.hasPrefix("bearer_proxy_log_lines_dropped_total ") }
+        )
+        return try #require(Int(line.split(separator: " ")[1]))
+    }
+}
