@@ -31,7 +31,18 @@ import Testing
             method: .connect
         )
         #expect(response.status == 405)
-        #expect(response.text.contains("other_hosts = deny"))
+        #expect(
+            response.text
+                == "bearer-proxy: CONNECT example.org:443 refused: other_hosts = deny and it is not in inject_hosts\n"
+        )
+        // curl, urllib and requests hide a CONNECT answer's body: the log says it.
+        #expect(
+            fixture.logs.capturedLines.contains {
+                $0.hasSuffix(
+                    " warn CONNECT refused target=example.org:443 reason=\"other_hosts = deny and it is not in inject_hosts\"\n"
+                )
+            }
+        )
     }
 
     @Test func refusesATLSTunnelToAnInjectHost() throws {
@@ -42,6 +53,10 @@ import Testing
         )
         #expect(response.status == 405)
         #expect(response.text.contains("send plain http://"))
+        let logged = fixture.logs.capturedLines.filter { $0.contains(" warn CONNECT refused ") }
+        #expect(logged.count == 1)
+        #expect(logged.first?.contains(" target=api.example.com:443 reason=\"inside a TLS tunnel ") == true)
+        #expect(logged.first?.contains("send plain http:// requests to the proxy") == true)
     }
 
     @Test func servesATunnelToAnInjectHostItselfAddingTheToken() throws {

@@ -227,6 +227,9 @@ extension ClientConnection {
         if let id = response.cancelsWaiter { self.runtime.session.cancel(id) }
         let error = response.error
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
+        if let refusal = error.connectRefusal {
+            self.runtime.logger.warn("CONNECT refused", ["target": refusal.target, "reason": refusal.reason])
+        }
         if let record = response.record {
             self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, isReplay: false)
         } else {

@@ -71,10 +71,9 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: Host '\(oneLine(host, limit: 100))' is not one this proxy answers to; add it to accept_hosts if you trust it"
         case .originRefused(let origin):
             "bearer-proxy: browser requests from \(origin) are refused; add the origin to accept_origins to allow it"
-        case .connectToInjectHostOverTLS(let origin):
-            "bearer-proxy: CONNECT \(origin) refused: inside a TLS tunnel the proxy cannot add the token; send plain http:// requests to the proxy (it speaks HTTPS to the upstream itself)"
-        case .connectDenied(let origin):
-            "bearer-proxy: CONNECT \(origin) refused: other_hosts = deny and it is not in inject_hosts"
+        case .connectToInjectHostOverTLS(let origin), .connectDenied(let origin):
+            // The reason is the one the log gives (connectRefusal is set for exactly these two).
+            "bearer-proxy: CONNECT \(origin) refused: \(self.connectRefusal!.reason)"
         case .upstreamConnectFailed(let origin, let reason):
             "bearer-proxy: cannot connect to upstream \(origin): \(reason)"
         case .upstreamResolveFailed(let origin, let reason):
@@ -99,6 +98,24 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: too many connections (max_connections); try again later"
         case .session(let failure):
             failure.message
+        }
+    }
+
+    /// A refused CONNECT's target and the reason its 405 body gives; nil for every other error. The
+    /// proxy logs it too: curl, urllib and requests do not show the body of an answer to a CONNECT.
+    package var connectRefusal: (target: String, reason: String)? {
+        switch self {
+        case .connectToInjectHostOverTLS(let origin):
+            (
+                origin,
+                "inside a TLS tunnel the proxy cannot add the token; send plain http:// requests to the proxy (it speaks HTTPS to the upstream itself)"
+            )
+        case .connectDenied(let origin):
+            (origin, "other_hosts = deny and it is not in inject_hosts")
+        case .malformedRequest, .otherHostDenied, .hostRefused, .originRefused, .upstreamConnectFailed,
+            .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed, .upstreamConnectTimeout,
+            .upstreamTimeout, .upstreamTLSFailed, .requestHeadTimeout, .requestBodyTimeout, .overCapacity, .session:
+            nil
         }
     }
 
