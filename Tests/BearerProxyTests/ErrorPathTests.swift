@@ -23,6 +23,12 @@ import Testing
         #expect(response.status == 502)
         #expect(response.text == "bearer-proxy: cannot connect to upstream 127.0.0.1:\(port): Connection refused\n")
         #expect(response.header("content-type") == "text/plain; charset=utf-8")
+        // A failure the operator may have to act on (a dead API, a wrong port): warn, not info.
+        #expect(
+            fixture.logs.capturedLines.contains {
+                $0.contains(" warn upstream connect failed upstream=127.0.0.1:\(port) error=")
+            }
+        )
     }
 
     @Test func answers502WhenTheUpstreamNameDoesNotResolve() throws {

@@ -326,6 +326,25 @@ let staticTokenAdvice =
         }
     }
 
+    /// Access log lines share stderr with the log: every line of the stream has a level where the
+    /// others have theirs (the second field), so one filter or parser reads them all.
+    @Test func everyLineOnStderrHasALevelAccessLinesIncluded() throws {
+        let (proxy, address, upstream) = try self.start("access_log = stderr")
+        defer { upstream.stop() }
+        #expect(try httpRequest(address, "GET /levels HTTP/1.1\r\nHost: \(address)\r\n\r\n").status == 200)
+        #expect(waitFor { proxy.standardError.contains("path=/levels ") })
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+        let lines = proxy.standardError.split(separator: "\n")
+        let access = lines.filter { $0.contains(" path=/levels ") }
+        #expect(access.count == 1)
+        #expect(access.first?.split(separator: " ").dropFirst().first == "info")
+        let levels: Set<Substring> = ["debug", "info", "warn", "error"]
+        for line in lines {
+            #expect(line.split(separator: " ").dropFirst().first.map(levels.contains) == true, "\(line)")
+        }
+    }
+
     /// Draining, the proxy closes its listening sockets: a new client is refused at once (and can go
     /// elsewhere) instead of waiting in a backlog nobody accepts from until its own timeout.
     @Test func refusesNewConnectionsAtOnceWhileDraining() throws {

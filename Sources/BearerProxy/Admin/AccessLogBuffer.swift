@@ -27,7 +27,13 @@ final class AccessLogBuffer {
         self.loop = loop
     }
 
-    /// `time method=… host=… path=… status=… bytes=… duration_ms=… replayed=yes|no`
+    /// `time info request method=… host=… path=… status=… bytes=… duration_ms=… replayed=yes|no`
+    ///
+    /// The same shape as every other line of the log (time, level, constant message, metadata), so
+    /// that one parser reads a stream that holds both. The level is always info: a request answered is
+    /// routine whatever its status, and what went wrong behind a 4xx or 5xx the proxy made itself has a
+    /// warn line of its own (upstream connect failed, CONNECT refused, a refresh that failed); a level
+    /// by status would say it twice and bury real warnings under clients' 404s.
     func append(
         head: RequestHead?,
         host: [UInt8]?,
@@ -37,7 +43,7 @@ final class AccessLogBuffer {
         isReplay: Bool
     ) {
         self.writeTimestamp()
-        self.buffer.writeStaticString(" method=")
+        self.buffer.writeStaticString(" info request method=")
         if let head {
             head.bytes.withUnsafeBytes { self.writeValue(UnsafeRawBufferPointer(rebasing: $0[head.methodRange])) }
         } else {

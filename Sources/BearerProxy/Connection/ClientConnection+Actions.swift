@@ -150,7 +150,7 @@ extension ClientConnection {
                 self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
             case .failure(let error):
                 self.context.metrics.upstreamConnectErrors += 1
-                self.runtime.logger.info(
+                self.runtime.logger.warn(
                     "upstream connect failed",
                     ["upstream": origin.description, "error": error.reason]
                 )
