@@ -31,6 +31,9 @@ package final class LogWriter: Sendable {
     /// lines, far more than a loop turn makes, so a log that keeps up never loses one.
     package static let defaultCapacity = 1 << 20
 
+    /// How long the writer waits, once woken, for more lines to write with the first.
+    static let gatheringMicroseconds: UInt32 = 1000
+
     private let fd: Int32
     private let capacity: Int
     private let closesDescriptor: Bool
@@ -107,6 +110,9 @@ package final class LogWriter: Sendable {
         var batch: [UInt8] = []
         while true {
             self.hasWork.wait()
+            // Lines that come meanwhile join the same write: under load the loops then append without
+            // waking this thread each turn (a wake costs them more than the copy).
+            usleep(Self.gatheringMicroseconds)
             while true {
                 let isFinishing = self.queue.withLock { queue -> Bool in
                     swap(&batch, &queue.pending)
