@@ -18,6 +18,8 @@ package final class ProxyRuntime: Sendable {
     package let replayBudget: ReplayMemoryBudget
     /// What every client connection's state machine shares.
     let connectionRules: ClientConnectionStateMachine.Rules
+    /// Leaf certificates for intercepted CONNECT tunnels, with tls_intercept on.
+    package let interceptCertificates: InterceptCertificates?
 
     /// Lines the log and the access log dropped (one count when both go to stderr).
     var droppedLogLines: Int {
@@ -33,9 +35,11 @@ package final class ProxyRuntime: Sendable {
         session: TokenSession,
         connector: OutboundConnector,
         accessLog: LogSink? = nil,
+        interceptCertificates: InterceptCertificates? = nil,
         logger: Logger
     ) {
         self.accessLog = accessLog
+        self.interceptCertificates = interceptCertificates
         self.configuration = configuration
         self.router = router
         self.requestGuard = requestGuard

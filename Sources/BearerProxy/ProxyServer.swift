@@ -81,6 +81,13 @@ package final class ProxyServer: Sendable {
             closeListeners()
             throw StartError(description: error.description)
         }
+        let interceptCertificates: InterceptCertificates?
+        do throws(StartError) {
+            interceptCertificates = try Self.startInterception(configuration, logger: logger)
+        } catch {
+            closeListeners()
+            throw error
+        }
         var accessLog: LogSink?
         switch configuration.accessLog {
         case .off: accessLog = nil
@@ -163,6 +170,7 @@ package final class ProxyServer: Sendable {
             session: session,
             connector: connector,
             accessLog: accessLog,
+            interceptCertificates: interceptCertificates,
             logger: logger
         )
         let server = ProxyServer(
@@ -191,6 +199,26 @@ package final class ProxyServer: Sendable {
         server.logStart(source: source)
         session.start(timerLoop: loops.loops[0])
         return server
+    }
+
+    /// With tls_intercept on: the local CA, loaded or made, checked against the inject hosts.
+    private static func startInterception(
+        _ configuration: Configuration,
+        logger: Logger
+    ) throws(StartError) -> InterceptCertificates? {
+        guard configuration.intercept.isEnabled else { return nil }
+        guard let directory = configuration.intercept.caDirectory else {
+            throw StartError(description: LocalCAError.noDirectory.description)
+        }
+        do throws(LocalCAError) {
+            return try InterceptCertificates.start(
+                caDirectory: directory,
+                permitting: configuration.effectiveInjectHosts,
+                logger: logger
+            )
+        } catch {
+            throw StartError(description: error.description)
+        }
     }
 
     static func makeTokenSource(

@@ -6,6 +6,11 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <openssl/sha.h>
+#include <openssl/pem.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/bn.h>
+#include <openssl/rand.h>
 
 static inline long cos_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
 static inline long cos_ctx_set_modes(SSL_CTX *ctx) {
@@ -18,6 +23,25 @@ static inline long cos_ctx_set_client_session_cache(SSL_CTX *ctx) {
     return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 }
 static inline long cos_set_sni(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+// The local CA (Intercept/): keys, certificates and server contexts made in memory.
+static inline EVP_PKEY *cos_generate_p256_key(void) { return EVP_EC_gen("P-256"); }
+static inline long cos_bio_mem_data(BIO *bio, const char **data) {
+    char *pointer = NULL;
+    long length = BIO_get_mem_data(bio, &pointer);
+    *data = pointer;
+    return length;
+}
+static inline long cos_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *certificate) { return SSL_CTX_add1_chain_cert(ctx, certificate); }
+static inline long cos_ctx_set_server_session_cache(SSL_CTX *ctx, long size) {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+    return SSL_CTX_sess_set_cache_size(ctx, size);
+}
+static inline int cos_subtrees_count(const STACK_OF(GENERAL_SUBTREE) *subtrees) { return sk_GENERAL_SUBTREE_num(subtrees); }
+static inline GENERAL_SUBTREE *cos_subtree_at(const STACK_OF(GENERAL_SUBTREE) *subtrees, int index) {
+    return sk_GENERAL_SUBTREE_value(subtrees, index);
+}
+static const int COS_MBSTRING_UTF8 = MBSTRING_UTF8;
+
 static inline unsigned long cos_error_reason(unsigned long error) { return ERR_GET_REASON(error); }
 
 static const int COS_SSL_ERROR_NONE = SSL_ERROR_NONE;

@@ -22,6 +22,11 @@ enum ExternalTools {
     /// Debian's redis-server (the session store's real peer).
     static var redisServerOrCI: Bool { RedisServerProcess.executable != nil || isCI }
 
+    /// Debian's curl: a TLS client that is not our code, trusting only what it is told to.
+    static let curl = "/usr/bin/curl"
+
+    static var curlOrCI: Bool { access(curl, X_OK) == 0 || isCI }
+
     struct Outcome {
         var status: Int32
         var standardOutput: String

@@ -26,7 +26,7 @@ package final class TLSContext: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
-    private init(context: OpaquePointer, verifiesPeer: Bool, isServer: Bool) {
+    init(context: OpaquePointer, verifiesPeer: Bool, isServer: Bool) {
         self.context = context
         self.verifiesPeer = verifiesPeer
         self.isServer = isServer

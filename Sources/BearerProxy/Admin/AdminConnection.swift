@@ -81,6 +81,7 @@ final class AdminConnection: StreamConnectionDelegate {
                 )
                 if let store = session.sessionStore { text += renderStoreMetrics(store.status) }
                 text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
+                text += renderInterceptMetrics(leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0)
                 self.isBusy = false
                 self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
             }

@@ -21,6 +21,7 @@ enum MetricNames {
     static let storeErrors = "bearer_proxy_session_store_errors_total"
     static let storeUp = "bearer_proxy_session_store_up"
     static let logLinesDropped = "bearer_proxy_log_lines_dropped_total"
+    static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
 }
 
 /// Latency buckets in seconds, from a fast local upstream to a slow refresh.
@@ -186,6 +187,15 @@ func renderLogMetrics(droppedLines: Int) -> String {
         MetricNames.logLinesDropped,
         "Log and access log lines dropped because the log was not taking them (see the README's Operations).",
         droppedLines
+    )
+}
+
+/// TLS interception's figures (0 with tls_intercept off).
+func renderInterceptMetrics(leavesIssued: Int) -> String {
+    counter(
+        MetricNames.leafCertificatesIssued,
+        "Leaf certificates the local CA issued for intercepted hosts (renewals included).",
+        leavesIssued
     )
 }
 

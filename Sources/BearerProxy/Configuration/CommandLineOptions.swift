@@ -76,6 +76,7 @@ package struct CommandLineOptions: Equatable, Sendable {
                bearer-proxy --demo [json] [<options>]
                bearer-proxy login [--config <file>] [--device] [--no-browser]
                bearer-proxy logout [--config <file>]
+               bearer-proxy ca [--config <file>] [--renew] [--bundle]
 
         OPTIONS:
           --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
@@ -98,6 +99,8 @@ package struct CommandLineOptions: Equatable, Sendable {
           login                   Log in once (browser, device code or password) and store the refresh
                                   token in refresh_token_file. See 'bearer-proxy login --help'.
           logout                  Revoke the stored refresh token and delete its file.
+          ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA
+                                  first when there is none. See 'bearer-proxy ca --help'.
 
         Flags override settings from the config file.
 

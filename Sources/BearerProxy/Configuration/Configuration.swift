@@ -56,6 +56,8 @@ package struct Configuration: Sendable {
     package var login = LoginSettings()
     /// A session shared by a fleet of proxies through Redis.
     package var sessionStore = SessionStoreSettings()
+    /// TLS interception for the inject hosts, and where the local CA lives.
+    package var intercept = InterceptSettings()
 
     // Who may use the proxy (a local proxy holding a token is a confused deputy).
     package var acceptHosts: [HostPattern] = []

@@ -47,6 +47,9 @@ package enum ConfigurationLoader {
         }
         entries += overrides
         var config = Configuration.build(from: entries, into: &diagnostics)
+        if config.intercept.caDirectory == nil {
+            config.intercept.caDirectory = InterceptSettings.defaultCADirectory(environment: environment)
+        }
         config.settingPlaces.file = fileName
         diagnostics.places = config.settingPlaces
         config.validate(into: &diagnostics)

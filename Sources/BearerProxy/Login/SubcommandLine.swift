@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
 
-/// `bearer-proxy login` and `bearer-proxy logout`: their flags, their help, and the dispatch that
-/// main.swift calls before it reads the proxy's own flags.
+/// `bearer-proxy login`, `logout` and `ca`: their flags, their help, and the dispatch that main.swift
+/// calls before it reads the proxy's own flags.
 package enum Subcommand: String, CaseIterable, Sendable {
     case login
     case logout
+    case ca
 
     /// What the subcommand's command line asked for.
     struct Options: Equatable, Sendable {
@@ -14,6 +15,10 @@ package enum Subcommand: String, CaseIterable, Sendable {
         var usesDevice = false
         /// login: print the authorization URL, do not open a browser.
         var opensBrowser = true
+        /// ca: make a new root and intermediate first.
+        var renewsCA = false
+        /// ca: write bundle.pem and print its path.
+        var writesBundle = false
         var isHelp = false
     }
 
@@ -42,6 +47,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
         switch subcommand {
         case .login: return LoginCommand.run(options, console: .standard)
         case .logout: return LogoutCommand.run(options, console: .standard)
+        case .ca: return CACommand.run(options, console: .standard)
         }
     }
 
@@ -55,6 +61,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
             case (_, "-h"), (_, "--help"): options.isHelp = true
             case (.login, "--device"): options.usesDevice = true
             case (.login, "--no-browser"): options.opensBrowser = false
+            case (.ca, "--renew"): options.renewsCA = true
+            case (.ca, "--bundle"): options.writesBundle = true
             case (_, "--config"):
                 guard index < arguments.count else { throw .missingValue("--config") }
                 options.configPath = arguments[index]
@@ -74,6 +82,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
         switch self {
         case .login: "Usage: bearer-proxy login --config <file> [<options>]"
         case .logout: "Usage: bearer-proxy logout --config <file>"
+        case .ca: "Usage: bearer-proxy ca [--config <file>] [--renew] [--bundle]"
         }
     }
 
@@ -86,6 +95,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
         switch self {
         case .login: Self.loginHelp
         case .logout: Self.logoutHelp
+        case .ca: Self.caHelp
         }
     }
 
@@ -120,6 +130,24 @@ package enum Subcommand: String, CaseIterable, Sendable {
 
         OPTIONS:
           --config <file>         The proxy's config file.
+          -h, --help              Show help information.
+
+        """
+
+    static let caHelp = """
+        OVERVIEW: Print the absolute path of ca.pem, the local CA's root that HTTPS clients trust when
+        tls_intercept is on. Makes the CA in ca_dir first when there is none (for the config's
+        inject_hosts); an existing CA is never replaced except by --renew.
+
+        USAGE: bearer-proxy ca [--config <file>] [--renew] [--bundle]
+
+        OPTIONS:
+          --config <file>         The proxy's config file: inject_hosts and ca_dir.
+          --renew                 Make a new root and intermediate for the current inject_hosts first.
+                                  Clients must then trust the new ca.pem; restart running proxies.
+          --bundle                Write bundle.pem (the system's CA certificates followed by ca.pem,
+                                  for SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) and print its
+                                  path instead.
           -h, --help              Show help information.
 
         """

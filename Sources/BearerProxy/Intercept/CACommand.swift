@@ -1,0 +1,70 @@
+import Foundation
+import Glibc
+
+/// `bearer-proxy ca [--config FILE] [--renew] [--bundle]`: prints the absolute path of ca.pem (or,
+/// with `--bundle`, of the bundle.pem it wrote), one line on stdout, so that
+/// `NODE_EXTRA_CA_CERTS=$(bearer-proxy ca)` works. Makes the CA for the config's inject hosts when
+/// there is none, and says so on stderr; `--renew` makes a new one first. Exit 1 with one line on
+/// failure.
+enum CACommand {
+    static func run(
+        _ options: Subcommand.Options,
+        console: Console,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Int32 {
+        var loaderOptions = CommandLineOptions()
+        loaderOptions.configPath = options.configPath
+        let configuration: Configuration
+        do throws(ConfigurationErrors) {
+            configuration = try ConfigurationLoader.load(loaderOptions, environment: environment)
+        } catch {
+            for line in error.errors { Console.write("Error: \(line)\n", to: console.errors) }
+            return 1
+        }
+        do throws(LocalCAError) {
+            console.say(try Self.perform(options, configuration: configuration, environment: environment, console: console))
+            return 0
+        } catch {
+            Console.write("Error: \(error)\n", to: console.errors)
+            return 1
+        }
+    }
+
+    /// The path to print.
+    private static func perform(
+        _ options: Subcommand.Options,
+        configuration: Configuration,
+        environment: [String: String],
+        console: Console
+    ) throws(LocalCAError) -> String {
+        guard let directory = configuration.intercept.caDirectory else { throw .noDirectory }
+        let files = CAFiles(directory: directory)
+        let hosts = configuration.effectiveInjectHosts
+        let trustStore = SystemTrustStore(environment: environment)
+        let now = wallClockEpochSeconds()
+        let ca: LocalCA
+        if options.renewsCA {
+            ca = try LocalCA.renew(files, permitting: hosts, now: now, trustStore: trustStore)
+            Console.write(
+                "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust the new ca.pem, and running proxies be restarted.\n",
+                to: console.errors
+            )
+        } else {
+            let opened = try LocalCA.open(files, permitting: hosts, now: now)
+            if opened.wasCreated {
+                Console.write(
+                    "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust its ca.pem.\n",
+                    to: console.errors
+                )
+            }
+            ca = opened.ca
+        }
+        guard options.writesBundle else { return files.root }
+        try files.withLock { () throws(LocalCAError) in try ca.writeBundle(to: files, trustStore: trustStore) }
+        return files.bundle
+    }
+
+    private static func list(_ hosts: [HostPattern]) -> String {
+        hosts.map(\.hostDescription).joined(separator: ", ")
+    }
+}

@@ -1,0 +1,196 @@
+// The seam between the local CA and the intercepting tunnel (README, "HTTPS clients").
+//
+// One `InterceptCertificates` per proxy, made at start when tls_intercept is on
+// (`InterceptCertificates.start(caDirectory:permitting:logger:)`, which loads or makes the CA and
+// checks it against the inject hosts; `ProxyRuntime.interceptCertificates`). Sendable: any loop may
+// use it. For a CONNECT target's host (as `ProxyNames.normalizedHost` gives it: lower case, IPv6
+// without brackets; the port does not matter, a certificate names no port), a tunnel asks:
+//
+//     if let tls = certificates.cachedContext(forHost: host) {
+//         // the hot path: every tunnel to a host after its first one
+//     } else {
+//         certificates.context(forHost: host, on: loop) { result in
+//             // on `loop`, later: .success(TLSContext) or .failure(LeafIssuanceError)
+//         }
+//     }
+//
+// - `cachedContext(forHost:)`: synchronous, any thread; the host's context while its leaf is
+//   fresh, else nil. One uncontended pthread mutex around one dictionary lookup.
+// - `context(forHost:on:_:)`: call on `loop`; the completion runs on `loop` (through
+//   `loop.execute`), never inline. Concurrent callers for one host share one issuance. Issuing
+//   happens off the event loops, so no loop waits for a signature.
+// - The `TLSContext` is a server context (`TLSContext.server(certificate:chain:privateKey:)`): the
+//   leaf, then the intermediate, in the handshake; TLS 1.2 minimum; ALPN `http/1.1` only; session
+//   resumption by ticket and by session ID. `makeConnection(fd:serverName: nil, sessionKey: nil)`
+//   gives a connection in the accept state.
+// - `rootFile`: the absolute path of ca.pem, for the line that tells a refusing client what to trust.
+
+import BearerCore
+import BearerIO
+import Synchronization
+
+/// Leaf certificates for intercepted hosts, issued by the local CA, cached in memory as server TLS
+/// contexts.
+///
+/// Issuance runs on the blocking pool (key, certificate, signature, context: about a millisecond,
+/// README "HTTPS clients"), and its result comes back to each waiting loop with `loop.execute`.
+/// The leaves are kept for `capacity` hosts (least recently used evicted), each renewed in the
+/// background once two thirds of its life is over. Keys of leaves live only in memory.
+package final class InterceptCertificates: Sendable {
+    /// The absolute path of ca.pem: what clients must trust.
+    package let rootFile: String
+    private let authority: LocalCA
+    private let state: Locked<LeafCache<TLSContext, Waiter>>
+    private let runIssuance: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// Seconds since 1970: certificates and their expiry speak wall-clock time.
+    private let wallClock: @Sendable () -> Int64
+    private let logger: Logger
+    private let issuedCount = Atomic<Int>(0)
+
+    /// How many hosts keep a leaf at once.
+    package static let defaultCapacity = 256
+
+    /// A waiting tunnel: its completion runs only on its loop.
+    private struct Waiter: @unchecked Sendable {
+        let loop: EventLoop
+        let completion: (Result<TLSContext, LeafIssuanceError>) -> Void
+
+        func complete(_ result: Result<TLSContext, LeafIssuanceError>) {
+            self.loop.execute { self.completion(result) }
+        }
+    }
+
+    /// Loads the CA in `caDirectory` or makes it there, and checks it permits every host of `patterns`
+    /// (every session's inject hosts). Blocking: call at start, off the event loops.
+    package static func start(
+        caDirectory: String,
+        permitting patterns: [HostPattern],
+        logger: Logger
+    ) throws(LocalCAError) -> InterceptCertificates {
+        let files = CAFiles(directory: caDirectory)
+        let (authority, wasCreated) = try LocalCA.open(files, permitting: patterns, now: wallClockEpochSeconds())
+        if wasCreated {
+            logger.info("made a new local CA; clients must trust its ca.pem", ["ca": files.root])
+        } else if authority.intermediateConstraints != NameConstraints(permitting: patterns) {
+            logger.info(
+                "the local CA permits more hosts than inject_hosts names; bearer-proxy ca --renew narrows it",
+                ["ca": files.root, "permits": authority.intermediateConstraints.description]
+            )
+        }
+        return InterceptCertificates(authority: authority, rootFile: files.root, logger: logger)
+    }
+
+    init(
+        authority: LocalCA,
+        rootFile: String,
+        capacity: Int = InterceptCertificates.defaultCapacity,
+        wallClock: @escaping @Sendable () -> Int64 = wallClockEpochSeconds,
+        runIssuance: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = BlockingWorkPool.shared.execute,
+        logger: Logger
+    ) {
+        self.authority = authority
+        self.rootFile = rootFile
+        self.state = Locked(LeafCache(capacity: capacity))
+        self.wallClock = wallClock
+        self.runIssuance = runIssuance
+        self.logger = logger
+    }
+
+    /// Leaves issued since start (renewals included): `bearer_proxy_leaf_certificates_issued_total`.
+    package var leavesIssued: Int { self.issuedCount.load(ordering: .relaxed) }
+
+    /// The host's server context while its leaf is fresh; nil: ask `context(forHost:on:_:)`.
+    package func cachedContext(forHost host: String) -> TLSContext? {
+        let now = self.wallClock()
+        return self.state.withLock { $0.freshLeaf(for: host, now: now) }
+    }
+
+    /// The host's server context, issued when there is none; `completion` runs on `loop`. Call on `loop`.
+    package func context(
+        forHost host: String,
+        on loop: EventLoop,
+        _ completion: @escaping (Result<TLSContext, LeafIssuanceError>) -> Void
+    ) {
+        loop.assertInEventLoop()
+        let waiter = Waiter(loop: loop, completion: completion)
+        guard let leafHost = LeafHost(host) else {
+            waiter.complete(.failure(LeafIssuanceError(description: "cannot make a certificate for '\(host)'")))
+            return
+        }
+        let now = self.wallClock()
+        let action = self.state.withLock { $0.leafRequested(for: host, by: waiter, now: now) }
+        switch action {
+        case .use(let context):
+            waiter.complete(.success(context))
+        case .useAndRenew(let context):
+            waiter.complete(.success(context))
+            self.runIssuance { self.issue(host, leafHost) }
+        case .wait:
+            break
+        case .issue:
+            self.runIssuance { self.issue(host, leafHost) }
+        }
+    }
+
+    /// On the blocking pool: one leaf for `host`, then every waiter told on its own loop.
+    private func issue(_ host: String, _ leafHost: LeafHost) {
+        let started = Instant.now()
+        let now = self.wallClock()
+        switch self.makeContext(for: leafHost, now: now) {
+        case .success(let (context, notAfter)):
+            self.issuedCount.add(1, ordering: .relaxed)
+            let lifetime = notAfter - now
+            let waiters = self.state.withLock { state in
+                state.leafIssued(
+                    context,
+                    for: host,
+                    renewAfter: now + lifetime * 2 / 3,
+                    expiresAt: notAfter - min(lifetime / 10, 3_600)
+                )
+            }
+            self.logger.debug(
+                "leaf certificate issued",
+                [
+                    "host": host, "not_after": formatUTC(notAfter),
+                    "microseconds": "\((Instant.now() - started).nanoseconds / 1_000)",
+                ]
+            )
+            for waiter in waiters { waiter.complete(.success(context)) }
+        case .failure(let error):
+            let waiters = self.state.withLock { $0.issuanceFailed(for: host) }
+            self.logger.warn("cannot issue a leaf certificate", ["host": host, "error": error.description])
+            for waiter in waiters { waiter.complete(.failure(error)) }
+        }
+    }
+
+    /// A fresh key, its leaf, and the server context presenting leaf + intermediate.
+    private func makeContext(
+        for host: LeafHost,
+        now: Int64
+    ) -> Result<(TLSContext, notAfter: Int64), LeafIssuanceError> {
+        guard let key = PrivateKey.generateP256() else {
+            return .failure(LeafIssuanceError(description: "cannot make an EC P-256 key: \(lastOpenSSLError())"))
+        }
+        let leaf: X509Certificate
+        do throws(LeafIssuanceError) {
+            leaf = try self.authority.issueLeaf(for: host, key: key, now: now)
+        } catch {
+            return .failure(error)
+        }
+        do throws(TLSConfigurationError) {
+            let context = try TLSContext.server(
+                certificate: leaf.pointer,
+                chain: [self.authority.intermediate.pointer],
+                privateKey: key.pointer
+            )
+            return .success((context, leaf.notAfter))
+        } catch {
+            return .failure(LeafIssuanceError(description: "cannot serve the leaf for \(host): \(error.description)"))
+        }
+    }
+}
+
+/// Seconds since 1970, from the system's real-time clock.
+@Sendable func wallClockEpochSeconds() -> Int64 {
+    Int64(wallClockSeconds())
+}
