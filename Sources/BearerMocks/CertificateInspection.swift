@@ -51,7 +51,9 @@ package enum CertificateInspection {
             return result
         }
 
-        package var subject: String { printed { X509_NAME_print_ex($0, X509_get_subject_name(self.pointer), 0, 0) >= 0 } }
+        package var subject: String {
+            printed { X509_NAME_print_ex($0, X509_get_subject_name(self.pointer), 0, 0) >= 0 }
+        }
         package var issuer: String { printed { X509_NAME_print_ex($0, X509_get_issuer_name(self.pointer), 0, 0) >= 0 } }
 
         /// `id-ecPublicKey` on `prime256v1`.
@@ -116,6 +118,26 @@ package enum CertificateInspection {
         if let time { X509_VERIFY_PARAM_set_time(parameters, time_t(time)) }
         if X509_verify_cert(context) == 1 { return nil }
         return String(cString: X509_verify_cert_error_string(Int(X509_STORE_CTX_get_error(context))))
+    }
+
+    /// The paths and texts of the small regular files under `directory` that hold a PEM private key
+    /// (`-----BEGIN … PRIVATE KEY-----`), `depth` folders down; links are not followed.
+    package static func privateKeyFiles(under directory: String, depth: Int = 4) -> [(path: String, text: String)] {
+        guard depth > 0, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var found: [(path: String, text: String)] = []
+        for name in names {
+            let path = directory + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                found += Self.privateKeyFiles(under: path, depth: depth - 1)
+            } else if info.st_mode & S_IFMT == S_IFREG && info.st_size < 1 << 16,
+                let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains("PRIVATE KEY-----")
+            {
+                found.append((path, text))
+            }
+        }
+        return found
     }
 
     private static func epoch(_ time: UnsafePointer<ASN1_TIME>?) -> Int64 {

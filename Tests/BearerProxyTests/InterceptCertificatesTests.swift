@@ -39,11 +39,18 @@ final class ManualWallClock: Sendable {
     let clock = ManualWallClock(wallClockEpochSeconds())
     let held = HeldIssuances()
 
-    func certificates(_ hosts: String = "api.test, 127.0.0.1, *.corp.test", capacity: Int = 8) throws
+    func certificates(
+        _ hosts: String = "api.test, 127.0.0.1, *.corp.test",
+        capacity: Int = 8
+    ) throws
         -> InterceptCertificates
     {
         let directory = temporaryCADirectory()
-        let (ca, _) = try LocalCA.open(CAFiles(directory: directory), permitting: patterns(hosts), now: self.clock.now())
+        let (ca, _) = try LocalCA.open(
+            CAFiles(directory: directory),
+            permitting: patterns(hosts),
+            now: self.clock.now()
+        )
         let clock = self.clock
         let held = self.held
         return InterceptCertificates(
@@ -57,7 +64,12 @@ final class ManualWallClock: Sendable {
     }
 
     /// Asks for `host` from `loop` and collects the results.
-    func request(_ certificates: InterceptCertificates, _ host: String, on loop: EventLoop, into results: Locked<[Result<TLSContext, LeafIssuanceError>]>) {
+    func request(
+        _ certificates: InterceptCertificates,
+        _ host: String,
+        on loop: EventLoop,
+        into results: Locked<[Result<TLSContext, LeafIssuanceError>]>
+    ) {
         loop.execute {
             certificates.context(forHost: host, on: loop) { result in
                 loop.assertInEventLoop()

@@ -29,7 +29,10 @@ struct TestCA {
     }
 
     /// A leaf the CA would never issue, signed by the test with the intermediate's key.
-    func forgedLeaf(subject: [(field: String, value: String)], subjectAltName: String) throws -> (X509Certificate, PrivateKey) {
+    func forgedLeaf(
+        subject: [(field: String, value: String)],
+        subjectAltName: String
+    ) throws -> (X509Certificate, PrivateKey) {
         let key = try #require(PrivateKey.generateP256())
         let request = CertificateRequest(
             subject: subject,
@@ -94,7 +97,8 @@ struct TestCA {
         #expect(extensions["keyUsage"] == .init(isCritical: true, lines: ["Digital Signature"]))
         #expect(extensions["extendedKeyUsage"] == .init(isCritical: false, lines: ["TLS Web Server Authentication"]))
         #expect(
-            extensions["authorityKeyIdentifier"]?.lines == authority.intermediate.extensions["subjectKeyIdentifier"]?.lines
+            extensions["authorityKeyIdentifier"]?.lines
+                == authority.intermediate.extensions["subjectKeyIdentifier"]?.lines
         )
         #expect(parsed.subject == "O=bearer-proxy, CN=api.test")
         #expect(parsed.issuer == authority.intermediate.subject)
@@ -143,7 +147,11 @@ struct TestCA {
     func curlTrustingOnlyCaPemAcceptsALeafAndGetsTheIntermediateInTheHandshake() throws {
         let authority = try TestCA()
         for host in ["api.test", "127.0.0.1"] {
-            let certificates = InterceptCertificates(authority: authority.ca, rootFile: authority.files.root, logger: .silent)
+            let certificates = InterceptCertificates(
+                authority: authority.ca,
+                rootFile: authority.files.root,
+                logger: .silent
+            )
             let context = try #require(Self.issue(certificates, host))
             let upstream = MockUpstream(group: mockGroup, tls: context)
             try upstream.start()

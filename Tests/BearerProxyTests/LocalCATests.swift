@@ -57,7 +57,9 @@ struct WrittenCA {
         ]
         let root = written.root
         let rootExtensions = root.extensions
-        #expect(Set(rootExtensions.keys) == ["basicConstraints", "keyUsage", "subjectKeyIdentifier", "nameConstraints"])
+        #expect(
+            Set(rootExtensions.keys) == ["basicConstraints", "keyUsage", "subjectKeyIdentifier", "nameConstraints"]
+        )
         #expect(rootExtensions["basicConstraints"] == .init(isCritical: true, lines: ["CA:TRUE, pathlen:1"]))
         #expect(rootExtensions["keyUsage"] == .init(isCritical: true, lines: ["Certificate Sign, CRL Sign"]))
         #expect(rootExtensions["nameConstraints"] == .init(isCritical: true, lines: permitted))
@@ -76,7 +78,9 @@ struct WrittenCA {
         #expect(intermediateExtensions["basicConstraints"] == .init(isCritical: true, lines: ["CA:TRUE, pathlen:0"]))
         #expect(intermediateExtensions["keyUsage"] == .init(isCritical: true, lines: ["Certificate Sign, CRL Sign"]))
         #expect(intermediateExtensions["nameConstraints"] == .init(isCritical: true, lines: permitted))
-        #expect(intermediateExtensions["authorityKeyIdentifier"]?.lines == rootExtensions["subjectKeyIdentifier"]?.lines)
+        #expect(
+            intermediateExtensions["authorityKeyIdentifier"]?.lines == rootExtensions["subjectKeyIdentifier"]?.lines
+        )
         #expect(intermediate.isECP256)
         #expect(intermediate.issuer == root.subject)
         #expect(intermediate.isCertified(byKeyPEM: written.keyPEM))
@@ -86,15 +90,24 @@ struct WrittenCA {
     @Test(arguments: [
         (
             "127.0.0.1",
-            ["Permitted:", "DNS:invalid", "IP:127.0.0.1/255.255.255.255", "IP:0:0:0:0:0:0:0:0/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF"]
+            [
+                "Permitted:", "DNS:invalid", "IP:127.0.0.1/255.255.255.255",
+                "IP:0:0:0:0:0:0:0:0/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF",
+            ]
         ),
         (
             "api.example.com",
-            ["Permitted:", "DNS:api.example.com", "IP:0.0.0.0/255.255.255.255", "IP:0:0:0:0:0:0:0:0/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF"]
+            [
+                "Permitted:", "DNS:api.example.com", "IP:0.0.0.0/255.255.255.255",
+                "IP:0:0:0:0:0:0:0:0/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF",
+            ]
         ),
         (
             "*.example.com, api.example.com, [::1]:9000",
-            ["Permitted:", "DNS:example.com", "IP:0:0:0:0:0:0:0:1/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF", "IP:0.0.0.0/255.255.255.255"]
+            [
+                "Permitted:", "DNS:example.com", "IP:0:0:0:0:0:0:0:1/FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF",
+                "IP:0.0.0.0/255.255.255.255",
+            ]
         ),
     ])
     func bothNameTypesAreAlwaysConstrained(hosts: String, expected: [String]) throws {
@@ -121,10 +134,12 @@ struct WrittenCA {
         let directory = temporaryCADirectory()
         try self.open(directory, "api.example.com")
         let written = WrittenCA(directory)
-        let keys = privateKeyBlocks(under: directory) + privateKeyBlocks(under: NSTemporaryDirectory(), depth: 2)
-        #expect(!keys.isEmpty)
-        for key in keys { #expect(!written.root.isCertified(byKeyPEM: key), "the root's key is on disk") }
-        #expect(privateKeyBlocks(under: directory) == [written.keyPEM.trimmingCharacters(in: .newlines)])
+        let inFolder = CertificateInspection.privateKeyFiles(under: directory)
+        #expect(inFolder.map(\.path) == [written.files.key])
+        #expect(written.intermediate.isCertified(byKeyPEM: written.keyPEM))
+        for (path, key) in inFolder + CertificateInspection.privateKeyFiles(under: NSTemporaryDirectory(), depth: 3) {
+            #expect(!written.root.isCertified(byKeyPEM: key), "the root's key is in \(path)")
+        }
     }
 
     @Test func anExistingCAIsLoadedAsItIsAndNeverReplaced() throws {
@@ -163,7 +178,12 @@ struct WrittenCA {
         let trustStore = SystemTrustStore(environment: ["SSL_CERT_FILE": systemStore])
         try first.writeBundle(to: files, trustStore: trustStore)
         let oldRoot = fileText(files.root)
-        let renewed = try LocalCA.renew(files, permitting: patterns("api.example.com, *.corp.test"), now: self.now, trustStore: trustStore)
+        let renewed = try LocalCA.renew(
+            files,
+            permitting: patterns("api.example.com, *.corp.test"),
+            now: self.now,
+            trustStore: trustStore
+        )
         let written = WrittenCA(directory)
         #expect(fileText(files.root) != oldRoot)
         #expect(!written.root.isCertified(byKeyPEM: written.keyPEM))
@@ -214,7 +234,11 @@ struct WrittenCA {
         #expect(!wasCreated)
         #expect(reopened.root.pem == next.root.pem)
         #expect(fileText(files.root) == String(decoding: next.root.pem, as: UTF8.self))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["ca.pem", "intermediate-key.pem", "intermediate.pem"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == [
+                "ca.pem", "intermediate-key.pem", "intermediate.pem",
+            ]
+        )
     }
 
     /// A crash before the commit marker: the half-written new files go, the CA stays as it was.
@@ -230,7 +254,11 @@ struct WrittenCA {
         #expect(!wasCreated)
         #expect(fileText(files.root) == before)
         #expect(reopened.root.pem == Array(before.utf8))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["ca.pem", "intermediate-key.pem", "intermediate.pem"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == [
+                "ca.pem", "intermediate-key.pem", "intermediate.pem",
+            ]
+        )
     }
 
     @Test func aBrokenCAIsAnErrorNamingTheFileAndRenew() throws {
@@ -249,11 +277,17 @@ struct WrittenCA {
         let stranger = try LocalCA.make(permitting: patterns("api.example.com"), now: self.now)
         let ownIntermediate = fileText(files.intermediate)
         try Data(stranger.intermediate.pem).write(to: URL(fileURLWithPath: files.intermediate))
-        #expect(self.failure(directory) == "\(files.intermediate): not a usable local CA: it is not signed by ca.pem; \(hint)")
+        #expect(
+            self.failure(directory)
+                == "\(files.intermediate): not a usable local CA: it is not signed by ca.pem; \(hint)"
+        )
         try ownIntermediate.write(toFile: files.intermediate, atomically: false, encoding: .utf8)
 
         try Data(stranger.intermediateKey.pem).write(to: URL(fileURLWithPath: files.key))
-        #expect(self.failure(directory) == "\(files.key): not a usable local CA: it is not the EC P-256 key of intermediate.pem; \(hint)")
+        #expect(
+            self.failure(directory)
+                == "\(files.key): not a usable local CA: it is not the EC P-256 key of intermediate.pem; \(hint)"
+        )
 
         unlink(files.root)
         #expect(self.failure(directory) == "\(directory): the local CA is incomplete (ca.pem is missing); \(hint)")
@@ -262,10 +296,16 @@ struct WrittenCA {
     @Test func anExpiredCAIsAnErrorNamingRenew() throws {
         let directory = temporaryCADirectory()
         let elevenYearsAgo = self.now - 11 * 365 * 86_400
-        _ = try LocalCA.open(CAFiles(directory: directory), permitting: patterns("api.example.com"), now: elevenYearsAgo)
+        _ = try LocalCA.open(
+            CAFiles(directory: directory),
+            permitting: patterns("api.example.com"),
+            now: elevenYearsAgo
+        )
         let message = self.failure(directory)
         #expect(message.hasPrefix("\(directory)/ca.pem: the local CA expired on "))
-        #expect(message.hasSuffix("; `bearer-proxy ca --renew` makes a new CA (clients must then trust the new ca.pem)"))
+        #expect(
+            message.hasSuffix("; `bearer-proxy ca --renew` makes a new CA (clients must then trust the new ca.pem)")
+        )
     }
 
     @Test func aFolderThatCannotBeMadeIsOneLine() {
@@ -295,28 +335,34 @@ struct WrittenCA {
     }
 }
 
-/// Every PEM private key block in the regular files under `directory` (small files only).
-func privateKeyBlocks(under directory: String, depth: Int = 4) -> [String] {
-    guard depth > 0, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-    var blocks: [String] = []
-    for name in names {
-        let path = directory + "/" + name
-        var info = stat()
-        guard lstat(path, &info) == 0 else { continue }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            blocks += privateKeyBlocks(under: path, depth: depth - 1)
-        } else if info.st_mode & S_IFMT == S_IFREG && info.st_size < 1 << 16 {
-            let text = fileText(path)
-            var rest = Substring(text)
-            while let start = rest.range(of: "-----BEGIN "), let end = rest.range(of: "PRIVATE KEY-----", range: start.upperBound..<rest.endIndex) {
-                let blockEnd = rest.range(of: "-----END", range: end.upperBound..<rest.endIndex).flatMap {
-                    rest.range(of: "-----", range: $0.upperBound..<rest.endIndex)
-                }
-                guard let blockEnd else { break }
-                blocks.append(String(rest[start.lowerBound..<blockEnd.upperBound]))
-                rest = rest[blockEnd.upperBound...]
-            }
-        }
+@Suite struct CACommandHelpTests {
+    @Test func caHelpIsStable() {
+        #expect(
+            Subcommand.caHelp == """
+                OVERVIEW: Print the absolute path of ca.pem, the local CA's root that HTTPS clients trust when
+                tls_intercept is on. Makes the CA in ca_dir first when there is none (for the config's
+                inject_hosts); an existing CA is never replaced except by --renew.
+
+                USAGE: bearer-proxy ca [--config <file>] [--renew] [--bundle]
+
+                OPTIONS:
+                  --config <file>         The proxy's config file: inject_hosts and ca_dir.
+                  --renew                 Make a new root and intermediate for the current inject_hosts first.
+                                          Clients must then trust the new ca.pem; restart running proxies.
+                  --bundle                Write bundle.pem (the system's CA certificates followed by ca.pem,
+                                          for SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) and print its
+                                          path instead.
+                  -h, --help              Show help information.
+
+                """
+        )
     }
-    return blocks
+
+    @Test func parsesItsFlags() throws {
+        #expect(
+            try Subcommand.ca.parse(["--config", "p.conf", "--renew", "--bundle"])
+                == Subcommand.Options(configPath: "p.conf", renewsCA: true, writesBundle: true)
+        )
+        #expect(throws: CommandLineError.unknownOption("--device")) { try Subcommand.ca.parse(["--device"]) }
+    }
 }

@@ -22,7 +22,9 @@ enum CACommand {
             return 1
         }
         do throws(LocalCAError) {
-            console.say(try Self.perform(options, configuration: configuration, environment: environment, console: console))
+            console.say(
+                try Self.perform(options, configuration: configuration, environment: environment, console: console)
+            )
             return 0
         } catch {
             Console.write("Error: \(error)\n", to: console.errors)

@@ -48,7 +48,9 @@ struct CAFiles {
         var info = stat()
         guard stat(self.key, &info) == 0 else { throw .unreadable(path: self.key, reason: errnoDescription()) }
         if info.st_mode & 0o077 != 0 { throw .keyReadableByOthers(path: self.key, mode: info.st_mode & 0o777) }
-        return (try Self.contents(of: self.root), try Self.contents(of: self.intermediate), try Self.contents(of: self.key))
+        return (
+            try Self.contents(of: self.root), try Self.contents(of: self.intermediate), try Self.contents(of: self.key)
+        )
     }
 
     /// Replaces the three files with `root`, `intermediate` and `key` (PEM), all or nothing.

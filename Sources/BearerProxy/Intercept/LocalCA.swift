@@ -80,7 +80,11 @@ struct LocalCA: Sendable {
         )
         do throws(CertificateRequest.SigningError) {
             let root = try rootRequest.sign(subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
-            let intermediate = try intermediateRequest.sign(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
+            let intermediate = try intermediateRequest.sign(
+                subjectKey: intermediateKey,
+                issuer: root,
+                issuerKey: rootKey
+            )
             return (root, intermediate)
         } catch {
             throw .openSSL(error.description)

@@ -47,7 +47,8 @@ struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
         /// `127.0.0.1/32`, `::1/128`, `10.0.0.0/8` (a mask that is not a prefix prints as an address).
         var description: String {
             let prefix = self.mask.reduce(0) { $0 + $1.nonzeroBitCount }
-            let isPrefix = self.mask.map { ~$0 }.allSatisfy { ($0 &+ 1) & $0 == 0 }
+            let isPrefix =
+                self.mask.map { ~$0 }.allSatisfy { ($0 &+ 1) & $0 == 0 }
                 && zip(self.mask, self.mask.dropFirst()).allSatisfy { $0 == 0xff || $1 == 0 }
             return "\(formatIPAddress(self.address))/\(isPrefix ? "\(prefix)" : formatIPAddress(self.mask))"
         }
@@ -112,7 +113,8 @@ struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
 
     /// The extension's value in OpenSSL's configuration syntax, marked critical.
     var extensionValue: String {
-        let names = self.dnsSubtrees.map { "permitted;DNS:\($0)" }
+        let names =
+            self.dnsSubtrees.map { "permitted;DNS:\($0)" }
             + self.ipRanges.map { "permitted;IP:\(formatIPAddress($0.address))/\(formatIPAddress($0.mask))" }
         return "critical," + names.joined(separator: ",")
     }
@@ -141,7 +143,9 @@ struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
             case GEN_IPADD:
                 let bytes = asn1Bytes(name.pointee.d.iPAddress)
                 guard bytes.count == 8 || bytes.count == 32 else { return nil }
-                ranges.append(IPRange(address: Array(bytes.prefix(bytes.count / 2)), mask: Array(bytes.suffix(bytes.count / 2))))
+                ranges.append(
+                    IPRange(address: Array(bytes.prefix(bytes.count / 2)), mask: Array(bytes.suffix(bytes.count / 2)))
+                )
             default:
                 return nil
             }

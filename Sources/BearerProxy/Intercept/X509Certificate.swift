@@ -77,5 +77,7 @@ func writingToMemoryBIO(_ body: (OpaquePointer) -> Bool) -> [UInt8] {
     var data: UnsafePointer<CChar>?
     let length = cos_bio_mem_data(bio, &data)
     guard let data, length > 0 else { return [] }
-    return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        Array(UnsafeBufferPointer(start: $0, count: length))
+    }
 }
