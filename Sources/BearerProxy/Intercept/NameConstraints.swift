@@ -8,10 +8,10 @@ import Glibc
 ///   `/128`). Ports are not part of a certificate.
 /// - `*.domain`: the DNS subtree `domain`. Under RFC 5280 a DNS constraint permits the name itself and
 ///   every name made by adding labels on the left, so `domain` permits `domain` too, one name more than
-///   the pattern matches. The leading-dot form `.domain` (subdomains only) is defined for URI and
-///   e-mail constraints, not DNS ones; OpenSSL and Go read it as subdomains-only but Java refuses to
-///   parse a certificate carrying it, so it is not used. The proxy issues leaves only for hosts that
-///   inject_hosts matches, so the extra name is never presented.
+///   the pattern matches. The leading-dot form `.domain` (subdomains only) is RFC 5280's for URI and
+///   e-mail constraints, not DNS ones: OpenSSL, Go and Java 17 read it as subdomains-only (tried), but
+///   a validator that keeps to the RFC need not, so the form every client reads alike is used. The
+///   extra name is never presented: the proxy intercepts only hosts that inject_hosts matches.
 ///
 /// Both name types are always constrained, because RFC 5280 leaves a type without a permitted subtree
 /// unlimited: no DNS host gives the DNS subtree `invalid` (RFC 2606, never resolves), and each IP
