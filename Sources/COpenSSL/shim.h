@@ -32,7 +32,7 @@ static inline long cos_bio_mem_data(BIO *bio, const char **data) {
     return length;
 }
 static inline long cos_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *certificate) { return SSL_CTX_add1_chain_cert(ctx, certificate); }
-static inline long cos_ctx_set_server_session_cache(SSL_CTX *ctx, long size) {
+static inline long cos_ctx_use_server_session_cache(SSL_CTX *ctx, long size) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     return SSL_CTX_sess_set_cache_size(ctx, size);
 }

@@ -24,7 +24,7 @@ extension TLSContext {
         _ = cos_ctx_set_min_tls12(context)
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
-        _ = cos_ctx_set_server_session_cache(context, serverSessionCacheSize)
+        _ = cos_ctx_use_server_session_cache(context, serverSessionCacheSize)
         let sessionIDContext = Array("bearer-proxy".utf8)
         _ = SSL_CTX_set_session_id_context(context, sessionIDContext, UInt32(sessionIDContext.count))
         SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)

@@ -21,7 +21,7 @@
 //   happens off the event loops, so no loop waits for a signature.
 // - The `TLSContext` is a server context (`TLSContext.server(certificate:chain:privateKey:)`): the
 //   leaf, then the intermediate, in the handshake; TLS 1.2 minimum; ALPN `http/1.1` only; session
-//   resumption by ticket and by session ID. `makeConnection(fd:serverName: nil, sessionKey: nil)`
+//   resumption by ticket and by session ID. Its `makeConnection` (no server name, no session key)
 //   gives a connection in the accept state.
 // - `rootFile`: the absolute path of ca.pem, for the line that tells a refusing client what to trust.
 
