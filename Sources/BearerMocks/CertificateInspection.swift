@@ -80,7 +80,8 @@ package enum CertificateInspection {
             return bytes.withUnsafeBytes { raw in
                 guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return false }
                 defer { BIO_free(bio) }
-                guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { return false }
+                // No pass phrase (an encrypted key is not the root's): OpenSSL would ask the terminal.
+                guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else { return false }
                 defer { EVP_PKEY_free(key) }
                 ERR_clear_error()
                 return X509_check_private_key(self.pointer, key) == 1

@@ -1,4 +1,5 @@
 import BearerMocks
+import COpenSSL
 import Foundation
 import Glibc
 import Testing
@@ -289,6 +290,12 @@ struct WrittenCA {
                 == "\(files.key): not a usable local CA: it is not the EC P-256 key of intermediate.pem; \(hint)"
         )
 
+        // An encrypted key is refused, never a pass phrase asked for on the terminal.
+        let encrypted = encryptedPEM(of: stranger.intermediateKey)
+        #expect(encrypted.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+        try encrypted.write(toFile: files.key, atomically: false, encoding: .utf8)
+        #expect(self.failure(directory) == "\(files.key): not a usable local CA: no unencrypted PEM private key in it; \(hint)")
+
         unlink(files.root)
         #expect(self.failure(directory) == "\(directory): the local CA is incomplete (ca.pem is missing); \(hint)")
     }
@@ -365,4 +372,12 @@ struct WrittenCA {
         )
         #expect(throws: CommandLineError.unknownOption("--device")) { try Subcommand.ca.parse(["--device"]) }
     }
+}
+
+/// `key` as PKCS#8 PEM encrypted with AES-256 under a pass phrase.
+func encryptedPEM(of key: PrivateKey) -> String {
+    let bytes = writingToMemoryBIO { bio in
+        PEM_write_bio_PKCS8PrivateKey(bio, key.pointer, EVP_aes_256_cbc(), "pass phrase", 11, nil, nil) == 1
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }

@@ -56,7 +56,7 @@ extension LocalCA {
             throw .invalid(path: files.intermediate, reason: "no PEM certificate in it")
         }
         guard let key = PrivateKey.parse(pem: contents.key) else {
-            throw .invalid(path: files.key, reason: "no PEM private key in it")
+            throw .invalid(path: files.key, reason: "no unencrypted PEM private key in it")
         }
         return try Self.verified(
             root: root,

@@ -21,9 +21,11 @@ final class PrivateKey: @unchecked Sendable {
         cos_generate_p256_key().map(PrivateKey.init(taking:))
     }
 
-    /// The first private key of PEM text; nil when there is none.
+    /// The first private key of PEM text; nil when there is none, or it is encrypted: without a
+    /// password callback OpenSSL would ask for a pass phrase on the terminal, and a proxy must not.
     static func parse(pem: [UInt8]) -> PrivateKey? {
-        withMemoryBIO(pem) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }.map(PrivateKey.init(taking:))
+        withMemoryBIO(pem) { bio in PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) }
+            .map(PrivateKey.init(taking:))
     }
 
     /// The key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Only the intermediate's key
