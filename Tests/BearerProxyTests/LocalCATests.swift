@@ -294,7 +294,10 @@ struct WrittenCA {
         let encrypted = encryptedPEM(of: stranger.intermediateKey)
         #expect(encrypted.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
         try encrypted.write(toFile: files.key, atomically: false, encoding: .utf8)
-        #expect(self.failure(directory) == "\(files.key): not a usable local CA: no unencrypted PEM private key in it; \(hint)")
+        #expect(
+            self.failure(directory)
+                == "\(files.key): not a usable local CA: no unencrypted PEM private key in it; \(hint)"
+        )
 
         unlink(files.root)
         #expect(self.failure(directory) == "\(directory): the local CA is incomplete (ca.pem is missing); \(hint)")
