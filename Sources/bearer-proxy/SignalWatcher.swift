@@ -6,10 +6,9 @@ import Glibc
 
 /// SIGTERM, SIGINT and SIGHUP, from the start of a run to its end.
 ///
-/// The signals are blocked in the main thread before anything is created (threads made later
-/// inherit the mask), and one thread takes them with `sigwait`: none is lost, none lands in a thread
-/// in the middle of something, and none can find the process half-built with nobody to clean up.
-/// What a signal does depends on how far the run is:
+/// The signals are blocked in the main thread before anything is created and one thread takes them
+/// (`SignalReceiver`): none can find the process half-built with nobody to clean up. What a signal
+/// does depends on how far the run is:
 /// - starting: remove the unix socket files created so far and exit 0 (nothing is in flight yet);
 /// - serving: the first SIGTERM/SIGINT asks `main` to drain and stop; SIGHUP re-reads credentials;
 /// - stopping: a second SIGTERM/SIGINT exits at once (status 1), removing the socket files.
@@ -30,17 +29,9 @@ final class SignalWatcher: Sendable {
     /// Blocks the signals in the calling thread (call it from `main` before creating anything) and
     /// starts the thread that waits for them.
     static func start() -> SignalWatcher {
-        var set = Self.signalSet()
-        pthread_sigmask(SIG_BLOCK, &set, nil)
+        let receiver = SignalReceiver(blocking: Self.signals)
         let watcher = SignalWatcher()
-        _ = spawnThread(name: "signals") {
-            var set = Self.signalSet()
-            while true {
-                var number: Int32 = 0
-                guard sigwait(&set, &number) == 0 else { continue }
-                watcher.received(number)
-            }
-        }
+        receiver.start { watcher.received($0.number) }
         return watcher
     }
 
@@ -83,13 +74,6 @@ final class SignalWatcher: Sendable {
             }
         }
         action?()
-    }
-
-    private static func signalSet() -> sigset_t {
-        var set = sigset_t()
-        sigemptyset(&set)
-        for number in Self.signals { sigaddset(&set, number) }
-        return set
     }
 
     private static func name(_ number: Int32) -> String {

@@ -268,6 +268,8 @@ import Testing
                        bearer-proxy login [--config <file>] [--device] [--no-browser]
                        bearer-proxy logout [--config <file>]
                        bearer-proxy ca [--config <file>] [--renew] [--bundle]
+                       bearer-proxy env [--config <file>] [--listen <addr>]
+                       bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
 
                 OPTIONS:
                   --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
@@ -292,6 +294,10 @@ import Testing
                   logout                  Revoke the stored refresh token and delete its file.
                   ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA
                                           first when there is none. See 'bearer-proxy ca --help'.
+                  env                     Print export lines (http_proxy, https_proxy, NO_PROXY, the CA bundle)
+                                          for clients of the proxy: eval "$(bearer-proxy env)".
+                  run                     Run a program behind a proxy of its own, started for it on a free
+                                          port and stopped when it exits. See 'bearer-proxy run --help'.
 
                 Flags override settings from the config file.
 

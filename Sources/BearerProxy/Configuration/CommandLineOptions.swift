@@ -77,6 +77,8 @@ package struct CommandLineOptions: Equatable, Sendable {
                bearer-proxy login [--config <file>] [--device] [--no-browser]
                bearer-proxy logout [--config <file>]
                bearer-proxy ca [--config <file>] [--renew] [--bundle]
+               bearer-proxy env [--config <file>] [--listen <addr>]
+               bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
 
         OPTIONS:
           --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
@@ -101,6 +103,10 @@ package struct CommandLineOptions: Equatable, Sendable {
           logout                  Revoke the stored refresh token and delete its file.
           ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA
                                   first when there is none. See 'bearer-proxy ca --help'.
+          env                     Print export lines (http_proxy, https_proxy, NO_PROXY, the CA bundle)
+                                  for clients of the proxy: eval "$(bearer-proxy env)".
+          run                     Run a program behind a proxy of its own, started for it on a free
+                                  port and stopped when it exits. See 'bearer-proxy run --help'.
 
         Flags override settings from the config file.
 
@@ -116,6 +122,8 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
     case missingValue(String)
     /// `--demo xml`: the argument after `--demo` names its variant.
     case unknownDemo(String)
+    /// `bearer-proxy run` with nothing to run.
+    case missingCommand
 
     package var description: String {
         switch self {
@@ -124,6 +132,7 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
         case .missingValue(let option): "Missing value for '\(option)'"
         case .unknownDemo(let name):
             "Unknown demo variant '\(name)': the only one is json (--demo json: a JSON login backend); plain --demo runs OAuth2"
+        case .missingCommand: "Missing the command to run, after '--'"
         }
     }
 

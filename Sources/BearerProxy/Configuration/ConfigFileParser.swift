@@ -6,6 +6,16 @@ package struct ConfigEntry: Equatable, Sendable {
     package var value: String
     /// `file:line` or `command line (--flag)`.
     package var place: String
+    /// The `${NAME}`s the value was expanded from, in order: `bearer-proxy run` keeps those of
+    /// secret keys out of the wrapped program's environment.
+    package var variables: [String] = []
+
+    package init(key: String, value: String, place: String, variables: [String] = []) {
+        self.key = key
+        self.value = value
+        self.place = place
+        self.variables = variables
+    }
 }
 
 /// Reads the config file format: `key = value` lines, `#` comment lines, `${VAR}` expansion.
@@ -91,16 +101,19 @@ package enum ConfigFileParser {
                     "'#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
             )
         }
-        let expanded = try Self.expand(value, place: place, key: key, environment: environment)
-        return ConfigEntry(key: key, value: expanded, place: place)
+        var variables: [String] = []
+        let expanded = try Self.expand(value, place: place, key: key, environment: environment, naming: &variables)
+        return ConfigEntry(key: key, value: expanded, place: place, variables: variables)
     }
 
-    /// Replaces each `${NAME}` with the environment variable's value; an unset variable is an error.
+    /// Replaces each `${NAME}` with the environment variable's value, adding NAME to `names`; an unset
+    /// variable is an error.
     static func expand(
         _ value: String,
         place: String,
         key: String,
-        environment: [String: String]
+        environment: [String: String],
+        naming names: inout [String]
     ) throws(ConfigurationError) -> String {
         guard value.contains("${") else { return value }
         var result = ""
@@ -118,6 +131,7 @@ package enum ConfigFileParser {
                 throw ConfigurationError(place: place, key: key, message: "environment variable \(name) is not set")
             }
             result += replacement
+            names.append(name)
             rest = rest[rest.index(after: end)...]
         }
         result += rest

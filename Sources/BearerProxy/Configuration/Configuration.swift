@@ -71,6 +71,9 @@ package struct Configuration: Sendable {
     /// Where each key was set, so that rules checked after every key is read (and start-up's
     /// warnings) name the line.
     package var settingPlaces = SettingPlaces()
+    /// The environment variables expanded (`${VAR}`) into keys that hold secrets: `bearer-proxy run`
+    /// removes them from the wrapped program's environment (README, "Wrapping a program").
+    package var secretVariables: Set<String> = []
 
     package init() {}
 

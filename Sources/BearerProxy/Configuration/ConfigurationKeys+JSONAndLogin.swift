@@ -57,6 +57,7 @@ extension Configuration {
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
+            carriesSecrets: true,
             show: { $0.tokenFormat == .json ? ($0[keyPath: path] ?? defaultTemplate).maskedDescription : nil }
         ) { value, config in
             switch JSONTemplate.parse(value) {

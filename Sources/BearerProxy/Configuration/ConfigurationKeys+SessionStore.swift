@@ -1,7 +1,10 @@
 extension Configuration {
     /// The keys of the shared session (a fleet of proxies on one Redis).
     static let sessionStoreKeys: [ConfigurationKey] = [
-        ConfigurationKey("session_store", show: { $0.sessionStore.endpoint?.description }) { value, config in
+        // Its password is masked: a ${VAR} in it may be the password (`run` keeps them from its child).
+        ConfigurationKey("session_store", carriesSecrets: true, show: { $0.sessionStore.endpoint?.description }) {
+            value,
+            config in
             switch RedisEndpoint.parse(value) {
             case .success(let endpoint):
                 config.sessionStore.endpoint = endpoint

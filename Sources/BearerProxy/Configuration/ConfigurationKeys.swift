@@ -8,6 +8,9 @@ import Glibc
 struct ConfigurationKey: Sendable {
     let name: String
     let isSecret: Bool
+    /// Whether `--check` masks the value in whole or in part (a secret; a URL's password; a JSON
+    /// template's literals): the `${VAR}`s expanded into it are kept out of `bearer-proxy run`'s child.
+    let carriesSecrets: Bool
     /// The effective value as `--check` prints it (nil: not set). Secrets print as `<redacted>`.
     let show: @Sendable (Configuration) -> String?
     let apply: @Sendable (String, inout Configuration) -> String?
@@ -16,11 +19,13 @@ struct ConfigurationKey: Sendable {
     init(
         _ name: String,
         secret: Bool = false,
+        carriesSecrets: Bool? = nil,
         show: @escaping @Sendable (Configuration) -> String?,
         _ apply: @escaping @Sendable (String, inout Configuration) -> String?
     ) {
         self.name = name
         self.isSecret = secret
+        self.carriesSecrets = carriesSecrets ?? secret
         self.show = show
         self.apply = apply
     }
@@ -390,6 +395,7 @@ extension Configuration {
                 continue
             }
             config.settingPlaces.byKey[entry.key] = entry.place
+            if key.carriesSecrets { config.secretVariables.formUnion(entry.variables) }
         }
         return config
     }

@@ -12,13 +12,7 @@ enum CACommand {
         console: Console,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Int32 {
-        var loaderOptions = CommandLineOptions()
-        loaderOptions.configPath = options.configPath
-        let configuration: Configuration
-        do throws(ConfigurationErrors) {
-            configuration = try ConfigurationLoader.load(loaderOptions, environment: environment)
-        } catch {
-            for line in error.errors { Console.write("Error: \(line)\n", to: console.errors) }
+        guard let configuration = options.loadConfiguration(environment: environment, console: console) else {
             return 1
         }
         do throws(LocalCAError) {
@@ -53,17 +47,20 @@ enum CACommand {
             )
         } else {
             let opened = try LocalCA.open(files, permitting: hosts, now: now)
-            if opened.wasCreated {
-                Console.write(
-                    "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust its ca.pem.\n",
-                    to: console.errors
-                )
-            }
+            if opened.wasCreated { Self.sayMadeCA(in: directory, for: hosts, console: console) }
             ca = opened.ca
         }
         guard options.writesBundle else { return files.root }
         try files.withLock { () throws(LocalCAError) in try ca.writeBundle(to: files, trustStore: trustStore) }
         return files.bundle
+    }
+
+    /// On stderr: a CA was made (`ca`, `env`), which clients must now trust.
+    static func sayMadeCA(in directory: String, for hosts: [HostPattern], console: Console) {
+        Console.write(
+            "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust its ca.pem.\n",
+            to: console.errors
+        )
     }
 
     private static func list(_ hosts: [HostPattern]) -> String {

@@ -1,12 +1,14 @@
 import Foundation
 import Glibc
 
-/// `bearer-proxy login`, `logout` and `ca`: their flags, their help, and the dispatch that main.swift
-/// calls before it reads the proxy's own flags.
+/// `bearer-proxy login`, `logout`, `ca`, `env` and `run`: their flags, their help, and the dispatch
+/// that main.swift calls before it reads the proxy's own flags.
 package enum Subcommand: String, CaseIterable, Sendable {
     case login
     case logout
     case ca
+    case env
+    case run
 
     /// What the subcommand's command line asked for.
     struct Options: Equatable, Sendable {
@@ -19,6 +21,14 @@ package enum Subcommand: String, CaseIterable, Sendable {
         var renewsCA = false
         /// ca: write bundle.pem and print its path.
         var writesBundle = false
+        /// env, run: `--listen`; run: `--admin-listen`, `--log-level` (config keys, set over the file's).
+        var listen: String?
+        var adminListen: String?
+        var logLevel: String?
+        /// run: tls_intercept on (`--no-intercept`: off).
+        var intercepts = true
+        /// run: the program and its arguments.
+        var command: [String] = []
         var isHelp = false
     }
 
@@ -26,13 +36,18 @@ package enum Subcommand: String, CaseIterable, Sendable {
     /// argument is not a subcommand (the proxy itself runs).
     package static func runIfNamed(_ arguments: [String]) -> Int32? {
         guard let name = arguments.first, let subcommand = Subcommand(rawValue: name) else { return nil }
+        // `run` takes its signals itself, on a thread of its own: they are blocked before anything
+        // makes a thread (the parse below makes none).
+        let wrapped = subcommand == .run ? WrappedCommand.start(socketFiles: UnixSocketFiles()) : nil
         // Ctrl-C and SIGTERM end a login at once, even when the parent started us with them blocked
         // (threads made later inherit this mask).
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGINT)
-        sigaddset(&stopSignals, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        if wrapped == nil {
+            var stopSignals = sigset_t()
+            sigemptyset(&stopSignals)
+            sigaddset(&stopSignals, SIGINT)
+            sigaddset(&stopSignals, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        }
         let options: Options
         do throws(CommandLineError) {
             options = try subcommand.parse(Array(arguments.dropFirst()))
@@ -48,6 +63,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
         case .login: return LoginCommand.run(options, console: .standard)
         case .logout: return LogoutCommand.run(options, console: .standard)
         case .ca: return CACommand.run(options, console: .standard)
+        case .env: return EnvCommand.run(options, console: .standard)
+        case .run: return RunCommand.run(options, command: wrapped!)
         }
     }
 
@@ -57,24 +74,44 @@ package enum Subcommand: String, CaseIterable, Sendable {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            switch (self, argument) {
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            /// The flag's value: after `=`, or the next argument.
+            func value() throws(CommandLineError) -> String {
+                if let inlineValue { return inlineValue }
+                guard index < arguments.count else { throw .missingValue(name) }
+                index += 1
+                return arguments[index - 1]
+            }
+            switch (self, name) {
             case (_, "-h"), (_, "--help"): options.isHelp = true
             case (.login, "--device"): options.usesDevice = true
             case (.login, "--no-browser"): options.opensBrowser = false
             case (.ca, "--renew"): options.renewsCA = true
             case (.ca, "--bundle"): options.writesBundle = true
-            case (_, "--config"):
-                guard index < arguments.count else { throw .missingValue("--config") }
-                options.configPath = arguments[index]
-                index += 1
-            case (_, _) where argument.hasPrefix("--config="):
-                options.configPath = String(argument.dropFirst("--config=".count))
+            case (_, "--config"): options.configPath = try value()
+            case (.env, "--listen"), (.run, "--listen"): options.listen = try value()
+            case (.run, "--admin-listen"): options.adminListen = try value()
+            case (.run, "--log-level"): options.logLevel = try value()
+            case (.run, "--no-intercept"): options.intercepts = false
+            case (.run, "--"):
+                options.command = Array(arguments[index...])
+                index = arguments.count
+            case (.run, _) where !argument.hasPrefix("-"):
+                // The program, as with `env` and `sudo`: what follows is its own.
+                options.command = Array(arguments[(index - 1)...])
+                index = arguments.count
             case (_, _) where argument.hasPrefix("-"):
                 throw .unknownOption(argument)
             default:
                 throw .unexpectedArgument(argument)
             }
         }
+        if self == .run && options.command.isEmpty && !options.isHelp { throw .missingCommand }
         return options
     }
 
@@ -83,6 +120,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
         case .login: "Usage: bearer-proxy login --config <file> [<options>]"
         case .logout: "Usage: bearer-proxy logout --config <file>"
         case .ca: "Usage: bearer-proxy ca [--config <file>] [--renew] [--bundle]"
+        case .env: "Usage: bearer-proxy env [--config <file>] [--listen <addr>]"
+        case .run: "Usage: bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]"
         }
     }
 
@@ -96,6 +135,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
         case .login: Self.loginHelp
         case .logout: Self.logoutHelp
         case .ca: Self.caHelp
+        case .env: Self.envHelp
+        case .run: Self.runHelp
         }
     }
 

@@ -1,0 +1,25 @@
+import Foundation
+
+extension Subcommand.Options {
+    /// The loader's view of this command line: `--config`, and `overrides` over the file's settings.
+    func loaderOptions(overrides: [ConfigEntry] = []) -> CommandLineOptions {
+        var options = CommandLineOptions()
+        options.configPath = self.configPath
+        options.overrides = overrides
+        return options
+    }
+
+    /// The configuration, or nil after one `Error: …` line per mistake on the console's stderr.
+    func loadConfiguration(
+        overrides: [ConfigEntry] = [],
+        environment: [String: String],
+        console: Console
+    ) -> Configuration? {
+        do throws(ConfigurationErrors) {
+            return try ConfigurationLoader.load(self.loaderOptions(overrides: overrides), environment: environment)
+        } catch {
+            Console.write(error.errors.map { "Error: \($0)\n" }.joined(), to: console.errors)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import BearerIO
+import Foundation
+
+/// `bearer-proxy env [--config FILE] [--listen ADDR]`: the export lines of `ClientEnvironment` for
+/// the configured proxy, on stdout, for `eval "$(bearer-proxy env)"`. Exit 1 with one line on failure.
+enum EnvCommand {
+    static func run(
+        _ options: Subcommand.Options,
+        console: Console,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Int32 {
+        let listen = options.listen.map { [ConfigEntry(key: "listen", value: $0, place: "command line (--listen)")] }
+        guard
+            let configuration = options.loadConfiguration(
+                overrides: listen ?? [],
+                environment: environment,
+                console: console
+            )
+        else { return 1 }
+        do {
+            let url = try Self.proxyURL(configuration)
+            var trust: ClientTrustFiles?
+            if configuration.intercept.isEnabled {
+                let prepared = try ClientTrustFiles.prepare(configuration, environment: environment)
+                if prepared.madeCA {
+                    CACommand.sayMadeCA(
+                        in: configuration.intercept.caDirectory ?? "",
+                        for: configuration.effectiveInjectHosts,
+                        console: console
+                    )
+                }
+                trust = prepared.files
+            }
+            let variables = ClientEnvironment(
+                proxyURL: url,
+                injectHosts: configuration.effectiveInjectHosts,
+                trust: trust
+            )
+            Console.write(variables.exportScript, to: console.output)
+            return 0
+        } catch {
+            Console.write("Error: \(error)\n", to: console.errors)
+            return 1
+        }
+    }
+
+    /// The first TCP listen address as a URL.
+    static func proxyURL(_ configuration: Configuration) throws(WrapError) -> String {
+        let place = configuration.settingPlaces.byKey["listen"] ?? "(default)"
+        for case .hostPort(let host, let port) in configuration.listen {
+            guard port != 0 else { throw .portPickedAtStart(place: place) }
+            return ClientEnvironment.proxyURL(host: host, port: port)
+        }
+        throw .onlyUnixSockets(place: place)
+    }
+}

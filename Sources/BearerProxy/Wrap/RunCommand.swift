@@ -1,0 +1,101 @@
+import BearerCore
+import BearerIO
+import Foundation
+import Glibc
+
+/// `bearer-proxy run [--config FILE] [<options>] -- CMD [ARG…]`: the config's proxy, started in this
+/// process on the start path of `bearer-proxy --config FILE`, in front of CMD; CMD's exit ends it
+/// (README, "Wrapping a program").
+enum RunCommand {
+    /// `command` took the signals before anything made a thread (`Subcommand.runIfNamed`).
+    static func run(_ options: Subcommand.Options, command: WrappedCommand) -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        guard
+            let configuration = options.loadConfiguration(
+                overrides: Self.overrides(options),
+                environment: environment,
+                console: .standard
+            )
+        else { return 1 }
+        guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
+            Self.fail([WrapError.onlyUnixSockets(place: configuration.settingPlaces.byKey["listen"] ?? "(default)").description])
+            return 1
+        }
+        let logger = Logger(level: configuration.logLevel, sink: .standardError)
+        let server: ProxyServer
+        do throws(ProxyServer.StartError) {
+            server = try ProxyServer.start(configuration: configuration, logger: logger, socketFiles: command.socketFiles)
+        } catch {
+            Self.fail([error.description])
+            return 1
+        }
+        defer {
+            // CMD has ended: what its own children may still have in flight is let finish, within
+            // shutdown_timeout.
+            let remaining = server.drain(timeout: configuration.shutdownTimeout)
+            if remaining > 0 {
+                logger.warn("shutdown_timeout passed; closing the remaining connections", ["connections": "\(remaining)"])
+            }
+            server.shutdown()
+        }
+        let variables: [String]
+        do {
+            variables = try Self.childEnvironment(configuration, server: server, parent: environment)
+        } catch {
+            Self.fail(["\(error)"])
+            return 1
+        }
+        let pid: pid_t
+        do throws(SpawnFailure) {
+            pid = try command.spawn(
+                options.command,
+                environment: variables,
+                sharesProcessGroup: WrappedCommand.hasControllingTerminal
+            )
+        } catch {
+            Self.fail([WrapError.cannotStart(program: options.command[0], reason: error.reason).description])
+            return error.shellStatus
+        }
+        return command.waitForExit(pid)
+    }
+
+    /// run's settings over the file's: a free loopback port, interception on, the log at warn, no
+    /// admin listener; or the flags given to run.
+    static func overrides(_ options: Subcommand.Options) -> [ConfigEntry] {
+        func entry(_ key: String, _ flag: String, _ value: String?, default byRun: String) -> ConfigEntry {
+            ConfigEntry(key: key, value: value ?? byRun, place: value == nil ? "bearer-proxy run" : "command line (\(flag))")
+        }
+        return [
+            entry("listen", "--listen", options.listen, default: "127.0.0.1:0"),
+            entry("admin_listen", "--admin-listen", options.adminListen, default: "off"),
+            entry("tls_intercept", "--no-intercept", options.intercepts ? nil : "off", default: "on"),
+            entry("log_level", "--log-level", options.logLevel, default: "warn"),
+        ]
+    }
+
+    /// `bearer-proxy env`'s variables for the proxy that now listens, over `parent` less the
+    /// variables the config expanded into secrets.
+    private static func childEnvironment(
+        _ configuration: Configuration,
+        server: ProxyServer,
+        parent: [String: String]
+    ) throws -> [String] {
+        // A TCP address is among them: checked before the start.
+        let address = server.boundAddresses.first { !$0.isUnix }!
+        let (host, port) = (address.hostText!, address.port!)
+        let trust =
+            configuration.intercept.isEnabled
+            ? try ClientTrustFiles.prepare(configuration, environment: parent).files : nil
+        return ClientEnvironment(
+            proxyURL: ClientEnvironment.proxyURL(host: host, port: port),
+            injectHosts: configuration.effectiveInjectHosts,
+            trust: trust
+        ).applied(to: parent, removing: configuration.secretVariables)
+    }
+
+    /// One `Error: …` line each, after what the log has queued.
+    private static func fail(_ lines: [String]) {
+        LogSink.standardError.flush()
+        Console.write(lines.map { "Error: \($0)\n" }.joined(), to: STDERR_FILENO)
+    }
+}
