@@ -103,7 +103,10 @@ import Testing
         let values = ["it's a dir", "$(touch /nonexistent/x)", "back`tick`", "new\nline", "'", "\\"]
         let script = values.map { "printf '%s\\0' \(shellQuoted($0))" }.joined(separator: "\n")
         let outcome = try ExternalTools.run(["/bin/sh", "-c", script], timeout: .seconds(10))
-        #expect(outcome.standardOutput.split(separator: "\0", omittingEmptySubsequences: false).dropLast() == values[...].map { Substring($0) })
+        #expect(
+            outcome.standardOutput.split(separator: "\0", omittingEmptySubsequences: false).dropLast()
+                == values[...].map { Substring($0) }
+        )
     }
 
     @Test func theChildGetsTheParentsVariablesLessTheSecretsWithOursOverTheirs() {
@@ -198,7 +201,9 @@ import Testing
     @Test func runWithoutACommandOrWithAnUnknownFlagIsAnError() throws {
         #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--config", "p.conf"]) }
         #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--"]) }
-        #expect(throws: CommandLineError.unknownOption("--lisen")) { try Subcommand.run.parse(["--lisen", "x", "--", "true"]) }
+        #expect(throws: CommandLineError.unknownOption("--lisen")) {
+            try Subcommand.run.parse(["--lisen", "x", "--", "true"])
+        }
         #expect(throws: CommandLineError.missingValue("--listen")) { try Subcommand.run.parse(["--listen"]) }
         #expect(try Subcommand.run.parse(["--help"]).isHelp)
         #expect(
@@ -230,7 +235,10 @@ import Testing
         )
         defer { unlink(path) }
         var options = Subcommand.Options(configPath: path)
-        let defaults = try ConfigurationLoader.load(options.loaderOptions(overrides: RunCommand.overrides(options)), environment: [:])
+        let defaults = try ConfigurationLoader.load(
+            options.loaderOptions(overrides: RunCommand.overrides(options)),
+            environment: [:]
+        )
         #expect(defaults.listen == [.hostPort(host: "127.0.0.1", port: 0)])
         #expect(defaults.adminListen == nil)
         #expect(defaults.intercept.isEnabled)
@@ -239,7 +247,10 @@ import Testing
         options.intercepts = false
         options.logLevel = "error"
         options.adminListen = "127.0.0.1:0"
-        let flagged = try ConfigurationLoader.load(options.loaderOptions(overrides: RunCommand.overrides(options)), environment: [:])
+        let flagged = try ConfigurationLoader.load(
+            options.loaderOptions(overrides: RunCommand.overrides(options)),
+            environment: [:]
+        )
         #expect(flagged.listen == [.hostPort(host: "::1", port: 0)])
         #expect(flagged.adminListen == .hostPort(host: "127.0.0.1", port: 0))
         #expect(!flagged.intercept.isEnabled)

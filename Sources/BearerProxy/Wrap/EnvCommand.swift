@@ -46,7 +46,7 @@ enum EnvCommand {
 
     /// The first TCP listen address as a URL.
     static func proxyURL(_ configuration: Configuration) throws(WrapError) -> String {
-        let place = configuration.settingPlaces.byKey["listen"] ?? "(default)"
+        let place = configuration.listenPlace
         for case .hostPort(let host, let port) in configuration.listen {
             guard port != 0 else { throw .portPickedAtStart(place: place) }
             return ClientEnvironment.proxyURL(host: host, port: port)

@@ -18,15 +18,19 @@ enum RunCommand {
             )
         else { return 1 }
         guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
-            Self.fail([WrapError.onlyUnixSockets(place: configuration.settingPlaces.byKey["listen"] ?? "(default)").description])
+            Self.fail(WrapError.onlyUnixSockets(place: configuration.listenPlace).description)
             return 1
         }
         let logger = Logger(level: configuration.logLevel, sink: .standardError)
         let server: ProxyServer
         do throws(ProxyServer.StartError) {
-            server = try ProxyServer.start(configuration: configuration, logger: logger, socketFiles: command.socketFiles)
+            server = try ProxyServer.start(
+                configuration: configuration,
+                logger: logger,
+                socketFiles: command.socketFiles
+            )
         } catch {
-            Self.fail([error.description])
+            Self.fail(error.description)
             return 1
         }
         defer {
@@ -34,7 +38,10 @@ enum RunCommand {
             // shutdown_timeout.
             let remaining = server.drain(timeout: configuration.shutdownTimeout)
             if remaining > 0 {
-                logger.warn("shutdown_timeout passed; closing the remaining connections", ["connections": "\(remaining)"])
+                logger.warn(
+                    "shutdown_timeout passed; closing the remaining connections",
+                    ["connections": "\(remaining)"]
+                )
             }
             server.shutdown()
         }
@@ -42,7 +49,7 @@ enum RunCommand {
         do {
             variables = try Self.childEnvironment(configuration, server: server, parent: environment)
         } catch {
-            Self.fail(["\(error)"])
+            Self.fail("\(error)")
             return 1
         }
         let pid: pid_t
@@ -53,7 +60,7 @@ enum RunCommand {
                 sharesProcessGroup: WrappedCommand.hasControllingTerminal
             )
         } catch {
-            Self.fail([WrapError.cannotStart(program: options.command[0], reason: error.reason).description])
+            Self.fail(WrapError.cannotStart(program: options.command[0], reason: error.reason).description)
             return error.shellStatus
         }
         return command.waitForExit(pid)
@@ -63,7 +70,11 @@ enum RunCommand {
     /// admin listener; or the flags given to run.
     static func overrides(_ options: Subcommand.Options) -> [ConfigEntry] {
         func entry(_ key: String, _ flag: String, _ value: String?, default byRun: String) -> ConfigEntry {
-            ConfigEntry(key: key, value: value ?? byRun, place: value == nil ? "bearer-proxy run" : "command line (\(flag))")
+            ConfigEntry(
+                key: key,
+                value: value ?? byRun,
+                place: value == nil ? "bearer-proxy run" : "command line (\(flag))"
+            )
         }
         return [
             entry("listen", "--listen", options.listen, default: "127.0.0.1:0"),
@@ -93,9 +104,9 @@ enum RunCommand {
         ).applied(to: parent, removing: configuration.secretVariables)
     }
 
-    /// One `Error: …` line each, after what the log has queued.
-    private static func fail(_ lines: [String]) {
+    /// `Error: …`, after what the log has queued.
+    private static func fail(_ line: String) {
         LogSink.standardError.flush()
-        Console.write(lines.map { "Error: \($0)\n" }.joined(), to: STDERR_FILENO)
+        Console.write("Error: \(line)\n", to: STDERR_FILENO)
     }
 }

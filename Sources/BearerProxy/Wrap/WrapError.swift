@@ -19,3 +19,8 @@ enum WrapError: Error, CustomStringConvertible {
         }
     }
 }
+
+extension Configuration {
+    /// Where `listen` was set (`file:line`, a flag), for the errors about it.
+    var listenPlace: String { self.settingPlaces.byKey["listen"] ?? "(default)" }
+}
