@@ -205,6 +205,9 @@ import Testing
             try Subcommand.run.parse(["--lisen", "x", "--", "true"])
         }
         #expect(throws: CommandLineError.missingValue("--listen")) { try Subcommand.run.parse(["--listen"]) }
+        #expect(throws: CommandLineError.unknownOption("--no-intercept=yes")) {
+            try Subcommand.run.parse(["--no-intercept=yes", "--", "true"])
+        }
         #expect(try Subcommand.run.parse(["--help"]).isHelp)
         #expect(
             Subcommand.run.fullMessage(.missingCommand)

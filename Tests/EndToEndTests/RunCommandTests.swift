@@ -225,11 +225,15 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: marker), "the child ran")
     }
 
-    @Test func aProgramNotFoundExits127() throws {
+    @Test func aProgramNotFoundExits127AndOneNotRunnable126() throws {
         let config = self.config(upstream: "http://127.0.0.1:9")
         let run = try self.run(["--config", config, "--", "no-such-program-e2e-run"])
         #expect(run.waitForExit() == 127)
         #expect(run.standardError == "Error: cannot run 'no-such-program-e2e-run': No such file or directory\n")
+        let notExecutable = self.write("not-executable.sh", "exit 0\n")
+        let refused = try self.run(["--config", config, "--", notExecutable])
+        #expect(refused.waitForExit() == 126)
+        #expect(refused.standardError == "Error: cannot run '\(notExecutable)': Permission denied\n")
     }
 
     /// Once the child has exited, the proxy is gone (its port refuses connections) and so is every
@@ -274,6 +278,8 @@ import Testing
                 .flatMap { UInt64($0.split(separator: "\t").last!, radix: 16) }
         }
         let hangUp = UInt64(1) << (SIGHUP - 1)
+        let brokenPipe = UInt64(1) << (SIGPIPE - 1)
+        #expect(mask("SigIgn", plain.standardOutput).map { $0 & brokenPipe } == 0, "run's own ignored SIGPIPE leaked")
         #expect(mask("SigBlk", plain.standardOutput) == 0)
         #expect(mask("SigBlk", nohup.standardOutput) == 0)
         #expect(mask("SigIgn", plain.standardOutput).map { $0 & hangUp } == 0)

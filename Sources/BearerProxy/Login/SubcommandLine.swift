@@ -87,17 +87,18 @@ package enum Subcommand: String, CaseIterable, Sendable {
                 index += 1
                 return arguments[index - 1]
             }
-            switch (self, name) {
+            // Flags without a value are matched whole (`--device=x` is unknown), the others by name.
+            switch (self, argument) {
             case (_, "-h"), (_, "--help"): options.isHelp = true
             case (.login, "--device"): options.usesDevice = true
             case (.login, "--no-browser"): options.opensBrowser = false
             case (.ca, "--renew"): options.renewsCA = true
             case (.ca, "--bundle"): options.writesBundle = true
-            case (_, "--config"): options.configPath = try value()
-            case (.env, "--listen"), (.run, "--listen"): options.listen = try value()
-            case (.run, "--admin-listen"): options.adminListen = try value()
-            case (.run, "--log-level"): options.logLevel = try value()
             case (.run, "--no-intercept"): options.intercepts = false
+            case (_, _) where name == "--config": options.configPath = try value()
+            case (.env, _) where name == "--listen", (.run, _) where name == "--listen": options.listen = try value()
+            case (.run, _) where name == "--admin-listen": options.adminListen = try value()
+            case (.run, _) where name == "--log-level": options.logLevel = try value()
             case (.run, "--"):
                 options.command = Array(arguments[index...])
                 index = arguments.count
