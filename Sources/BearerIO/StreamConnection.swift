@@ -388,7 +388,8 @@ package final class StreamConnection: Selectable {
     }
 
     private func fail(_ error: IOError) {
-        self.finishClosing(error: error)
+        // A reset on a TLS stream may be a server refusing the client's certificate: TLS says so.
+        self.finishClosing(error: self.tls?.explain(error) ?? error)
     }
 
     private func finishClosing(error: IOError?) {

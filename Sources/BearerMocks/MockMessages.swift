@@ -6,6 +6,8 @@ package struct MockRequest: Sendable {
     package var body: [UInt8]
     /// 1 for the first request on its connection, 2 for the next, … (tests of pooled connections).
     package var sequenceOnConnection: Int
+    /// Over TLS: the subject of the certificate the client presented (`/CN=…`), if it presented one.
+    package var clientCertificateSubject: String?
 
     package init(head: RequestHead, body: [UInt8], sequenceOnConnection: Int = 1) {
         self.head = head

@@ -104,9 +104,9 @@ final class MockServerConnection: StreamConnectionDelegate {
                 self.server.handledRequests.add(1, ordering: .relaxed)
                 if !head.wantsKeepAlive { self.closesAfterResponse = true }
                 self.requestsSeen += 1
-                let response = self.server.handler(
-                    MockRequest(head: head, body: self.body, sequenceOnConnection: self.requestsSeen)
-                )
+                var request = MockRequest(head: head, body: self.body, sequenceOnConnection: self.requestsSeen)
+                request.clientCertificateSubject = self.stream.tls?.peerCertificateSubject
+                let response = self.server.handler(request)
                 self.body = []
                 self.send(response, to: head)
             }

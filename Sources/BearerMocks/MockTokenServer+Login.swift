@@ -47,6 +47,17 @@ extension MockTokenServer {
         var devices: [String: Device] = [:]
         /// The query of every authorization request, for assertions.
         var authorizationRequests: [[String: String]] = []
+        /// The `resource` parameters of each authorization and device authorization request.
+        var authorizationResources: [[String]] = []
+        var deviceAuthorizationResources: [[String]] = []
+    }
+
+    /// The `resource` parameters of each authorization request, in order.
+    package var authorizationResources: [[String]] { self.loginGrants.withLock { $0.authorizationResources } }
+
+    /// The `resource` parameters of each device authorization request, in order.
+    package var deviceAuthorizationResources: [[String]] {
+        self.loginGrants.withLock { $0.deviceAuthorizationResources }
     }
 
     /// The queries the authorization endpoint received.
@@ -86,7 +97,12 @@ extension MockTokenServer {
     func authorize(_ request: MockRequest) -> MockResponse {
         let query = Self.parseForm(String(request.target.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""))
         let settings = self.settings.withLock { $0 }
-        self.loginGrants.withLock { $0.authorizationRequests.append(query) }
+        let queryText = request.target.split(separator: "?", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+        let resources = Self.formValues("resource", in: Array(queryText.utf8))
+        self.loginGrants.withLock {
+            $0.authorizationRequests.append(query)
+            $0.authorizationResources.append(resources)
+        }
         guard query["response_type"] == "code", let redirectURI = query["redirect_uri"],
             redirectURI.hasPrefix("http://127.0.0.1:"), let state = query["state"],
             let challenge = query["code_challenge"], query["code_challenge_method"] == "S256",
@@ -140,6 +156,8 @@ extension MockTokenServer {
         if let expectedID = settings.clientID, Self.clientCredentials(request, form).0 != expectedID {
             return .json(401, #"{"error":"invalid_client"}"#)
         }
+        if let refusal = self.checkSignedCredentials(request, form, settings) { return refusal }
+        self.loginGrants.withLock { $0.deviceAuthorizationResources.append(Self.formValues("resource", in: request.body)) }
         let deviceCode = "dc-\(UUID().uuidString)"
         let digits = String(UInt32.random(in: 0..<100_000_000)).leftPadded(to: 8)
         let userCode = "\(digits.prefix(4))-\(digits.suffix(4))"

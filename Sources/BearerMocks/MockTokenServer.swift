@@ -25,6 +25,8 @@ package final class MockTokenServer: Sendable {
     /// Calls to the JSON login endpoint, and to the JSON refresh endpoint.
     package let loginCalls = Atomic<Int>(0)
     package let refreshCalls = Atomic<Int>(0)
+    /// Signed JWTs accepted and refused (`MockTokenServer+Assertions`).
+    let assertionLog = Locked(AssertionLog())
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -51,6 +53,8 @@ package final class MockTokenServer: Sendable {
         package var users: [String: String] = [:]
         /// How the authorization and device endpoints behave.
         package var login = LoginSettings()
+        /// What signed client assertions, JWT bearer grants and client certificates must be.
+        package var assertions = AssertionRules()
 
         package init() {}
 
@@ -89,6 +93,8 @@ package final class MockTokenServer: Sendable {
         package var authorization: String?
         package var path: String = "/oauth/token"
         package var contentType: String?
+        /// Every `resource` parameter, in order (RFC 8707 allows several).
+        package var resources: [String] = []
 
         /// The refresh token it spent, in either casing.
         package var presentedRefreshToken: String? { self.form["refresh_token"] ?? self.form["refreshToken"] }
@@ -189,7 +195,8 @@ package final class MockTokenServer: Sendable {
                     form: fields,
                     authorization: request.header("authorization"),
                     path: request.path,
-                    contentType: request.header("content-type")
+                    contentType: request.header("content-type"),
+                    resources: isJSON ? [] : Self.formValues("resource", in: request.body)
                 )
             )
         }
@@ -251,6 +258,7 @@ package final class MockTokenServer: Sendable {
         else {
             return .json(400, #"{"error":"invalid_request","error_description":"expected a form POST"}"#)
         }
+        if let refusal = self.checkSignedCredentials(request, form, settings) { return refusal }
         if let expectedID = settings.clientID {
             let (id, secret) = Self.clientCredentials(request, form)
             guard id == expectedID, settings.clientSecret == nil || secret == settings.clientSecret else {
@@ -270,7 +278,7 @@ package final class MockTokenServer: Sendable {
                 return .json(400, #"{"error":"invalid_grant","error_description":"Unknown refresh token"}"#)
             }
             refreshToken = self.rotate(presented, settings)
-        case "client_credentials", "password":
+        case "client_credentials", "password", Self.jwtBearerGrantType:
             break
         case "authorization_code":
             return self.redeemAuthorizationCode(form, settings)
@@ -302,6 +310,15 @@ package final class MockTokenServer: Sendable {
             return (id, secret)
         }
         return (form["client_id"], form["client_secret"])
+    }
+
+    /// Every value of a form field that may repeat (`resource`).
+    static func formValues(_ name: String, in body: [UInt8]) -> [String] {
+        String(decoding: body, as: UTF8.self).split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts[0] == name else { return nil }
+            return parts.count > 1 ? parts[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+        }
     }
 
     static func parseForm(_ body: String) -> [String: String] {

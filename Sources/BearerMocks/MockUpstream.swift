@@ -28,6 +28,8 @@ package final class MockUpstream: Sendable {
         package var target: String
         package var headers: [(name: String, value: String)]
         package var body: [UInt8]
+        /// Over TLS: the subject of the client's certificate, if it presented one.
+        package var clientCertificateSubject: String?
 
         package func header(_ name: String) -> String? {
             self.headers.first { $0.name.lowercased() == name.lowercased() }?.value
@@ -106,7 +108,8 @@ package final class MockUpstream: Sendable {
                 method: request.method,
                 target: request.target,
                 headers: request.headers,
-                body: request.body
+                body: request.body,
+                clientCertificateSubject: request.clientCertificateSubject
             )
             self.recorded.withLock { $0.append(record) }
         }

@@ -74,9 +74,9 @@ package final class ProxyServer: Sendable {
             closeListeners()
             throw StartError(description: error.description)
         }
-        let tls: TLSContext
+        let tls: any TLSConnectionFactory
         do throws(TLSConfigurationError) {
-            tls = try TLSContext.client(caFile: configuration.caFile, verify: !configuration.tlsInsecureSkipVerify)
+            tls = try configuration.outboundTLS()
         } catch {
             closeListeners()
             throw StartError(description: error.description)
@@ -307,7 +307,10 @@ package final class ProxyServer: Sendable {
         if let source {
             switch (configuration.tokenFormat, configuration.tokenURL) {
             case (.json, _): tokens = "json backend: \(source.logDescription)"
-            case (.form, .some): tokens = "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+            case (.form, .some):
+                tokens =
+                    "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+                    + configuration.signingSummary
             case (.form, .none): tokens = "token_command \(source.logDescription)"
             }
         } else {
@@ -327,6 +330,7 @@ package final class ProxyServer: Sendable {
                 "admin": self.adminAddress?.description ?? "off",
                 "access_log": configuration.accessLog.description,
                 "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",
+                "tls_client_cert": configuration.credentials.tlsCertificate?.subject ?? "none",
                 "session_store": configuration.sessionStore.endpoint.map {
                     "\($0) session=\(configuration.sessionStore.name) fallback=\(configuration.sessionStore.fallback.rawValue)"
                 } ?? "off",

@@ -388,8 +388,11 @@ import Testing
 
     @Test(arguments: [
         ("refresh_on = 200", "refresh_on: expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '200'"),
-        ("grant_type = implicit", "grant_type: expected refresh_token, client_credentials or password, got 'implicit'"),
-        ("client_auth = jwt", "client_auth: expected basic or post, got 'jwt'"),
+        (
+            "grant_type = implicit",
+            "grant_type: expected refresh_token, client_credentials, password or jwt_bearer, got 'implicit'"
+        ),
+        ("client_auth = jwt", "client_auth: expected basic, post, private_key_jwt or tls_client_auth, got 'jwt'"),
         ("tls_insecure_skip_verify = maybe", "tls_insecure_skip_verify: expected true or false, got 'maybe'"),
     ])
     func rejectsBadTokenValues(text: String, message: String) {

@@ -27,47 +27,10 @@ enum ExternalTools {
 
     static var curlOrCI: Bool { access(curl, X_OK) == 0 || isCI }
 
-    struct Outcome {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-    }
+    typealias Outcome = ProgramOutcome
 
     /// Runs `arguments`, killing it (by PID) if it outlives `timeout`.
     static func run(_ arguments: [String], timeout: Duration) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let finished = DispatchGroup()
-        let collected = Locked<(Data, Data)>((Data(), Data()))
-        finished.enter()
-        DispatchQueue.global().async {
-            let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.1 = errorData }
-            finished.leave()
-        }
-        finished.enter()
-        DispatchQueue.global().async {
-            let outputData = output.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.0 = outputData }
-            finished.leave()
-        }
-        if finished.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            finished.wait()
-        }
-        process.waitUntilExit()
-        let (out, err) = collected.withLock { $0 }
-        return Outcome(
-            status: process.terminationStatus,
-            standardOutput: String(decoding: out, as: UTF8.self),
-            standardError: String(decoding: err, as: UTF8.self)
-        )
+        try runProgram(arguments, timeout: timeout)
     }
 }

@@ -361,6 +361,8 @@ import Testing
             #expect(call.authorization == nil)
             #expect(call.form["client_id"] == "proxy-client")
             #expect(call.form["client_secret"] == SessionFixture.clientSecret)
+        case .privateKeyJWT, .tlsClientAuth:
+            Issue.record("not an argument of this test (see ClientCredentialTests)")
         }
         fixture.expectNoSecretsInLogs()
     }

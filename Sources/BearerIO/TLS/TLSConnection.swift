@@ -10,7 +10,8 @@ package final class TLSConnection {
     let context: TLSContext
     let sessionKey: String?
     package private(set) var isHandshakeComplete = false
-    private var storedSessionAfterData = false
+    /// Set by the first read that returned data.
+    private(set) var storedSessionAfterData = false
 
     package enum Outcome: Equatable {
         case done(Int)
@@ -77,12 +78,17 @@ package final class TLSConnection {
         switch SSL_get_error(self.ssl, result) {
         case COS_SSL_ERROR_WANT_READ: return .wantRead
         case COS_SSL_ERROR_WANT_WRITE: return .wantWrite
-        case COS_SSL_ERROR_ZERO_RETURN: return .closed
+        case COS_SSL_ERROR_ZERO_RETURN:
+            if let refusal = self.clientCertificateFailure(alert: nil) { return .failed(refusal) }
+            return .closed
         case COS_SSL_ERROR_SYSCALL:
             let saved = errno
+            if let refusal = self.clientCertificateFailure(alert: nil) { return .failed(refusal) }
             if endOfStreamOnReset && (saved == 0 || saved == ECONNRESET) { return .closed }
             return .failed(saved == 0 ? "connection closed" : String(cString: strerror(saved)))
         default:
+            let alert = Int32(cos_error_reason(ERR_peek_last_error()))
+            if let refusal = self.clientCertificateFailure(alert: alert) { return .failed(refusal) }
             return .failed("TLS error: \(lastErrorString())")
         }
     }
@@ -128,6 +134,8 @@ package final class TLSConnection {
                 return "certificate not trusted: \(String(cString: X509_verify_cert_error_string(verify)))"
             }
         }
+        let alert = code == COS_SSL_ERROR_SSL ? Int32(cos_error_reason(ERR_peek_last_error())) : nil
+        if let refusal = self.clientCertificateFailure(alert: alert) { return "handshake failed: \(refusal)" }
         if code == COS_SSL_ERROR_SYSCALL {
             let saved = errno
             return "handshake failed: "

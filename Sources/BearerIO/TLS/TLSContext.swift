@@ -40,8 +40,12 @@ package final class TLSContext: @unchecked Sendable {
     }
 
     /// A client context: verify against the system store (and `caFile`, when given), unless
-    /// `verify` is false.
-    package static func client(caFile: String?, verify: Bool) throws(TLSConfigurationError) -> TLSContext {
+    /// `verify` is false; present `clientCertificate` to a server that asks for one.
+    package static func client(
+        caFile: String?,
+        verify: Bool,
+        clientCertificate: TLSClientCertificate? = nil
+    ) throws(TLSConfigurationError) -> TLSContext {
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw TLSConfigurationError(description: "cannot create a TLS context: \(lastErrorString())")
         }
@@ -65,6 +69,15 @@ package final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_verify(context, COS_SSL_VERIFY_PEER, nil)
         } else {
             SSL_CTX_set_verify(context, COS_SSL_VERIFY_NONE, nil)
+        }
+        Self.noteCertificateRequests(in: context)
+        if let clientCertificate {
+            do throws(TLSConfigurationError) {
+                try Self.use(clientCertificate, in: context)
+            } catch {
+                SSL_CTX_free(context)
+                throw error
+            }
         }
         return TLSContext(context: context, verifiesPeer: verify, isServer: false)
     }

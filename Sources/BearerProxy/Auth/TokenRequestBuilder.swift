@@ -1,8 +1,14 @@
 import BearerCore
 import Foundation
 
-/// Builds the form-encoded POST to the token endpoint for the configured grant (RFC 6749 §4.3, §4.4, §6).
+/// Builds the form-encoded POSTs to the token endpoint for the configured grant (RFC 6749 §4.3, §4.4,
+/// §6; RFC 7523 §2.1), authenticated as the configured client (RFC 6749 §2.3.1, RFC 7523 §2.2,
+/// RFC 8705 §2), with the configured resource indicators (RFC 8707 §2.2).
+///
+/// Every request is built when it is sent, so each carries freshly signed assertions (a new jti).
 struct TokenRequestBuilder: Sendable {
+    static let clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
     let url: UpstreamURL
     let grant: GrantType
     let clientID: String?
@@ -12,6 +18,14 @@ struct TokenRequestBuilder: Sendable {
     let audience: String?
     let username: String?
     let password: Secret<String>?
+    let resources: [String]
+    /// private_key_jwt: the client's credential, signed for each request.
+    let clientAssertion: JWTAssertion?
+    /// jwt_bearer: the grant, signed for each request.
+    let grantAssertion: JWTAssertion?
+    /// Whether `scope` is also a form field: not for a service account, whose token endpoint
+    /// (Google's) takes the scope in the assertion only.
+    let sendsScopeField: Bool
 
     init(configuration: Configuration, url: UpstreamURL) {
         self.url = url
@@ -23,12 +37,19 @@ struct TokenRequestBuilder: Sendable {
         self.audience = configuration.audience
         self.username = configuration.username
         self.password = configuration.password
+        self.resources = configuration.resources
+        // The token endpoint is the audience of every assertion, also one sent to the revocation or
+        // device authorization endpoint (OIDC Core §9).
+        let tokenEndpoint = (configuration.tokenURL ?? url).description
+        self.clientAssertion = JWTAssertion.clientAssertion(configuration, audience: tokenEndpoint)
+        self.grantAssertion = JWTAssertion.grantAssertion(configuration, audience: tokenEndpoint)
+        self.sendsScopeField = configuration.credentials.serviceAccount == nil
     }
 
     /// The grant's form fields, in order (the client's own are added by `formPost`). Secret values
     /// are revealed here, on their way to the endpoint only.
     func formFields(refreshToken: Secret<String>?) -> [(String, String)] {
-        var fields: [(String, String)] = [("grant_type", self.grant.rawValue)]
+        var fields: [(String, String)] = [("grant_type", self.grant.formValue)]
         switch self.grant {
         case .refreshToken:
             if let refreshToken { fields.append(("refresh_token", refreshToken.reveal())) }
@@ -37,14 +58,18 @@ struct TokenRequestBuilder: Sendable {
             if let password { fields.append(("password", password.reveal())) }
         case .clientCredentials:
             break
+        case .jwtBearer:
+            if let grantAssertion { fields.append(("assertion", grantAssertion.make())) }
         }
-        if let scope { fields.append(("scope", scope)) }
+        if let scope, self.sendsScopeField { fields.append(("scope", scope)) }
         if let audience { fields.append(("audience", audience)) }
         return fields
     }
 
-    /// The client's credentials as form fields: with client_secret_post, or for a public client
-    /// (no secret), which names itself in the form; client_secret_basic uses a header instead.
+    /// The client's credentials as form fields: with client_secret_post, for a public client (no
+    /// secret), which names itself in the form, with private_key_jwt (client_id is optional there,
+    /// RFC 7521 §4.2, but some servers want it) and with tls_client_auth (client_id alone, RFC 8705
+    /// §2); client_secret_basic uses a header instead.
     private func clientAuthenticationFields() -> [(String, String)] {
         guard let clientID else { return [] }
         switch self.clientAuthentication {
@@ -52,12 +77,29 @@ struct TokenRequestBuilder: Sendable {
             return [("client_id", clientID)] + (self.clientSecret.map { [("client_secret", $0.reveal())] } ?? [])
         case .basic:
             return self.clientSecret == nil ? [("client_id", clientID)] : []
+        case .privateKeyJWT:
+            guard let clientAssertion else { return [("client_id", clientID)] }
+            return [
+                ("client_id", clientID), ("client_assertion_type", Self.clientAssertionType),
+                ("client_assertion", clientAssertion.make()),
+            ]
+        case .tlsClientAuth:
+            return [("client_id", clientID)]
         }
     }
 
+    /// Each resource indicator as a `resource` parameter (RFC 8707 §2).
+    var resourceFields: [(String, String)] { self.resources.map { ("resource", $0) } }
+
     /// The token request for the configured grant.
     func request(refreshToken: Secret<String>?) -> EndpointRequest {
-        self.formPost(self.formFields(refreshToken: refreshToken))
+        self.tokenRequest(self.formFields(refreshToken: refreshToken))
+    }
+
+    /// A request to the token endpoint with `grantFields` (any grant: the configured one, an
+    /// authorization code, a device code), the resource indicators and the client's credentials.
+    func tokenRequest(_ grantFields: [(String, String)]) -> EndpointRequest {
+        self.formPost(grantFields + self.resourceFields)
     }
 
     /// An RFC 7009 revocation request for a refresh token, to `url`.

@@ -9,7 +9,8 @@ extension Configuration {
     /// The keys of the OAuth2 token request (token_format = form): nothing reads them without token_url.
     static let tokenRequestKeys = [
         "grant_type", "client_id", "client_secret", "client_auth", "scope", "audience", "username", "password",
-        "refresh_token", "refresh_token_file",
+        "refresh_token", "refresh_token_file", "client_key_file", "client_key_id", "assertion_issuer",
+        "assertion_subject", "resource",
     ]
 
     /// Verification off, placeholders left in, tokens in clear text, a port other machines reach.

@@ -41,6 +41,10 @@ package struct Configuration: Sendable {
     package var username: String?
     package var password: Secret<String>?
     package var clientAuthentication: ClientAuthentication = .basic
+    /// Resource indicators (RFC 8707): each a `resource` parameter of every token request.
+    package var resources: [String] = []
+    /// Signing keys, a service account, a TLS client certificate.
+    package var credentials = ClientCredentialSettings()
     package var tokenCommand: [String]?
     package var refreshOn: [Int] = [401]
     package var refreshSkew: Duration = .seconds(30)
@@ -89,6 +93,7 @@ extension Configuration {
     /// `grant_type`, or its default: refresh_token when a refresh token is configured, else client_credentials.
     package var effectiveGrantType: GrantType {
         if let grantType { return grantType }
+        if self.credentials.serviceAccountFile != nil { return .jwtBearer }
         return self.refreshToken != nil || self.refreshTokenFile != nil ? .refreshToken : .clientCredentials
     }
 
@@ -114,19 +119,30 @@ package enum AccessLogDestination: Equatable, Sendable, CustomStringConvertible 
     }
 }
 
-/// The OAuth2 grants (RFC 6749 §6, §4.4, §4.3).
+/// The OAuth2 grants (RFC 6749 §6, §4.4, §4.3; RFC 7523 §2.1).
 package enum GrantType: String, Equatable, Sendable {
     case refreshToken = "refresh_token"
     case clientCredentials = "client_credentials"
     case password
+    /// A JWT the proxy signs is the grant (RFC 7523 §2.1): service accounts.
+    case jwtBearer = "jwt_bearer"
+
+    /// The `grant_type` form value.
+    var formValue: String {
+        self == .jwtBearer ? "urn:ietf:params:oauth:grant-type:jwt-bearer" : self.rawValue
+    }
 }
 
-/// How the client authenticates to the token endpoint (RFC 6749 §2.3.1).
+/// How the client authenticates to the token endpoint (RFC 6749 §2.3.1, RFC 7523 §2.2, RFC 8705 §2).
 package enum ClientAuthentication: String, Equatable, Sendable {
     /// HTTP Basic with the form-encoded client id and secret (client_secret_basic).
     case basic
     /// client_id and client_secret as form fields (client_secret_post).
     case post
+    /// A JWT signed with client_key_file (RFC 7523 §2.2, OIDC Core §9).
+    case privateKeyJWT = "private_key_jwt"
+    /// The TLS client certificate authenticates; only client_id is sent (RFC 8705 §2).
+    case tlsClientAuth = "tls_client_auth"
 }
 
 package enum OtherHostsPolicy: String, Equatable, Sendable {

@@ -2,6 +2,7 @@ extension Configuration {
     /// Every key the config file accepts, in the order `--check` prints them.
     static let keys: [ConfigurationKey] =
         Self.proxyKeys + Self.jsonAndLoginKeys + Self.sessionStoreKeys + Self.interceptKeys
+        + Self.clientCredentialKeys
 
     /// The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
     static let jsonAndLoginKeys: [ConfigurationKey] = [

@@ -163,7 +163,7 @@ extension Configuration {
         },
         ConfigurationKey("grant_type", show: { $0.effectiveGrantType.rawValue }) { value, config in
             guard let grant = GrantType(rawValue: value) else {
-                return "expected refresh_token, client_credentials or password, got '\(value)'"
+                return "expected refresh_token, client_credentials, password or jwt_bearer, got '\(value)'"
             }
             config.grantType = grant
             return nil
@@ -176,7 +176,7 @@ extension Configuration {
         secretKey("password", \.password),
         ConfigurationKey("client_auth", show: { $0.clientAuthentication.rawValue }) { value, config in
             guard let method = ClientAuthentication(rawValue: value) else {
-                return "expected basic or post, got '\(value)'"
+                return "expected basic, post, private_key_jwt or tls_client_auth, got '\(value)'"
             }
             config.clientAuthentication = method
             return nil
@@ -321,6 +321,7 @@ extension Configuration {
     func validate(into diagnostics: inout ConfigurationDiagnostics) {
         self.validateTokenSettings(into: &diagnostics)
         self.validateJSONAndLogin(into: &diagnostics)
+        self.validateClientCredentials(into: &diagnostics)
         self.warnAboutUnsafeSettings(into: &diagnostics)
         self.warnAboutSettingsWithoutEffect(into: &diagnostics)
     }
@@ -362,6 +363,8 @@ extension Configuration {
             if self.username == nil || self.password == nil {
                 diagnostics.error("grant_type", "password needs username and password", alsoAt: ["token_url"])
             }
+        case .jwtBearer:
+            break  // validateClientCredentials: a key and an issuer
         }
     }
 

@@ -52,6 +52,7 @@ package enum ConfigurationLoader {
         }
         config.settingPlaces.file = fileName
         diagnostics.places = config.settingPlaces
+        config.loadKeyFiles(into: &diagnostics)
         config.validate(into: &diagnostics)
         return (config, diagnostics)
     }

@@ -208,6 +208,7 @@ extension ClientConnection: UpstreamConnectionOwner {
                 endsResponse: endsResponse && error == nil,
                 sentNothing: sentNothing,
                 reset: error != nil,
+                tlsFailure: error.flatMap { $0.isTLSFailure ? $0.reason : nil },
                 now: self.loop.now
             )
         )

@@ -85,8 +85,15 @@ extension ClientConnectionStateMachine {
 
     /// The upstream connection ended before the response did: it sent its last byte, closed or
     /// reset. `endsResponse`: the response is close-delimited, so this ends it properly.
-    /// `sentNothing`: not a byte of the request reached the connection.
-    mutating func upstreamEnded(endsResponse: Bool, sentNothing: Bool, reset: Bool, now: Instant) -> Action {
+    /// `sentNothing`: not a byte of the request reached the connection. `tlsFailure`: TLS ended it
+    /// (an alert: a server that wants a client certificate ends the connection so under TLS 1.3).
+    mutating func upstreamEnded(
+        endsResponse: Bool,
+        sentNothing: Bool,
+        reset: Bool,
+        tlsFailure: String? = nil,
+        now: Instant
+    ) -> Action {
         self.modifyExchange { machine, exchange in
             guard case .sent(let sent) = exchange.phase else { return .none }
             switch sent.response {
@@ -110,7 +117,12 @@ extension ClientConnectionStateMachine {
                     return .connectUpstream(exchange.target.origin, allowReuse: false, isReplay: false)
                 }
                 let origin = exchange.target.origin.description
-                let error: ProxyError = reset ? .upstreamReset(origin: origin) : .upstreamClosed(origin: origin)
+                let error: ProxyError =
+                    if let tlsFailure {
+                        .upstreamTLSFailed(origin: origin, reason: tlsFailure)
+                    } else {
+                        reset ? .upstreamReset(origin: origin) : .upstreamClosed(origin: origin)
+                    }
                 return machine.answerLocally(exchange, error, closes: false)
             }
         } ?? self.relayUpstreamEnded(closed: reset)

@@ -54,13 +54,15 @@ struct BrowserLogin {
         ]
         if let scope = configuration.scope { query.append(("scope", scope)) }
         if let audience = configuration.audience { query.append(("audience", audience)) }
+        // RFC 8707 §2.1: the resources the grant is for, asked for again when the code is redeemed.
+        query += configuration.resources.map { ("resource", $0) }
         return "\(self.authorizationURL)?\(formEncode(query))"
     }
 
     /// The code and the verifier for tokens at token_url (RFC 6749 §4.1.3, RFC 7636 §4.5).
     private func exchange(code: String, verifier: String, redirectURI: String) -> Result<FetchedToken, LoginError> {
         let builder = TokenRequestBuilder(configuration: self.context.configuration, url: self.tokenURL)
-        let request = builder.formPost([
+        let request = builder.tokenRequest([
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("code_verifier", verifier),
         ])

@@ -28,6 +28,7 @@ struct DeviceLogin {
         var fields: [(String, String)] = []
         if let scope = self.context.configuration.scope { fields.append(("scope", scope)) }
         if let audience = self.context.configuration.audience { fields.append(("audience", audience)) }
+        fields += builder.resourceFields
         let authorization: Authorization
         switch self.context.send(
             builder.formPost(fields, to: self.deviceAuthorizationURL),
@@ -41,9 +42,10 @@ struct DeviceLogin {
                 + (authorization.verificationURIComplete.map { "\n(or open \($0) directly)\n" } ?? "")
         )
         self.context.console.say("Waiting for the login to be approved …")
-        let poll = builder.formPost([
-            ("grant_type", Self.grantType), ("device_code", authorization.deviceCode.reveal()),
-        ])
+        // Built for each poll: a private_key_jwt client assertion is good for one request (its jti).
+        let poll = {
+            builder.tokenRequest([("grant_type", Self.grantType), ("device_code", authorization.deviceCode.reveal())])
+        }
         var poller = DeviceAuthorizationPoller(
             interval: authorization.interval,
             expiresIn: authorization.expiresIn,
@@ -62,7 +64,7 @@ struct DeviceLogin {
             case .poll(let delay):
                 pause(delay)
                 let answer: DeviceAuthorizationPoller.Answer
-                (answer, token) = self.answer(to: poll)
+                (answer, token) = self.answer(to: poll())
                 action = poller.answered(answer, now: Instant.now())
             }
         }

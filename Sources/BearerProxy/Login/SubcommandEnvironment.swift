@@ -31,9 +31,9 @@ struct SubcommandEnvironment {
                 "\(path): refresh_token_file: \(subcommand.rawValue) needs it (where the refresh token is stored)"
             )
         }
-        let tls: TLSContext
+        let tls: any TLSConnectionFactory
         do throws(TLSConfigurationError) {
-            tls = try TLSContext.client(caFile: configuration.caFile, verify: !configuration.tlsInsecureSkipVerify)
+            tls = try configuration.outboundTLS()
         } catch {
             throw .notConfigured(error.description)
         }

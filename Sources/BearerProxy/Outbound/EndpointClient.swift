@@ -25,6 +25,8 @@ package enum EndpointError: Error, Equatable, Sendable {
     /// Connected, but no complete answer in time.
     case responseTimedOut
     case connectionLost(String)
+    /// TLS ended the connection after its handshake (a server that refused the client certificate).
+    case tlsFailed(String)
     case malformedResponse(String)
     case responseTooLarge
 
@@ -33,6 +35,7 @@ package enum EndpointError: Error, Equatable, Sendable {
 
     package var reason: String {
         switch self {
+        case .connect(.tlsFailed(let reason)), .tlsFailed(let reason): "TLS failed: \(reason)"
         case .connect(let error): error.reason
         case .responseTimedOut: "no answer in time"
         case .connectionLost(let reason): "connection lost: \(reason)"
@@ -178,6 +181,10 @@ final class EndpointClient: StreamConnectionDelegate {
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         self.stream = nil
+        if let error, error.isTLSFailure {
+            self.finish(.failure(.tlsFailed(error.reason)))
+            return
+        }
         self.finish(.failure(.connectionLost(error?.reason ?? "closed")))
     }
 

@@ -1,0 +1,108 @@
+import BearerIO
+import Glibc
+
+extension Configuration {
+    /// The keys of service accounts and locked-down APIs: signing keys, JWT bearer claims, a
+    /// service-account file, a TLS client certificate, resource indicators.
+    static let clientCredentialKeys: [ConfigurationKey] = [
+        fileKey("client_key_file", \.credentials.keyFile) { $0.credentials.key.map { "\($0)" } },
+        textKey("client_key_id", \.credentials.keyID),
+        textKey("assertion_issuer", \.credentials.assertionIssuer),
+        textKey("assertion_subject", \.credentials.assertionSubject),
+        fileKey("service_account_file", \.credentials.serviceAccountFile) { $0.credentials.serviceAccount?.summary },
+        fileKey("tls_client_cert", \.credentials.tlsCertificateFile) { config in
+            config.credentials.tlsCertificate.map {
+                "\($0.subject); \($0.certificateCount == 1 ? "1 certificate" : "\($0.certificateCount) certificates")"
+            }
+        },
+        fileKey("tls_client_key", \.credentials.tlsKeyFile) { config in
+            config.credentials.tlsCertificate.map { "\($0.key.kind)" }
+        },
+        ConfigurationKey("resource", show: { $0.resources.isEmpty ? nil : $0.resources.joined(separator: ", ") }) {
+            value,
+            config in
+            let resources = ValueParsers.list(value)
+            guard !resources.isEmpty else { return "expected a comma list of absolute URIs" }
+            if let wrong = resources.first(where: { !Self.isResourceIndicator($0) }) {
+                return "'\(wrong)' is not an absolute URI without a fragment (RFC 8707 §2), e.g. https://api.example.com/"
+            }
+            config.resources = resources
+            return nil
+        },
+    ]
+
+    /// A path to a file read at start; `--check` shows the path and, once read, what it holds.
+    static func fileKey(
+        _ name: String,
+        _ path: WritableKeyPath<Configuration, String?> & Sendable,
+        holding: @escaping @Sendable (Configuration) -> String?
+    ) -> ConfigurationKey {
+        ConfigurationKey(
+            name,
+            show: { config in config[keyPath: path].map { path in holding(config).map { "\(path) (\($0))" } ?? path } }
+        ) { value, config in
+            guard !value.isEmpty else { return "expected a file path" }
+            config[keyPath: path] = expandHome(value)
+            return nil
+        }
+    }
+
+    /// An absolute URI (`scheme:…`) without a fragment, as RFC 8707 §2 requires of `resource`.
+    static func isResourceIndicator(_ text: String) -> Bool {
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex
+        else { return false }
+        let scheme = text[..<colon]
+        return scheme.first!.isASCII && scheme.first!.isLetter
+            && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+            && !text.contains("#") && !text.contains(where: { $0.isWhitespace })
+    }
+
+    /// Reads the key files the configuration names, once: client_key_file, service_account_file,
+    /// tls_client_cert with tls_client_key. A file that cannot be used is an error at its key's line
+    /// naming the file (missing, unreadable, encrypted, not a key, an unsupported kind). The service
+    /// account's token_uri becomes token_url unless that is set.
+    mutating func loadKeyFiles(into diagnostics: inout ConfigurationDiagnostics) {
+        if let path = self.credentials.keyFile {
+            do throws(PEMPrivateKey.LoadError) {
+                self.credentials.key = try SigningKey.load(file: path)
+                self.noteIfReadableByOthers("client_key_file", path)
+            } catch {
+                self.recordFileError("client_key_file", error.description, into: &diagnostics)
+            }
+        }
+        if let path = self.credentials.serviceAccountFile {
+            do throws(PEMPrivateKey.LoadError) {
+                let account = try ServiceAccountKey.load(file: path)
+                self.credentials.serviceAccount = account
+                if self.tokenURL == nil { self.tokenURL = account.tokenURI }
+                self.noteIfReadableByOthers("service_account_file", path)
+            } catch {
+                self.recordFileError("service_account_file", error.description, into: &diagnostics)
+            }
+        }
+        if let certificateFile = self.credentials.tlsCertificateFile, let keyFile = self.credentials.tlsKeyFile {
+            do throws(TLSClientCertificate.LoadError) {
+                self.credentials.tlsCertificate = try TLSClientCertificate.load(
+                    certificateFile: certificateFile,
+                    keyFile: keyFile
+                )
+                self.noteIfReadableByOthers("tls_client_key", keyFile)
+            } catch {
+                let key = error.isAboutKey ? "tls_client_key" : "tls_client_cert"
+                self.recordFileError(key, error.description, into: &diagnostics)
+            }
+        }
+    }
+
+    private func recordFileError(_ key: String, _ message: String, into diagnostics: inout ConfigurationDiagnostics) {
+        let place = self.settingPlaces.byKey[key] ?? self.settingPlaces.whole
+        diagnostics.lineError(ConfigurationError(place: place, key: key, message: message))
+    }
+
+    /// A key file that group or others may read: it works, and `--check` says so.
+    private mutating func noteIfReadableByOthers(_ key: String, _ path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & 0o044 != 0 else { return }
+        self.credentials.filesReadableByOthers.append((key, path))
+    }
+}
