@@ -40,7 +40,8 @@ extension MockTokenServer {
     package var assertionRefusals: [String] { self.assertionLog.withLock { $0.refusals } }
 
     /// Nil when the call's client authentication and grant pass the rules; else the refusal.
-    func checkSignedCredentials(_ request: MockRequest, _ form: [String: String], _ settings: Settings) -> MockResponse? {
+    func checkSignedCredentials(_ request: MockRequest, _ form: [String: String], _ settings: Settings) -> MockResponse?
+    {
         let rules = settings.assertions
         let (_, secret) = Self.clientCredentials(request, form)
         if let key = rules.clientKey {
@@ -82,7 +83,13 @@ extension MockTokenServer {
         claims["sub"] = rules.grantSubject
         claims["scope"] = rules.grantScope
         let absent = ["sub", "scope"].filter { claims[$0] == nil }
-        if let failure = self.check(form["assertion"], key: key, keyID: rules.grantKeyID, claims: claims, absent: absent) {
+        if let failure = self.check(
+            form["assertion"],
+            key: key,
+            keyID: rules.grantKeyID,
+            claims: claims,
+            absent: absent
+        ) {
             return self.refuse(400, "invalid_grant", failure)
         }
         return nil
@@ -103,7 +110,9 @@ extension MockTokenServer {
         case .success(let verified): token = verified
         case .failure(let error): return error.description
         }
-        guard token.header["kid"] == keyID else { return "kid \(token.header["kid"] ?? "none"), expected \(keyID ?? "none")" }
+        guard token.header["kid"] == keyID else {
+            return "kid \(token.header["kid"] ?? "none"), expected \(keyID ?? "none")"
+        }
         for (name, value) in expected where token.stringClaims[name] != value {
             return "\(name) is \(token.stringClaims[name] ?? "missing"), expected \(value)"
         }

@@ -157,7 +157,9 @@ extension MockTokenServer {
             return .json(401, #"{"error":"invalid_client"}"#)
         }
         if let refusal = self.checkSignedCredentials(request, form, settings) { return refusal }
-        self.loginGrants.withLock { $0.deviceAuthorizationResources.append(Self.formValues("resource", in: request.body)) }
+        self.loginGrants.withLock {
+            $0.deviceAuthorizationResources.append(Self.formValues("resource", in: request.body))
+        }
         let deviceCode = "dc-\(UUID().uuidString)"
         let digits = String(UInt32.random(in: 0..<100_000_000)).leftPadded(to: 8)
         let userCode = "\(digits.prefix(4))-\(digits.suffix(4))"

@@ -14,7 +14,8 @@ package struct ProgramOutcome: Sendable {
 /// outputs to their end; a program that outlives `timeout` is killed by its PID.
 ///
 /// Outputs are read with read(2), retried on EINTR: FileHandle's reader traps on it.
-package func runProgram(_ arguments: [String], in directory: String? = nil, timeout: Duration) throws -> ProgramOutcome {
+package func runProgram(_ arguments: [String], in directory: String? = nil, timeout: Duration) throws -> ProgramOutcome
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: arguments[0])
     process.arguments = Array(arguments.dropFirst())

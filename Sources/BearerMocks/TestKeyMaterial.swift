@@ -87,7 +87,9 @@ package final class TestKeyMaterial: Sendable {
     /// Whether `openssl dgst -sha256 -verify` accepts `signature` (DER for ECDSA) of `message`.
     package func verifies(signature: [UInt8], of message: [UInt8], publicKeyOf keyPath: String) throws -> Bool {
         let name = UUID().uuidString
-        let (publicKey, messageFile, signatureFile) = (self.path(name + ".pub"), self.path(name), self.path(name + ".sig"))
+        let (publicKey, messageFile, signatureFile) = (
+            self.path(name + ".pub"), self.path(name), self.path(name + ".sig")
+        )
         try self.publicKeyPEM(of: keyPath).write(toFile: publicKey, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: messageFile, contents: Data(message))
         FileManager.default.createFile(atPath: signatureFile, contents: Data(signature))
@@ -99,7 +101,9 @@ package final class TestKeyMaterial: Sendable {
     }
 
     /// A CA of its own: a root and an intermediate it signed (EC P-256). Returns the paths.
-    package func certificateAuthority(name: String) throws -> (root: String, intermediate: String, intermediateKey: String) {
+    package func certificateAuthority(
+        name: String
+    ) throws -> (root: String, intermediate: String, intermediateKey: String) {
         let root = self.path("\(name)-root.pem")
         let rootKey = self.path("\(name)-root.key")
         try self.openssl([
@@ -139,7 +143,9 @@ package final class TestKeyMaterial: Sendable {
     /// A self-signed client certificate no CA vouches for.
     package func selfSignedCertificate(commonName: String, key: String, name: String) throws -> String {
         let path = self.path(name)
-        try self.openssl(["req", "-x509", "-new", "-key", key, "-out", path, "-subj", "/CN=\(commonName)", "-days", "2"])
+        try self.openssl([
+            "req", "-x509", "-new", "-key", key, "-out", path, "-subj", "/CN=\(commonName)", "-days", "2",
+        ])
         return path
     }
 
@@ -167,7 +173,8 @@ package final class TestKeyMaterial: Sendable {
         let path = self.path(out)
         try self.openssl([
             "x509", "-req", "-in", request, "-CA", issuer.certificate, "-CAkey", issuer.key,
-            "-set_serial", "\(UInt32.random(in: 1...UInt32.max))", "-days", "2", "-extfile", extensionFile, "-out", path,
+            "-set_serial", "\(UInt32.random(in: 1...UInt32.max))", "-days", "2", "-extfile", extensionFile, "-out",
+            path,
         ])
         return path
     }

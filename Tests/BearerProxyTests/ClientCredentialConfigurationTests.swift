@@ -85,7 +85,9 @@ struct ClientCredentialConfigurationTests {
             id: "a key nothing signs with",
             text: endpoint + "client_id = c\nclient_key_file = {key}",
             errors: [],
-            warnings: ["p.conf:4: client_key_file: is not used: set client_auth = private_key_jwt, or grant_type = jwt_bearer"]
+            warnings: [
+                "p.conf:4: client_key_file: is not used: set client_auth = private_key_jwt, or grant_type = jwt_bearer"
+            ]
         ),
         Case(
             id: "claims of another grant",
@@ -143,13 +145,17 @@ struct ClientCredentialConfigurationTests {
 
     @Test func aServiceAccountImpliesTheGrantAndTheTokenURL() throws {
         let account = try Self.serviceAccount(tokenURI: "https://oauth2.googleapis.com/token")
-        let found = self.findings("upstream = https://storage.googleapis.com\nscope = s\nservice_account_file = \(account)")
+        let found = self.findings(
+            "upstream = https://storage.googleapis.com\nscope = s\nservice_account_file = \(account)"
+        )
         #expect(found.errors.isEmpty && found.warnings.isEmpty, "\(found)")
         #expect(found.config.tokenURL?.description == "https://oauth2.googleapis.com/token")
         #expect(found.config.effectiveGrantType == .jwtBearer)
         #expect(found.config.credentials.serviceAccount?.clientEmail == "svc@p.iam.gserviceaccount.com")
         // token_url, set, wins; a grant that is not jwt_bearer, or a second key, is an error.
-        let explicit = self.findings("upstream = https://a.internal\ntoken_url = https://t.internal/t\nservice_account_file = \(account)")
+        let explicit = self.findings(
+            "upstream = https://a.internal\ntoken_url = https://t.internal/t\nservice_account_file = \(account)"
+        )
         #expect(explicit.config.tokenURL?.description == "https://t.internal/t")
         let conflicting = self.findings(
             "upstream = https://a.internal\ngrant_type = client_credentials\nservice_account_file = \(account)\nclient_key_file = \(try Self.key)\nclient_id = c"
@@ -165,9 +171,15 @@ struct ClientCredentialConfigurationTests {
     @Test func aKeyFileOthersMayReadIsAWarning() throws {
         let open = try Self.keys.privateKey(.p256, name: "config-open.pem")
         chmod(open, 0o644)
-        let found = self.findings(Self.endpoint + "client_id = c\nclient_auth = private_key_jwt\nclient_key_file = \(open)")
+        let found = self.findings(
+            Self.endpoint + "client_id = c\nclient_auth = private_key_jwt\nclient_key_file = \(open)"
+        )
         #expect(found.errors.isEmpty)
-        #expect(found.warnings == ["p.conf:5: client_key_file: \(open) can be read by other users of this machine (chmod 600 \(open))"])
+        #expect(
+            found.warnings == [
+                "p.conf:5: client_key_file: \(open) can be read by other users of this machine (chmod 600 \(open))"
+            ]
+        )
     }
 
     @Test func theTLSKeyMustBelongToTheCertificate() throws {
@@ -175,7 +187,11 @@ struct ClientCredentialConfigurationTests {
         let found = self.findings(
             "upstream = https://api.internal\naccess_token = t\ntls_client_cert = \(try Self.certificate)\ntls_client_key = \(other)"
         )
-        #expect(found.errors == ["p.conf:4: tls_client_key: \(other): is not the key of the certificate in \(try Self.certificate)"])
+        #expect(
+            found.errors == [
+                "p.conf:4: tls_client_key: \(other): is not the key of the certificate in \(try Self.certificate)"
+            ]
+        )
     }
 
     @Test func theClientCertificateGoesOnlyToTheConfiguredHosts() throws {
@@ -188,14 +204,62 @@ struct ClientCredentialConfigurationTests {
             withoutCertificate: try TLSContext.client(caFile: nil, verify: false),
             hosts: configuration.hostsThatSeeTheClientCertificate
         )
-        for host in ["api.internal", "auth.internal", "x.corp.internal"] { #expect(selector.presents(to: host), "\(host)") }
-        for host in ["corp.internal", "api.internal.evil", "example.com"] { #expect(!selector.presents(to: host), "\(host)") }
+        for host in ["api.internal", "auth.internal", "x.corp.internal"] {
+            #expect(selector.presents(to: host), "\(host)")
+        }
+        for host in ["corp.internal", "api.internal.evil", "example.com"] {
+            #expect(!selector.presents(to: host), "\(host)")
+        }
+    }
+
+    /// Every complete config the README's "Service accounts and locked-down APIs" shows passes the
+    /// checks, its key files replaced by ones the openssl command made (and one warning at most: a
+    /// placeholder host).
+    @Test func theReadmesConfigsAreComplete() throws {
+        let readme = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("README.md").path,
+            encoding: .utf8
+        )
+        let start = try #require(readme.range(of: "## Service accounts and locked-down APIs\n"))
+        let end = try #require(readme.range(of: "\n## ", range: start.upperBound..<readme.endIndex))
+        var blocks: [[String]] = []
+        var current: [String] = []
+        for line in readme[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("    ") && line.contains(" = ") && !line.hasPrefix("    bearer-proxy") {
+                current.append(String(line.dropFirst(4)))
+            } else if !current.isEmpty {
+                blocks.append(current)
+                current = []
+            }
+        }
+        let complete = blocks.filter { $0.contains { $0.hasPrefix("upstream = ") } }
+        #expect(complete.count == 5, "Okta, Keycloak, jwt_bearer, Google, a bank: \(complete.count)")
+        let account = try Self.serviceAccount(tokenURI: "https://oauth2.googleapis.com/token")
+        for block in complete {
+            let text = try block.map { line -> String in
+                let key = String(line.prefix { $0 != " " })
+                switch key {
+                case "client_key_file", "tls_client_key": return "\(key) = \(try Self.key)"
+                case "tls_client_cert": return "tls_client_cert = \(try Self.certificate)"
+                case "service_account_file": return "service_account_file = \(account)"
+                case "ca_file": return "ca_file = \(try Self.certificate)"
+                default: return line
+                }
+            }.joined(separator: "\n")
+            let found = self.findings(text)
+            #expect(found.errors.isEmpty, "\(block.first ?? ""): \(found.errors)")
+            #expect(found.warnings.allSatisfy { $0.contains("is a placeholder") }, "\(found.warnings)")
+        }
     }
 
     static func serviceAccount(tokenURI: String) throws -> String {
         let object: [String: Any] = [
             "type": "service_account", "client_email": "svc@p.iam.gserviceaccount.com", "private_key_id": "k1",
-            "private_key": try String(contentsOfFile: try Self.keys.privateKey(.rsa2048, name: "config-sa.pem"), encoding: .utf8),
+            "private_key": try String(
+                contentsOfFile: try Self.keys.privateKey(.rsa2048, name: "config-sa.pem"),
+                encoding: .utf8
+            ),
             "token_uri": tokenURI,
         ]
         let path = try Self.keys.path("config-sa.json")

@@ -14,7 +14,10 @@ struct SigningTests {
     // Made once; a failure (no openssl command under CI) fails each test that needs them.
     private static let made = Result { () throws -> (TestKeyMaterial, String, String) in
         let keys = try TestKeyMaterial()
-        return (keys, try keys.privateKey(.rsa2048, name: "signing-rsa.pem"), try keys.privateKey(.p256, name: "signing-ec.pem"))
+        return (
+            keys, try keys.privateKey(.rsa2048, name: "signing-rsa.pem"),
+            try keys.privateKey(.p256, name: "signing-ec.pem")
+        )
     }
     static var keys: TestKeyMaterial { get throws { try Self.made.get().0 } }
     static var rsaKey: String { get throws { try Self.made.get().1 } }
@@ -49,7 +52,13 @@ struct SigningTests {
         let signingInput = Array(token.utf8.prefix(parts[0].count + 1 + parts[1].count))
         #expect(try Self.keys.verifies(signature: signature, of: signingInput, publicKeyOf: Self.keyFile(algorithm)))
         // And a changed message does not verify: the check can fail.
-        #expect(!(try Self.keys.verifies(signature: signature, of: signingInput + [0x41], publicKeyOf: Self.keyFile(algorithm))))
+        #expect(
+            !(try Self.keys.verifies(
+                signature: signature,
+                of: signingInput + [0x41],
+                publicKeyOf: Self.keyFile(algorithm)
+            ))
+        )
     }
 
     @Test(arguments: Algorithm.allCases)

@@ -104,7 +104,10 @@ struct MutualTLSTests {
         try proxy.start("client_id = mtls-client\nrefresh_timeout = 1s", waitsForToken: false)
         let response = try proxy.get("/x")
         #expect(response.status == 502)
-        #expect(response.text.contains("token endpoint 127.0.0.1:\(proxy.tokenServer.server.port): TLS failed:"), "\(response.text)")
+        #expect(
+            response.text.contains("token endpoint 127.0.0.1:\(proxy.tokenServer.server.port): TLS failed:"),
+            "\(response.text)"
+        )
         #expect(
             response.text.contains(
                 "the server asked for a TLS client certificate and none is configured (set tls_client_cert and tls_client_key)"
@@ -126,13 +129,18 @@ struct MutualTLSTests {
         // TLS 1.3: the alert, or a reset that overtook it (see above).
         let port = proxy.upstream.server.port
         #expect(
-            response.text.hasPrefix("bearer-proxy: TLS to upstream 127.0.0.1:\(port) failed: the server refused the TLS client certificate (tlsv1 alert unknown ca): ")
+            response.text.hasPrefix(
+                "bearer-proxy: TLS to upstream 127.0.0.1:\(port) failed: the server refused the TLS client certificate (tlsv1 alert unknown ca): "
+            )
                 || response.text.hasPrefix(
                     "bearer-proxy: TLS to upstream 127.0.0.1:\(port) failed: the server ended the connection without a word after asking for the TLS client certificate: it may have refused it ("
                 ),
             "\(response.text)"
         )
-        #expect(response.text.hasSuffix("(is tls_client_cert issued by a CA it trusts, and still valid?)\n") || response.text.hasSuffix(": is tls_client_cert issued by a CA it trusts, and still valid?\n"))
+        #expect(
+            response.text.hasSuffix("(is tls_client_cert issued by a CA it trusts, and still valid?)\n")
+                || response.text.hasSuffix(": is tls_client_cert issued by a CA it trusts, and still valid?\n")
+        )
         #expect(proxy.upstream.requests.isEmpty)
         proxy.stop()
     }
@@ -180,14 +188,20 @@ struct MutualTLSTests {
             process.signal(SIGTERM)
             #expect(process.waitForExit() == 0)
         }
-        let address = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: try #require(process.waitUntilListening())))!
+        let address = SocketAddress(
+            ipAddress: "127.0.0.1",
+            port: try tcpPort(of: try #require(process.waitUntilListening()))
+        )!
         return try httpRequest(address, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(address.port!)\r\n\r\n")
     }
 
     @Test func theCertificateGoesOnlyToTheHostsItIsFor() throws {
         // Another https host a client names through the proxy asks for a certificate (optionally):
         // it gets none; the upstream gets it.
-        let other = MockUpstream(group: e2eMockGroup, tls: try E2ETLSFixtures.server(clientCA: self.certificates.root, required: false))
+        let other = MockUpstream(
+            group: e2eMockGroup,
+            tls: try E2ETLSFixtures.server(clientCA: self.certificates.root, required: false)
+        )
         try other.start()
         defer { other.stop() }
         let proxy = try self.proxy(clientAuth: false)

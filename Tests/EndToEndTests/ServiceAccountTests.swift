@@ -80,7 +80,12 @@ struct ServiceAccountTests {
         #expect(account.google.refusals.isEmpty, "\(account.google.refusals)")
 
         // A storm after revocation costs one signed token request.
-        try revocationStorm(through: address, authority: account.authority, rounds: 2, callCount: { account.google.callCount })
+        try revocationStorm(
+            through: address,
+            authority: account.authority,
+            rounds: 2,
+            callCount: { account.google.callCount }
+        )
         process.signal(SIGTERM)
         #expect(process.waitForExit() == 0)
 
@@ -97,7 +102,11 @@ struct ServiceAccountTests {
             #expect(token.numberClaims["exp"]! - token.numberClaims["iat"]! == 60)
         }
         #expect(Set(assertions.compactMap { $0.stringClaims["jti"] }).count == 3)
-        #expect(process.standardError.contains("jwt_bearer at \(account.google.tokenURI) (service account \(GoogleAccount.email))"))
+        #expect(
+            process.standardError.contains(
+                "jwt_bearer at \(account.google.tokenURI) (service account \(GoogleAccount.email))"
+            )
+        )
         expectNoSecrets(
             try TestKeys.pemBodyLines(of: account.keyFile) + assertions.map(\.compact)
                 + assertions.map { String($0.compact.split(separator: ".")[2]) }
@@ -125,7 +134,10 @@ struct ServiceAccountTests {
     @Test func aKeyGoogleDoesNotHoldIsRefusedAndTheRefusalNamed() throws {
         // Google holds another key for the account than the file's: its signature check fails.
         let material = try TestKeys.material()
-        let registered = try material.privateKey(.rsa2048, name: "google-registered-\(UInt32.random(in: 0...UInt32.max)).pem")
+        let registered = try material.privateKey(
+            .rsa2048,
+            name: "google-registered-\(UInt32.random(in: 0...UInt32.max)).pem"
+        )
         let account = try GoogleAccount(registeredKey: registered)
         let process = try ProxyProcess(["--config", account.config])
         let listening = try #require(process.waitUntilListening())

@@ -64,7 +64,8 @@ struct SignedCredentialSecretsAuditTests {
         let lines: String
         switch source {
         case .privateKeyJWT:
-            lines = "client_id = audit-client\nclient_auth = private_key_jwt\nclient_key_file = \(key)\nrefresh_token_file = \(tokenFile)"
+            lines =
+                "client_id = audit-client\nclient_auth = private_key_jwt\nclient_key_file = \(key)\nrefresh_token_file = \(tokenFile)"
         case .jwtBearer:
             lines = "grant_type = jwt_bearer\nclient_id = audit-client\nclient_key_file = \(key)"
         case .mutualTLS, .serviceAccount:
@@ -99,7 +100,9 @@ struct SignedCredentialSecretsAuditTests {
         let process = try ProxyProcess(["--config", account.config])
         let listening = try #require(process.waitUntilListening())
         let address = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: listening))!
-        let admin = try #require(word(startingWith: "admin=", in: process.standardError).flatMap { Int($0.split(separator: ":").last!) })
+        let admin = try #require(
+            word(startingWith: "admin=", in: process.standardError).flatMap { Int($0.split(separator: ":").last!) }
+        )
         try revocationStorm(through: address, authority: account.authority, callCount: { account.google.callCount })
         let adminAddress = SocketAddress(ipAddress: "127.0.0.1", port: admin)!
         let status = try httpRequest(adminAddress, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(admin)\r\n\r\n").text

@@ -65,7 +65,10 @@ struct SignedCredentialTests {
         }
         if grant == .refreshToken {
             // Rotation under private_key_jwt as before: each refresh spent the token the last one got.
-            #expect(calls.map(\.presentedRefreshToken) == ["rt-seed-secret"] + proxy.tokenServer.issuedRefreshTokenList.dropLast())
+            #expect(
+                calls.map(\.presentedRefreshToken) == ["rt-seed-secret"]
+                    + proxy.tokenServer.issuedRefreshTokenList.dropLast()
+            )
             #expect(proxy.tokenServer.reuseDetections.load(ordering: .relaxed) == 0)
             let stored = try String(contentsOfFile: tokenFile, encoding: .utf8)
             #expect(stored == (proxy.tokenServer.issuedRefreshTokenList.last ?? "?") + "\n")
@@ -193,12 +196,17 @@ struct BadKeyFileTests {
     }
 
     /// A service-account file with `fields` over the usual ones.
-    static func serviceAccount(_ material: TestKeyMaterial, name: String, _ change: (inout [String: Any]) throws -> Void)
+    static func serviceAccount(
+        _ material: TestKeyMaterial,
+        name: String,
+        _ change: (inout [String: Any]) throws -> Void
+    )
         throws -> String
     {
         var object: [String: Any] = [
             "type": "service_account", "client_email": "svc@project.iam.gserviceaccount.com",
-            "private_key_id": "abc123", "private_key": try String(contentsOfFile: TestKeys.key(.rsa2048), encoding: .utf8),
+            "private_key_id": "abc123",
+            "private_key": try String(contentsOfFile: TestKeys.key(.rsa2048), encoding: .utf8),
             "token_uri": "https://oauth2.googleapis.com/token",
         ]
         try change(&object)
@@ -235,7 +243,9 @@ struct BadKeyFileTests {
         Case(
             name: "service account of the wrong type",
             key: "service_account_file",
-            make: { try BadKeyFileTests.serviceAccount($0, name: "bad-sa-user.json") { $0["type"] = "authorized_user" } },
+            make: {
+                try BadKeyFileTests.serviceAccount($0, name: "bad-sa-user.json") { $0["type"] = "authorized_user" }
+            },
             reason: #"is not a service-account key: "type" is "authorized_user" (expected "service_account")"#
         ),
         Case(
@@ -271,7 +281,8 @@ struct BadKeyFileTests {
         let keyLine: String
         switch bad.key {
         case "client_key_file":
-            keyLine = "token_url = http://127.0.0.1:9/token\nclient_id = c\nclient_auth = private_key_jwt\nclient_key_file = \(path)"
+            keyLine =
+                "token_url = http://127.0.0.1:9/token\nclient_id = c\nclient_auth = private_key_jwt\nclient_key_file = \(path)"
         case "service_account_file":
             keyLine = "scope = s\nservice_account_file = \(path)"
         default:

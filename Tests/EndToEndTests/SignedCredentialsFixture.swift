@@ -134,7 +134,10 @@ final class SignedTokenProxy {
         let listening = try #require(self.process.waitUntilListening(), "\(self.process.standardError)")
         self.address = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: listening))!
         let adminText = try #require(word(startingWith: "admin=", in: self.process.standardError)?.dropFirst(6))
-        self.admin = SocketAddress(ipAddress: "127.0.0.1", port: try #require(Int(adminText.split(separator: ":").last!)))
+        self.admin = SocketAddress(
+            ipAddress: "127.0.0.1",
+            port: try #require(Int(adminText.split(separator: ":").last!))
+        )
         if staticToken == nil && waitsForToken {
             #expect(
                 waitFor { (try? self.status().json["state"] as? String) == "ready" },
@@ -148,7 +151,8 @@ final class SignedTokenProxy {
     }
 
     func status() throws -> (text: String, json: [String: Any]) {
-        let text = try httpRequest(self.admin, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(self.admin.port!)\r\n\r\n").text
+        let text = try httpRequest(self.admin, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(self.admin.port!)\r\n\r\n")
+            .text
         return (text, (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:])
     }
 
@@ -179,7 +183,9 @@ final class SignedTokenProxy {
     }
 
     /// Every access token the mock authority issued.
-    var issuedAccessTokens: [String] { (1...max(self.authority.issuedCount, 1)).map { "\(self.authority.prefix)\($0)" } }
+    var issuedAccessTokens: [String] {
+        (1...max(self.authority.issuedCount, 1)).map { "\(self.authority.prefix)\($0)" }
+    }
 }
 
 /// `rounds` times: every token `authority` issued is revoked, then `clients` requests go at once

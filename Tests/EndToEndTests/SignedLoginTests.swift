@@ -63,7 +63,9 @@ struct SignedLoginTests {
         let assertions = server.acceptedAssertions
         #expect(assertions.count == polls.count + 1)
         #expect(Set(assertions.compactMap { $0.stringClaims["jti"] }).count == assertions.count)
-        #expect(try String(contentsOfFile: tokenFile, encoding: .utf8) == (server.issuedRefreshTokenList.last ?? "?") + "\n")
+        #expect(
+            try String(contentsOfFile: tokenFile, encoding: .utf8) == (server.issuedRefreshTokenList.last ?? "?") + "\n"
+        )
     }
 
     @Test func aBrowserLoginAsksForTheResourcesAndSignsTheCodeExchange() throws {
@@ -76,7 +78,10 @@ struct SignedLoginTests {
         let callback = try #require(try browse(url).header("location"))
         #expect(try browse(callback).status == 200)
         #expect(login.waitForExit() == 0, "\(login.standardError)")
-        #expect(server.authorizationResources == [Self.resources], "RFC 8707 §2.1: asked for at the authorization endpoint")
+        #expect(
+            server.authorizationResources == [Self.resources],
+            "RFC 8707 §2.1: asked for at the authorization endpoint"
+        )
         let exchange = try #require(server.recordedCalls.last)
         #expect(exchange.form["grant_type"] == "authorization_code")
         #expect(exchange.resources == Self.resources)

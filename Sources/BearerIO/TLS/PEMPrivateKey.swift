@@ -95,7 +95,9 @@ package final class PEMPrivateKey: @unchecked Sendable, CustomStringConvertible 
         ERR_clear_error()
         guard let key else {
             if text.contains("-----BEGIN CERTIFICATE-----") {
-                throw ParseError(reason: "holds a certificate but no private key (expected -----BEGIN PRIVATE KEY-----)")
+                throw ParseError(
+                    reason: "holds a certificate but no private key (expected -----BEGIN PRIVATE KEY-----)"
+                )
             }
             if text.contains("-----BEGIN PUBLIC KEY-----") || text.contains("-----BEGIN RSA PUBLIC KEY-----") {
                 throw ParseError(reason: "holds a public key, not a private key")

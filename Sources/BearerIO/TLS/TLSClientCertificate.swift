@@ -68,7 +68,8 @@ package final class TLSClientCertificate: @unchecked Sendable {
         ERR_clear_error()
         guard !chain.isEmpty else {
             let text = String(decoding: bytes, as: UTF8.self)
-            let found = text.contains("PRIVATE KEY-----") ? " (it holds a private key: that goes in tls_client_key)" : ""
+            let found =
+                text.contains("PRIVATE KEY-----") ? " (it holds a private key: that goes in tls_client_key)" : ""
             throw LoadError(
                 isAboutKey: false,
                 description: "\(path): holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)\(found)"

@@ -17,7 +17,8 @@ extension TLSContext {
             // SSL_CTX_add1_chain_cert, a macro: the context takes its own reference.
             guard SSL_CTX_ctrl(context, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(intermediate)) == 1 else {
                 throw TLSConfigurationError(
-                    description: "\(certificate.certificateFile): cannot use the certificate chain: \(lastErrorString())"
+                    description:
+                        "\(certificate.certificateFile): cannot use the certificate chain: \(lastErrorString())"
                 )
             }
         }

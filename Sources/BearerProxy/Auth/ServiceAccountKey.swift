@@ -23,7 +23,9 @@ package struct ServiceAccountKey: Sendable {
             throw PEMPrivateKey.LoadError(path: path, reason: reason)
         }
         defer { wipe(&bytes) }
-        func failure(_ reason: String) -> PEMPrivateKey.LoadError { PEMPrivateKey.LoadError(path: path, reason: reason) }
+        func failure(_ reason: String) -> PEMPrivateKey.LoadError {
+            PEMPrivateKey.LoadError(path: path, reason: reason)
+        }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
             throw failure("is not a JSON object (expected a service-account key file as the console downloads it)")
         }
@@ -69,6 +71,7 @@ package struct ServiceAccountKey: Sendable {
 
     /// What `--check` shows: the account, the key's id and kind. Never the key.
     package var summary: String {
-        "client_email=\(self.clientEmail)" + (self.privateKeyID.map { ", private_key_id=\($0)" } ?? "") + "; \(self.key)"
+        "client_email=\(self.clientEmail)" + (self.privateKeyID.map { ", private_key_id=\($0)" } ?? "")
+            + "; \(self.key)"
     }
 }

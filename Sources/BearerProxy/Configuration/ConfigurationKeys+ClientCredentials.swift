@@ -24,7 +24,8 @@ extension Configuration {
             let resources = ValueParsers.list(value)
             guard !resources.isEmpty else { return "expected a comma list of absolute URIs" }
             if let wrong = resources.first(where: { !Self.isResourceIndicator($0) }) {
-                return "'\(wrong)' is not an absolute URI without a fragment (RFC 8707 §2), e.g. https://api.example.com/"
+                return
+                    "'\(wrong)' is not an absolute URI without a fragment (RFC 8707 §2), e.g. https://api.example.com/"
             }
             config.resources = resources
             return nil
