@@ -28,7 +28,7 @@ let package = Package(
         ),
         .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
-        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO"]),
+        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks"]),
         .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),

@@ -1,19 +1,10 @@
 import BearerCore
+import BearerMocks
 import Glibc
 import Synchronization
 import Testing
 
 @testable import BearerIO
-
-/// Waits (bounded) until `condition` holds, polling; for results that arrive from a loop thread.
-func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
-    let deadline = Instant.now() + timeout
-    while Instant.now() < deadline {
-        if condition() { return true }
-        usleep(1000)
-    }
-    return condition()
-}
 
 @Suite struct EventLoopTests {
     @Test func runsTasksFromOtherThreadsInOrder() {

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 import Testing

@@ -158,12 +158,3 @@ final class SessionFixture {
         }
     }
 }
-
-func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let deadline = Instant.now() + timeout
-    while Instant.now() < deadline {
-        if condition() { return true }
-        usleep(2000)
-    }
-    return condition()
-}

@@ -128,7 +128,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(response.status == 200)
         #expect(response.text.contains("token generation 1"))
         // The log line is written after the waiting request was resumed; stderr arrives through a pipe.
-        #expect(waitFor { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
+        #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
         #expect(proxy.standardError.contains("curl -i http://"))
 
         // The banner names the admin endpoints, which the demo serves on a loopback port of its own.
@@ -313,7 +313,7 @@ let staticTokenAdvice =
         let client = try BlockingHTTPClient(connectingTo: address)
         client.send("GET /slow/3000 HTTP/1.1\r\nHost: \(address)\r\n\r\n")
         // In flight: at the upstream, answered 3 s later.
-        #expect(waitFor { upstream.requests.contains { $0.target == "/slow/3000" } })
+        #expect(waitUntil { upstream.requests.contains { $0.target == "/slow/3000" } })
         proxy.signal(SIGTERM)
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -332,7 +332,7 @@ let staticTokenAdvice =
         let (proxy, address, upstream) = try self.start("access_log = stderr")
         defer { upstream.stop() }
         #expect(try httpRequest(address, "GET /levels HTTP/1.1\r\nHost: \(address)\r\n\r\n").status == 200)
-        #expect(waitFor { proxy.standardError.contains("path=/levels ") })
+        #expect(waitUntil { proxy.standardError.contains("path=/levels ") })
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit() == 0)
         let lines = proxy.standardError.split(separator: "\n")
@@ -354,17 +354,17 @@ let staticTokenAdvice =
         let unix = SocketAddress.unix(path: path)
         let inFlight = try BlockingHTTPClient(connectingTo: unix)
         inFlight.send("GET /hang HTTP/1.1\r\nHost: api\r\n\r\n")
-        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
+        #expect(waitUntil { upstream.requests.contains { $0.target == "/hang" } })
         proxy.signal(SIGTERM)
-        #expect(waitFor { proxy.standardError.contains("shutting down") })
+        #expect(waitUntil { proxy.standardError.contains("shutting down") })
         #expect(
-            waitFor {
+            waitUntil {
                 if case .connectFailed(ECONNREFUSED) = Self.connectError(address) { return true }
                 return false
             },
             "a new TCP connection was not refused while draining"
         )
-        #expect(waitFor { Self.connectError(unix) == .connectFailed(ENOENT) }, "the unix socket file is still there")
+        #expect(waitUntil { Self.connectError(unix) == .connectFailed(ENOENT) }, "the unix socket file is still there")
         #expect(proxy.process.isRunning, "still draining: the in-flight request has not finished")
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit(timeout: .seconds(10)) != nil)
@@ -385,9 +385,9 @@ let staticTokenAdvice =
         defer { upstream.stop() }
         let client = try BlockingHTTPClient(connectingTo: address)
         client.send("GET /hang HTTP/1.1\r\nHost: \(address)\r\n\r\n")
-        #expect(waitFor { upstream.requests.contains { $0.target == "/hang" } })
+        #expect(waitUntil { upstream.requests.contains { $0.target == "/hang" } })
         proxy.signal(SIGINT)
-        #expect(waitFor { proxy.standardError.contains("shutting down") })
+        #expect(waitUntil { proxy.standardError.contains("shutting down") })
         #expect(proxy.process.isRunning, "the first signal waits for the in-flight request")
         proxy.signal(SIGINT)
         #expect(proxy.waitForExit(timeout: .seconds(5)) != nil)
@@ -412,16 +412,16 @@ let staticTokenAdvice =
         let listening = try #require(proxy.waitUntilListening())
         let port = try tcpPort(of: listening)
         let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
-        #expect(waitFor { proxy.standardError.contains("token refresh failed") })
+        #expect(waitUntil { proxy.standardError.contains("token refresh failed") })
         #expect(try httpRequest(address, "GET / HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status == 401)
         // The user logs in elsewhere and drops a fresh refresh token in, then tells the proxy.
         try "rt-second\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
         proxy.signal(SIGHUP)
-        #expect(waitFor { proxy.standardError.contains("refresh token file re-read") })
+        #expect(waitUntil { proxy.standardError.contains("refresh token file re-read") })
         // The proxy also watches the file: on a slow machine its watcher may start the refresh first,
         // and SIGHUP then joins that one.
         #expect(
-            waitFor {
+            waitUntil {
                 proxy.standardError.contains("trigger=SIGHUP") || proxy.standardError.contains("trigger=file")
             }
         )
@@ -430,15 +430,6 @@ let staticTokenAdvice =
         #expect(proxy.waitForExit() == 0)
         #expect(!proxy.standardError.contains("rt-second") && !proxy.standardError.contains("rt-first"))
     }
-}
-
-func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let deadline = Instant.now() + timeout
-    while Instant.now() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
 }
 
 @Suite struct DescriptorExhaustionTests {
@@ -466,10 +457,10 @@ func waitFor(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool 
         usleep(1_500_000)
         let cpuUsed = processCPUSeconds(shell.process.processIdentifier) - cpuBefore
         #expect(cpuUsed < 0.5, "the proxy burned \(cpuUsed)s of CPU in 1.5s while out of descriptors")
-        #expect(waitFor { shell.standardError.contains("accept failed") })
+        #expect(waitUntil { shell.standardError.contains("accept failed") })
         held.removeAll()
         #expect(
-            waitFor { (try? httpRequest(address, "GET /again HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status) == 200 }
+            waitUntil { (try? httpRequest(address, "GET /again HTTP/1.1\r\nHost: \(listening)\r\n\r\n").status) == 200 }
         )
         shell.signal(SIGTERM)
         #expect(shell.waitForExit() == 0)

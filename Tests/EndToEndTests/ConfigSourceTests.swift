@@ -1,4 +1,5 @@
 import BearerCore
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -27,7 +28,7 @@ import Testing
         // Opening the write end without blocking fails (ENXIO) until the proxy has opened the read end.
         var fd: Int32 = -1
         #expect(
-            waitFor {
+            waitUntil {
                 fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
                 return fd >= 0
             }

@@ -111,7 +111,7 @@ struct FleetProcessTests {
         let fleet = try ProxyFleet()
         try fleet.start(count: 3)
         #expect(
-            waitFor { (try? (0..<3).allSatisfy { try fleet.storeStatus($0)["subscribed"] as? Bool == true }) == true }
+            waitUntil { (try? (0..<3).allSatisfy { try fleet.storeStatus($0)["subscribed"] as? Bool == true }) == true }
         )
         let clients = try (0..<300).map { index in
             try BlockingHTTPClient(connectingTo: fleet.addresses[index % 3])
@@ -153,13 +153,13 @@ struct FleetProcessTests {
         let fleet = try ProxyFleet()
         try fleet.start(count: 2, extra: "refresh_timeout = 2s")
         #expect(
-            waitFor { (try? (0..<2).allSatisfy { try fleet.storeStatus($0)["subscribed"] as? Bool == true }) == true }
+            waitUntil { (try? (0..<2).allSatisfy { try fleet.storeStatus($0)["subscribed"] as? Bool == true }) == true }
         )
         fleet.tokenServer.update { $0.failure = .hang }
         fleet.authority.revokeAll()
         let stuck = try BlockingHTTPClient(connectingTo: fleet.addresses[0])
         stuck.send("GET /stuck HTTP/1.1\r\nHost: \(fleet.addresses[0])\r\n\r\n")
-        #expect(waitFor { fleet.tokenServer.answeredCallCount == 1 })
+        #expect(waitUntil { fleet.tokenServer.answeredCallCount == 1 })
         fleet.processes[0].signal(SIGKILL)
         #expect(fleet.processes[0].waitForExit() != nil)
         fleet.tokenServer.update { $0.failure = .none }

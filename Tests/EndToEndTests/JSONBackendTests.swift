@@ -130,7 +130,7 @@ final class JSONBackendProxy {
         #expect(call.form == [casing == .camel ? "refreshToken" : "refresh_token": "rt-first-secret"])
         // The rotated refresh token replaced the file, mode 0600.
         let rotated = try #require(proxy.server.issuedRefreshTokenList.first)
-        #expect(waitFor { (try? String(contentsOfFile: proxy.tokenFile, encoding: .utf8)) == rotated + "\n" })
+        #expect(waitUntil { (try? String(contentsOfFile: proxy.tokenFile, encoding: .utf8)) == rotated + "\n" })
         #expect(fileMode(proxy.tokenFile) == 0o600)
         let expiresIn = try proxy.status().json["token_expires_in_s"] as? Double ?? 0
         #expect(expiresIn > 3000 && expiresIn <= 3600)
@@ -219,13 +219,15 @@ final class JSONBackendProxy {
             """,
             environment: JSONBackendProxy.passwordEnvironment
         )
-        #expect(waitFor { (try? proxy.status().json["state"] as? String) == "ready" })
+        #expect(waitUntil { (try? proxy.status().json["state"] as? String) == "ready" })
         #expect(try proxy.get("/x").status == 200)
         #expect(proxy.upstream.requests.last?.header("authorization") == "Bearer mock-access-1")
         let expiresIn = try proxy.status().json["token_expires_in_s"] as? Double ?? 0
         #expect(expiresIn > 1700 && expiresIn <= 1800)
         #expect(
-            waitFor { (try? String(contentsOfFile: proxy.tokenFile, encoding: .utf8))?.hasPrefix("rt-login-") == true }
+            waitUntil {
+                (try? String(contentsOfFile: proxy.tokenFile, encoding: .utf8))?.hasPrefix("rt-login-") == true
+            }
         )
         proxy.stop()
     }
@@ -249,7 +251,7 @@ final class JSONBackendProxy {
             proxy.loginLines,
             environment: JSONBackendProxy.passwordEnvironment
         )
-        #expect(waitFor { (try? proxy.status().json["state"] as? String) == "ready" })
+        #expect(waitUntil { (try? proxy.status().json["state"] as? String) == "ready" })
         let expiresIn = try proxy.status().json["token_expires_in_s"] as? Double ?? 0
         #expect(expiresIn > 2300 && expiresIn <= 2400, "\(source): expires in \(expiresIn)s")
         proxy.stop()
@@ -267,7 +269,7 @@ final class JSONBackendProxy {
         let response = try httpRequest(address, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         #expect(response.status == 200)
         #expect(response.text.contains("token generation 1"))
-        #expect(waitFor { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
+        #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
         #expect(proxy.standardError.contains("tokens=\"json backend: refresh at http://127.0.0.1:"))
         #expect(proxy.standardError.contains("POST /api/auth/login"))
         proxy.signal(SIGTERM)

@@ -97,7 +97,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
     @Test func aBrowserLoginWithPKCEStoresTheRefreshTokenAndRefusesAForeignState() throws {
         defer { self.server.stop() }
         let login = try ProxyProcess(["login", "--config", self.config(), "--no-browser"])
-        #expect(waitFor { login.standardOutput.contains(self.server.authorizationURL) })
+        #expect(waitUntil { login.standardOutput.contains(self.server.authorizationURL) })
         let url = try #require(word(startingWith: self.server.authorizationURL + "?", in: login.standardOutput))
         let query = queryItems(url)
         #expect(query["response_type"] == "code")
@@ -166,9 +166,9 @@ func word(startingWith prefix: String, in text: String) -> String? {
             ["login", "--config", self.config()],
             environment: ["PATH": "\(bin):/usr/bin:/bin"]
         )
-        #expect(waitFor { FileManager.default.fileExists(atPath: opened) })
+        #expect(waitUntil { FileManager.default.fileExists(atPath: opened) })
         // The opener runs beside the command: its file may come before the line saying it was started.
-        #expect(waitFor { login.standardOutput.contains("Opened it in your browser.") })
+        #expect(waitUntil { login.standardOutput.contains("Opened it in your browser.") })
         let url = try String(contentsOfFile: opened, encoding: .utf8)
         #expect(login.standardOutput.contains(url), "the URL is printed too, in case no browser opens")
         let callback = try #require(try browse(url).header("location"))
@@ -181,7 +181,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         defer { self.server.stop() }
         // stdout is a pipe here: the URL must arrive while the command waits, not when it exits.
         let login = try ProxyProcess(["login", "--config", self.config("login_timeout = 5m"), "--no-browser"])
-        #expect(waitFor { login.standardOutput.contains(self.server.authorizationURL) })
+        #expect(waitUntil { login.standardOutput.contains(self.server.authorizationURL) })
         #expect(login.process.isRunning)
         // And SIGTERM (or Ctrl-C) ends the waiting login at once.
         login.signal(SIGTERM)
@@ -193,7 +193,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         defer { self.server.stop() }
         self.server.update { $0.login.deniesAuthorization = true }
         let login = try ProxyProcess(["login", "--config", self.config(), "--no-browser"])
-        #expect(waitFor { login.standardOutput.contains(self.server.authorizationURL) })
+        #expect(waitUntil { login.standardOutput.contains(self.server.authorizationURL) })
         let url = try #require(word(startingWith: self.server.authorizationURL + "?", in: login.standardOutput))
         let page = try browse(try #require(try browse(url).header("location")))
         #expect(page.text.contains("Login failed"))
@@ -234,7 +234,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
             """
         )
         let login = try ProxyProcess(["login", "--config", config])
-        #expect(waitFor { !self.server.pendingUserCodes.isEmpty && login.standardOutput.contains("Waiting") })
+        #expect(waitUntil { !self.server.pendingUserCodes.isEmpty && login.standardOutput.contains("Waiting") })
         let userCode = try #require(self.server.pendingUserCodes.first)
         #expect(login.standardOutput.contains("enter the code\n\n    \(userCode)\n"))
         #expect(login.standardOutput.contains("open \(self.server.server.baseURL)/device on any device"))
@@ -249,7 +249,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         }
         let (login, userCode) = try self.startLogin()
         // Poll 1: authorization_pending; poll 2: slow_down, after which polls come 5 s apart.
-        #expect(waitFor { self.server.devicePolls(userCode: userCode) >= 2 })
+        #expect(waitUntil { self.server.devicePolls(userCode: userCode) >= 2 })
         self.server.decideDeviceLogin(userCode: userCode, approve: true)
         #expect(login.waitForExit() == 0)
         #expect(self.server.devicePolls(userCode: userCode) == 3)
@@ -270,7 +270,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
     @Test func aDeniedDeviceLoginStopsWithOneLine() throws {
         defer { self.server.stop() }
         let (login, userCode) = try self.startLogin()
-        #expect(waitFor { self.server.devicePolls(userCode: userCode) >= 1 })
+        #expect(waitUntil { self.server.devicePolls(userCode: userCode) >= 1 })
         self.server.decideDeviceLogin(userCode: userCode, approve: false)
         #expect(login.waitForExit() == 1)
         #expect(
@@ -294,7 +294,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
     @Test func aDeviceCodeTheServerExpiresStopsNamingExpiredToken() throws {
         defer { self.server.stop() }
         let (login, userCode) = try self.startLogin()
-        #expect(waitFor { self.server.devicePolls(userCode: userCode) >= 1 })
+        #expect(waitUntil { self.server.devicePolls(userCode: userCode) >= 1 })
         self.server.expireDeviceCode(userCode: userCode)
         #expect(login.waitForExit() == 1)
         #expect(
@@ -358,7 +358,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
         let (master, slave) = try openPseudoTerminal()
         let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         let login = try ProxyProcess(["login", "--config", self.config("")], standardInput: terminal)
-        #expect(waitFor { login.standardError.contains("Password for alice@example.com: ") })
+        #expect(waitUntil { login.standardError.contains("Password for alice@example.com: ") })
         let typed = Array((Self.password + "\n").utf8)
         #expect(write(master, typed, typed.count) == typed.count)
         #expect(login.waitForExit() == 0)
@@ -554,15 +554,15 @@ func keptLockLine(_ file: String) -> String {
         )
         let proxy = try ProxyProcess(["--config", config])
         #expect(proxy.waitUntilListening() != nil)
-        #expect(waitFor { proxy.standardError.contains("no refresh token yet; run 'bearer-proxy login'") })
+        #expect(waitUntil { proxy.standardError.contains("no refresh token yet; run 'bearer-proxy login'") })
 
         let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
-        #expect(waitFor { login.standardOutput.contains(server.authorizationURL) })
+        #expect(waitUntil { login.standardOutput.contains(server.authorizationURL) })
         let url = try #require(word(startingWith: server.authorizationURL + "?", in: login.standardOutput))
         #expect(try browse(try #require(try browse(url).header("location"))).status == 200)
         #expect(login.waitForExit() == 0)
 
-        #expect(waitFor { proxy.standardError.contains("token refreshed generation=1 trigger=file") })
+        #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=file") })
         let address = try #require(
             proxy.standardError.split(separator: "\n").compactMap { line in
                 line.range(of: "listening on ").map { String(line[$0.upperBound...].prefix { !$0.isWhitespace }) }

@@ -245,7 +245,7 @@ final class OpenSSLServer {
         self.process.standardInput = Pipe()
         try self.process.run()
         let address = SocketAddress(ipAddress: "127.0.0.1", port: self.port)!
-        #expect(waitFor { (try? BlockingHTTPClient(connectingTo: address)) != nil }, "s_server did not listen")
+        #expect(waitUntil { (try? BlockingHTTPClient(connectingTo: address)) != nil }, "s_server did not listen")
     }
 
     /// SIGKILL: the tests' threads block SIGTERM, and a child inherits that mask.

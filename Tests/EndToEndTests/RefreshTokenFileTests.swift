@@ -65,7 +65,7 @@ import Testing
         let proxy = try ProxyProcess(["--config", self.config(file)])
         let listening = try #require(proxy.waitUntilListening())
         let port = try #require(Int(listening.split(separator: ":").last ?? ""))
-        #expect(waitFor { proxy.standardError.contains("no refresh token yet") })
+        #expect(waitUntil { proxy.standardError.contains("no refresh token yet") })
         let response = try httpRequest(
             SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             "GET /needs-a-token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"

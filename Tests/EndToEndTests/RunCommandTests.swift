@@ -49,7 +49,7 @@ import Testing
     /// The first line of stdout that starts with `prefix`, once it is there (bounded wait).
     func line(startingWith prefix: String, of process: ProxyProcess) -> String? {
         var found: String?
-        _ = waitFor(timeout: .seconds(20)) {
+        _ = waitUntil(timeout: .seconds(20)) {
             found = process.standardOutput.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
             return found != nil || !process.process.isRunning
         }

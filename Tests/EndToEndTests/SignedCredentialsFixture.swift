@@ -140,7 +140,7 @@ final class SignedTokenProxy {
         )
         if staticToken == nil && waitsForToken {
             #expect(
-                waitFor { (try? self.status().json["state"] as? String) == "ready" },
+                waitUntil { (try? self.status().json["state"] as? String) == "ready" },
                 "no token at start: \(self.tokenServer.assertionRefusals) \(self.process.standardError)"
             )
         }

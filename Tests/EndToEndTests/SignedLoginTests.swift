@@ -48,9 +48,9 @@ struct SignedLoginTests {
             "device_authorization_url = \(server.deviceAuthorizationURL)"
         )
         let login = try ProxyProcess(["login", "--config", config])
-        #expect(waitFor { !server.pendingUserCodes.isEmpty })
+        #expect(waitUntil { !server.pendingUserCodes.isEmpty })
         let userCode = try #require(server.pendingUserCodes.first)
-        #expect(waitFor { server.devicePolls(userCode: userCode) >= 2 })
+        #expect(waitUntil { server.devicePolls(userCode: userCode) >= 2 })
         server.decideDeviceLogin(userCode: userCode, approve: true)
         #expect(login.waitForExit() == 0, "\(login.standardError)")
         #expect(server.assertionRefusals.isEmpty, "\(server.assertionRefusals)")
@@ -73,7 +73,7 @@ struct SignedLoginTests {
         defer { server.stop() }
         let (config, _) = try self.config(server, clientID: "cli-app", "authorization_url = \(server.authorizationURL)")
         let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
-        #expect(waitFor { login.standardOutput.contains(server.authorizationURL) })
+        #expect(waitUntil { login.standardOutput.contains(server.authorizationURL) })
         let url = try #require(word(startingWith: server.authorizationURL + "?", in: login.standardOutput))
         let callback = try #require(try browse(url).header("location"))
         #expect(try browse(callback).status == 200)

@@ -30,7 +30,7 @@ import Testing
         let proxy = try ProxyProcess(["--config", config], unreadStandardError: stderr)
         let address = SocketAddress.unix(path: "\(base).sock")
         let admin = SocketAddress.unix(path: "\(base)-admin.sock")
-        #expect(waitFor { (try? BlockingHTTPClient(connectingTo: admin, timeout: .seconds(2))) != nil })
+        #expect(waitUntil { (try? BlockingHTTPClient(connectingTo: admin, timeout: .seconds(2))) != nil })
 
         // 20,000 requests, 100 at a time pipelined on one keep-alive connection; long paths make
         // long access log lines, megabytes of them, far more than the pipe and the log's queue hold.
@@ -55,7 +55,7 @@ import Testing
             readUntilEnd(stderr.fileHandleForReading.fileDescriptor) { text in log.withLock { $0 += text } }
         }
         #expect(
-            waitFor {
+            waitUntil {
                 client.send("GET /after HTTP/1.1\r\nHost: api\r\n\r\n")
                 _ = try? client.readResponse()
                 return log.withLock { $0.contains("path=/after ") }
