@@ -353,7 +353,7 @@ package struct TokenSessionStateMachine: Sendable {
             return .fail(waiters: waiterIDs, failure)
 
         case .transient(let reason, let timedOut):
-            let delay = Self.backoff(attempt: refresh.attempt)
+            let delay = Backoff.standard.delay(afterFailures: refresh.attempt + 1)
             let failure: SessionFailure = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
             if now - refresh.startedAt + delay < self.settings.refreshTimeout {
                 refresh.attempt += 1
@@ -498,10 +498,5 @@ package struct TokenSessionStateMachine: Sendable {
         self.token = nil
         self.state = .loggedOut
         return waiters
-    }
-
-    /// 100ms, 200ms, 400ms, … up to 5s between transient failures.
-    static func backoff(attempt: Int) -> Duration {
-        .milliseconds(min(5000, 100 << min(attempt, 6)))
     }
 }

@@ -73,7 +73,8 @@ struct RedisConnectionStateMachine {
 
     let settings: Settings
     private(set) var state: State = .initial
-    /// Consecutive failed attempts, for the backoff; reset once logged in.
+    /// Consecutive failed attempts, for the backoff (`Backoff.standard`: a restarted Redis is found
+    /// again within seconds, one that stays down costs an attempt every few); reset once logged in.
     private var failures = 0
     /// Commands asked for before the connection was ready.
     private var waiting: [(CommandID, RESPCommand)] = []
@@ -235,7 +236,12 @@ struct RedisConnectionStateMachine {
         let failing = self.takeAllCommands()
         self.failures += 1
         self.state = .backingOff(error)
-        return .reconnect(failing: failing, error, after: Self.backoff(failures: self.failures), wasReady: wasReady)
+        return .reconnect(
+            failing: failing,
+            error,
+            after: Backoff.standard.delay(afterFailures: self.failures),
+            wasReady: wasReady
+        )
     }
 
     private mutating func takeAllCommands() -> [CommandID] {
@@ -256,11 +262,5 @@ struct RedisConnectionStateMachine {
             case .bulkString(let channel?) = items[1], case .bulkString(let payload?) = items[2]
         else { return nil }
         return .deliver(channel: channel, payload: payload)
-    }
-
-    /// 100ms after the first failure, doubling to at most 5s: a restarted Redis is found again within
-    /// seconds, and a Redis that stays down costs one connection attempt every few seconds.
-    static func backoff(failures: Int) -> Duration {
-        .milliseconds(min(5000, 100 << min(max(failures - 1, 0), 6)))
     }
 }
