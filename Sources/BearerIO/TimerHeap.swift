@@ -1,7 +1,8 @@
 import BearerCore
 
-/// A timer scheduled on an event loop; cancel it with `EventLoop.cancel(_:)`.
-package struct TimerID: Hashable, Sendable {
+/// A timer scheduled on an event loop; cancel it with `EventLoop.cancel(_:)`. (Public only for
+/// `TimerScheduler`.)
+public struct TimerID: Hashable, Sendable {
     let raw: UInt64
 }
 
@@ -17,6 +18,8 @@ struct TimerHeap {
     private var nextID: UInt64 = 1
 
     var isEmpty: Bool { self.actions.isEmpty }
+    /// Timers armed and not cancelled.
+    var count: Int { self.actions.count }
 
     mutating func schedule(at deadline: Instant, _ action: @escaping () -> Void) -> TimerID {
         let id = self.nextID

@@ -30,7 +30,7 @@ final class RedisConnection: StreamConnectionDelegate {
     private var nextID: RedisConnectionStateMachine.CommandID = 1
     private var attempt: ConnectAttempt?
     private var stream: StreamConnection?
-    private var deadlineTimer: (timer: TimerID, at: Instant)?
+    private var deadlineTimer = DeadlineTimer()
     private var reconnectTimer: TimerID?
     /// Down is reported once per outage: when a ready connection breaks, or the first attempt fails.
     private var hasReportedDown = false
@@ -64,8 +64,6 @@ final class RedisConnection: StreamConnectionDelegate {
             )
         )
     }
-
-    var isReady: Bool { self.machine.state == .ready }
 
     func start() {
         self.loop.assertInEventLoop()
@@ -123,6 +121,7 @@ final class RedisConnection: StreamConnectionDelegate {
             self.closeStream()
             if let timer = self.reconnectTimer { self.loop.cancel(timer) }
             self.reconnectTimer = nil
+            self.deadlineTimer.cancel(on: self.loop)
             for id in ids { self.completions.removeValue(forKey: id)?(.failure(.stopped)) }
         }
         self.armDeadlineTimer()
@@ -167,19 +166,14 @@ final class RedisConnection: StreamConnectionDelegate {
         self.stream = nil
     }
 
-    /// Keeps one timer at the machine's next deadline (a reply overdue, or a keepalive due).
+    /// Keeps one timer at or before the machine's next deadline (a reply overdue, or a keepalive due).
     private func armDeadlineTimer() {
-        let deadline = self.machine.nextDeadline
-        if let armed = self.deadlineTimer, armed.at == deadline { return }
-        if let armed = self.deadlineTimer { self.loop.cancel(armed.timer) }
-        self.deadlineTimer = nil
-        guard let deadline else { return }
-        let timer = self.loop.schedule(at: deadline) { [weak self] in
+        guard let deadline = self.machine.nextDeadline else { return }
+        self.deadlineTimer.arm(at: deadline, on: self.loop) { [weak self] in
             guard let self else { return }
-            self.deadlineTimer = nil
+            self.deadlineTimer.fired()
             self.perform(self.machine.deadlinePassed(now: self.loop.now))
         }
-        self.deadlineTimer = (timer, deadline)
     }
 
     // MARK: StreamConnectionDelegate
