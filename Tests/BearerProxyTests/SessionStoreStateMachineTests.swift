@@ -50,7 +50,7 @@ import Testing
         let fetched = Self.session(0, "tok-1", refresh: "rt-1")
         #expect(
             machine.fetchAnswered(fetched)
-                == .write(Self.session(1, "tok-1", refresh: "rt-1"), base: 0, lockValue: Self.lock)
+                == .write(Self.session(1, "tok-1", refresh: "rt-1"), base: 0, purpose: .refresh(lockValue: Self.lock))
         )
         #expect(
             machine.writeAnswered(written: true, generation: 1)
@@ -70,7 +70,7 @@ import Testing
         )
         #expect(
             machine.fetchAnswered(Self.session(0, "tok-5", refresh: "rt-5"))
-                == .write(Self.session(5, "tok-5", refresh: "rt-5"), base: 4, lockValue: Self.lock)
+                == .write(Self.session(5, "tok-5", refresh: "rt-5"), base: 4, purpose: .refresh(lockValue: Self.lock))
         )
     }
 
@@ -162,7 +162,9 @@ import Testing
         var machine = Self.machine()
         _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         _ = machine.lockAnswered(acquired: false, stored: nil)
-        #expect(machine.retryDue(now: t0 + .seconds(60)) == .finish(.lockWaitTimedOut, releasing: nil))
+        #expect(
+            machine.retryDue(now: t0 + .seconds(60)) == .finish(.lockWaitTimedOut, releasing: nil, isNewOutage: true)
+        )
         #expect(machine.state == .idle)
     }
 
@@ -184,7 +186,7 @@ import Testing
         )
         #expect(
             machine.fetchAnswered(Self.session(0, "tok-4"))
-                == .write(Self.session(4, "tok-4"), base: 3, lockValue: Self.lock)
+                == .write(Self.session(4, "tok-4"), base: 3, purpose: .refresh(lockValue: Self.lock))
         )
     }
 
@@ -203,8 +205,45 @@ import Testing
         _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
         #expect(
             machine.storeFailed(.unavailable("refused"))
-                == .finish(.storeUnavailable(.unavailable("refused")), releasing: nil)
+                == .finish(.storeUnavailable(.unavailable("refused")), releasing: nil, isNewOutage: true)
         )
+    }
+
+    /// The token session warns once per outage (session_store_fallback = local): the first refresh
+    /// the store cannot coordinate says it is new, the next ones do not, until one is coordinated.
+    @Test func anOutageIsNewOnceUntilARefreshIsCoordinatedAgain() {
+        var machine = Self.machine()
+        let refused = RedisError.unavailable("refused")
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
+        #expect(machine.storeFailed(refused) == .finish(.storeUnavailable(refused), releasing: nil, isNewOutage: true))
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
+        _ = machine.lockAnswered(acquired: false, stored: nil)
+        #expect(
+            machine.retryDue(now: t0 + .seconds(60)) == .finish(.lockWaitTimedOut, releasing: nil, isNewOutage: false)
+        )
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
+        _ = machine.lockAnswered(acquired: true, stored: nil)
+        _ = machine.fetchAnswered(Self.session(0, "tok-1"))
+        #expect(
+            machine.writeAnswered(written: true, generation: 1)
+                == .finish(.refreshed(Self.session(1, "tok-1")), releasing: nil)
+        )
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: Secret("tok-1"), now: t0)
+        #expect(machine.storeFailed(refused) == .finish(.storeUnavailable(refused), releasing: nil, isNewOutage: true))
+    }
+
+    /// A read that fails matters only to a refresh re-reading after it lost the write race: that
+    /// refresh keeps its own token, to be stored once the store is back.
+    @Test func aFailedReadEndsOnlyARereadingRefresh() {
+        var machine = Self.machine()
+        let lost = RedisError.connectionLost("reset")
+        #expect(machine.readFailed(lost) == .none)
+        _ = machine.refreshRequested(lockValue: Self.lock, replacing: nil, now: t0)
+        _ = machine.lockAnswered(acquired: true, stored: nil)
+        _ = machine.fetchAnswered(Self.session(0, "ours"))
+        #expect(machine.writeAnswered(written: false, generation: 1) == .read)
+        #expect(machine.readFailed(lost) == .finish(.refreshedUnsynced(Self.session(1, "ours")), releasing: nil))
+        #expect(machine.state == .idle)
     }
 
     @Test func aTokenTheStoreCouldNotTakeIsWrittenWhenItComesBack() {
@@ -219,7 +258,7 @@ import Testing
         // The store did not move: this proxy's token (and its rotated refresh token) goes in.
         #expect(
             machine.readAnswered(Self.session(4, "tok-4"))
-                == .write(ours, base: 4, lockValue: nil)
+                == .write(ours, base: 4, purpose: .reconcile)
         )
         #expect(machine.readAnswered(Self.session(4, "tok-4")) == .none)
         #expect(machine.reconcileAnswered(written: true, generation: 5) == .none)
@@ -252,11 +291,11 @@ import Testing
         // Redis restarted without persistence: both find the store empty and write the token back.
         #expect(
             first.readAnswered(nil)
-                == .write(Self.session(8, "tok-7"), base: 7, lockValue: nil)
+                == .write(Self.session(8, "tok-7"), base: 7, purpose: .reconcile)
         )
         #expect(
             second.readAnswered(nil)
-                == .write(Self.session(8, "tok-7"), base: 7, lockValue: nil)
+                == .write(Self.session(8, "tok-7"), base: 7, purpose: .reconcile)
         )
         #expect(first.reconcileAnswered(written: true, generation: 8) == .none)
         #expect(second.reconcileAnswered(written: false, generation: 8) == .read)

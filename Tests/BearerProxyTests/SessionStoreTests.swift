@@ -294,7 +294,7 @@ struct SessionStoreTests {
         #expect(member.waitForStatus { $0.state == "unreachable" })
         member.refresh(RotatingTokenEndpoint())
         #expect(member.waitForResults(1))
-        guard case .storeUnavailable(let reason) = member.refreshResults.last else {
+        guard case .storeUnavailable(let reason, isNewOutage: true) = member.refreshResults.last else {
             Issue.record("expected the store to be unavailable, got \(String(describing: member.refreshResults.last))")
             return
         }

@@ -30,12 +30,9 @@ extension TokenSession {
     ) {
         switch result {
         case .adopted(let stored):
-            self.state.withLock { $0.hasWarnedOfLocalRefresh = false }
             self.adopt(stored, cause: "refresh")
         case .refreshed(let stored, let isStored):
-            if isStored {
-                self.state.withLock { $0.hasWarnedOfLocalRefresh = false }
-            } else {
+            if !isStored {
                 self.logger.warn(
                     "session store unreachable after the token call; the new token is used here and stored once the store is back",
                     ["store": sessionStore.endpoint.description]
@@ -48,14 +45,10 @@ extension TokenSession {
             self.refreshFinished(outcome)
         case .stopped:
             break
-        case .storeUnavailable(let reason):
+        case .storeUnavailable(let reason, let isNewOutage):
             switch self.storeFallback {
             case .local:
-                let isFirst = self.state.withLock { state -> Bool in
-                    defer { state.hasWarnedOfLocalRefresh = true }
-                    return !state.hasWarnedOfLocalRefresh
-                }
-                if isFirst {
+                if isNewOutage {
                     self.logger.warn(
                         "session store unreachable; refreshing in this process (session_store_fallback = local)",
                         ["reason": reason]

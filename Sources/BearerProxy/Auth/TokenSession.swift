@@ -62,8 +62,6 @@ package final class TokenSession: Sendable {
         var lastEpoch = 0
         /// Counts ended refreshes: a retry timer set during one refresh must not restart a later one.
         var refreshEpoch = 0
-        /// The session store's outage was announced (once per outage: session_store_fallback = local).
-        var hasWarnedOfLocalRefresh = false
 
         /// The refresh in progress is over (it ended, or a logout dropped it): its retry timer must
         /// find nothing to retry, and the token it was replacing is no longer needed.

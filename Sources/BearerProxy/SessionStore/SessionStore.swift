@@ -24,7 +24,8 @@ package final class SessionStore: Sendable {
         /// This proxy's token call failed.
         case fetchFailed(TokenFetchOutcome)
         /// The fleet could not be coordinated: the store is unreachable, or its lock stayed taken.
-        case storeUnavailable(reason: String)
+        /// `isNewOutage`: the refresh before was coordinated (one warning per outage).
+        case storeUnavailable(reason: String, isNewOutage: Bool)
         /// The proxy is stopping: nothing more is to be done (above all, no token call of its own,
         /// which would spend the fleet's refresh token without storing what it got).
         case stopped

@@ -90,10 +90,10 @@ final class SessionStoreClient: RedisConnectionObserver {
             completion(.stopped)
             return
         }
+        // A request while a refresh runs joins it (the machine answers nothing); the fetches are alike,
+        // every one is this store's token session's.
         self.waiting.append(completion)
-        guard self.machine.state == .idle else { return }
         self.fetch = fetch
-        self.failedFetch = nil
         self.perform(
             self.machine.refreshRequested(lockValue: Self.lockValue(), replacing: replacing, now: self.loop.now)
         )
@@ -115,11 +115,11 @@ final class SessionStoreClient: RedisConnectionObserver {
             self.read()
         case .fetch(let refreshToken):
             self.runFetch(refreshToken)
-        case .write(let token, let base, let lockValue):
-            self.write(token, base: base, lockValue: lockValue, isRefresh: self.machine.state != .idle)
-        case .finish(let outcome, let releasing):
+        case .write(let token, let base, let purpose):
+            self.write(token, base: base, purpose: purpose)
+        case .finish(let outcome, let releasing, let isNewOutage):
             if let releasing { self.run("release", self.commands.release(releasing)) { _ in } }
-            self.finish(outcome)
+            self.finish(outcome, isNewOutage: isNewOutage)
         case .adopt(let stored):
             self.logger.info(
                 "adopted the token another proxy stored",
@@ -171,8 +171,7 @@ final class SessionStoreClient: RedisConnectionObserver {
             case .success(let stored):
                 self.perform(self.machine.readAnswered(stored, wallMilliseconds: self.wallClock()))
             case .failure(let error):
-                // Only a refresh that re-reads after a lost write race waits for this read.
-                if case .rereading = self.machine.state { self.perform(self.machine.storeFailed(error)) }
+                self.perform(self.machine.readFailed(error))
             }
         }
     }
@@ -196,21 +195,22 @@ final class SessionStoreClient: RedisConnectionObserver {
         }
     }
 
-    private func write(_ token: StoredSession, base: Int, lockValue: String?, isRefresh: Bool) {
+    private func write(_ token: StoredSession, base: Int, purpose: SessionStoreStateMachine.WritePurpose) {
+        let lockValue: String?
+        switch purpose {
+        case .refresh(let value): lockValue = value
+        case .reconcile: lockValue = nil
+        }
         self.run("write", self.commands.write(token, base: base, lockValue: lockValue)) { result in
-            switch result.flatMap(SessionStoreCommands.decodeWrite) {
-            case .success(let answer):
-                self.perform(
-                    isRefresh
-                        ? self.machine.writeAnswered(written: answer.written, generation: answer.generation)
-                        : self.machine.reconcileAnswered(written: answer.written, generation: answer.generation)
-                )
-            case .failure(let error):
-                if isRefresh {
-                    self.perform(self.machine.storeFailed(error))
-                } else {
-                    self.machine.reconcileFailed()
-                }
+            switch (purpose, result.flatMap(SessionStoreCommands.decodeWrite)) {
+            case (.refresh, .success(let answer)):
+                self.perform(self.machine.writeAnswered(written: answer.written, generation: answer.generation))
+            case (.reconcile, .success(let answer)):
+                self.perform(self.machine.reconcileAnswered(written: answer.written, generation: answer.generation))
+            case (.refresh, .failure(let error)):
+                self.perform(self.machine.storeFailed(error))
+            case (.reconcile, .failure):
+                self.machine.reconcileFailed()
             }
         }
     }
@@ -233,7 +233,7 @@ final class SessionStoreClient: RedisConnectionObserver {
         }
     }
 
-    private func finish(_ outcome: SessionStoreStateMachine.Outcome) {
+    private func finish(_ outcome: SessionStoreStateMachine.Outcome, isNewOutage: Bool) {
         guard !self.isStopped else {
             self.finishWaiting(.stopped)
             return
@@ -251,10 +251,14 @@ final class SessionStoreClient: RedisConnectionObserver {
                 self.failedFetch ?? .transient(reason: "the token call ended without an answer", timedOut: false)
             )
         case .storeUnavailable(let error):
-            result = .storeUnavailable(reason: "session store \(self.endpoint.description): \(error.reason)")
+            result = .storeUnavailable(
+                reason: "session store \(self.endpoint.description): \(error.reason)",
+                isNewOutage: isNewOutage
+            )
         case .lockWaitTimedOut:
             result = .storeUnavailable(
-                reason: "session store \(self.endpoint.description): another proxy held the refresh lock for too long"
+                reason: "session store \(self.endpoint.description): another proxy held the refresh lock for too long",
+                isNewOutage: isNewOutage
             )
         }
         self.finishWaiting(result)

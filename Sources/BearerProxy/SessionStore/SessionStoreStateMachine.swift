@@ -40,6 +40,14 @@ struct SessionStoreStateMachine {
         case lockWaitTimedOut
     }
 
+    /// Why the store is written.
+    enum WritePurpose: Equatable {
+        /// The refresh holding the lock stores its new token; the script releases `lockValue`.
+        case refresh(lockValue: String)
+        /// A token this proxy got while the store was away goes (back) in, outside any refresh.
+        case reconcile
+    }
+
     struct Attempt: Equatable {
         var lockValue: String
         var startedAt: Instant
@@ -71,10 +79,13 @@ struct SessionStoreStateMachine {
         case read
         /// Call the token endpoint; nil means the refresh token the token session holds.
         case fetch(refreshToken: Secret<String>?)
-        /// Run the write script; `lockValue` is released by it when given.
-        case write(StoredSession, base: Int, lockValue: String?)
-        /// The refresh ended; release the lock first when `releasing` names it.
-        case finish(Outcome, releasing: String?)
+        /// Run the write script; its answer goes to `writeAnswered` or `reconcileAnswered`, as the
+        /// purpose says.
+        case write(StoredSession, base: Int, purpose: WritePurpose)
+        /// The refresh ended; release the lock first when `releasing` names it. `isNewOutage`: the
+        /// store could not coordinate it, and the refresh before did not fail so (one warning per
+        /// outage).
+        case finish(Outcome, releasing: String?, isNewOutage: Bool = false)
         /// A token another proxy stored, found while no refresh ran: use it.
         case adopt(StoredSession)
         /// Try the lock again after `delay` (`retryDue`).
@@ -92,6 +103,8 @@ struct SessionStoreStateMachine {
     private(set) var isSubscribed = false
     /// A write of `current` outside a refresh (after the store came back) is in flight.
     private var isReconciling = false
+    /// The last refresh could not be coordinated (the store unreachable, its lock held too long).
+    private var isInOutage = false
 
     init(settings: Settings) {
         self.settings = settings
@@ -100,6 +113,7 @@ struct SessionStoreStateMachine {
     // MARK: Refreshing
 
     /// The token session needs a token other than `replacing`.
+    /// A request while a refresh runs joins it: `.none`.
     mutating func refreshRequested(lockValue: String, replacing: Secret<String>?, now: Instant) -> Action {
         guard self.state == .idle else { return .none }
         self.state = .locking(Attempt(lockValue: lockValue, startedAt: now, replacing: replacing))
@@ -137,7 +151,7 @@ struct SessionStoreStateMachine {
         guard case .waiting(let attempt) = self.state else { return .none }
         if now - attempt.startedAt >= self.settings.waitLimit {
             self.state = .idle
-            return .finish(.lockWaitTimedOut, releasing: nil)
+            return self.finishUncoordinated(.lockWaitTimedOut)
         }
         self.state = .locking(attempt)
         return .lockAndRead(lockValue: attempt.lockValue)
@@ -154,7 +168,7 @@ struct SessionStoreStateMachine {
         }
         token.generation = max(base, self.lastSeenGeneration) + 1
         self.state = .writing(attempt, token)
-        return .write(token, base: base, lockValue: attempt.lockValue)
+        return .write(token, base: base, purpose: .refresh(lockValue: attempt.lockValue))
     }
 
     /// The refresh's write script answered.
@@ -169,6 +183,7 @@ struct SessionStoreStateMachine {
         token.generation = generation
         self.current = token
         self.isUnsynced = false
+        self.isInOutage = false
         self.lastSeenGeneration = generation
         self.state = .idle
         return .finish(.refreshed(token), releasing: nil)
@@ -179,7 +194,7 @@ struct SessionStoreStateMachine {
         switch self.state {
         case .locking, .waiting:
             self.state = .idle
-            return .finish(.storeUnavailable(error), releasing: nil)
+            return self.finishUncoordinated(.storeUnavailable(error))
         case .writing(_, let token), .rereading(_, let token):
             self.keepUnsynced(token)
             self.state = .idle
@@ -187,6 +202,12 @@ struct SessionStoreStateMachine {
         case .idle, .fetching:
             preconditionFailure("Invalid state: \(self.state)")
         }
+    }
+
+    /// A read failed: only a refresh that re-reads after a lost write race waits for it.
+    mutating func readFailed(_ error: RedisError) -> Action {
+        guard case .rereading = self.state else { return .none }
+        return self.storeFailed(error)
     }
 
     // MARK: Following the store
@@ -248,7 +269,7 @@ struct SessionStoreStateMachine {
         var token = current
         token.generation = self.lastSeenGeneration + 1
         self.isReconciling = true
-        return .write(token, base: self.lastSeenGeneration, lockValue: nil)
+        return .write(token, base: self.lastSeenGeneration, purpose: .reconcile)
     }
 
     /// The reconciling write answered: stored, or another proxy's token got there first.
@@ -299,7 +320,14 @@ struct SessionStoreStateMachine {
             && !(self.isUnsynced && stored.generation == self.lastSeenGeneration)
     }
 
+    /// The end of a refresh the store could not coordinate; the first of an outage says so.
+    private mutating func finishUncoordinated(_ outcome: Outcome) -> Action {
+        defer { self.isInOutage = true }
+        return .finish(outcome, releasing: nil, isNewOutage: !self.isInOutage)
+    }
+
     private mutating func adopt(_ stored: StoredSession) {
+        self.isInOutage = false
         self.current = stored
         self.isUnsynced = false
         self.lastSeenGeneration = stored.generation
