@@ -334,7 +334,7 @@ package final class MockTokenServer: Sendable {
     }
 
     /// An unsigned JWT whose payload carries `sub` (the authority's token) and `exp`.
-    static func jwt(subject: String, expiresIn: Int) -> String {
+    package static func jwt(subject: String, expiresIn: Int) -> String {
         func encode(_ json: String) -> String {
             Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")

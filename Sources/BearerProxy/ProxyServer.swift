@@ -161,7 +161,8 @@ package final class ProxyServer: Sendable {
             source: source,
             store: store,
             sessionStore: sessionStore,
-            logger: logger
+            logger: logger,
+            timers: loops.loops[0]
         )
         let runtime = ProxyRuntime(
             configuration: configuration,
@@ -197,7 +198,7 @@ package final class ProxyServer: Sendable {
             server.admin.withLock { $0 = admin }
         }
         server.logStart(source: source)
-        session.start(timerLoop: loops.loops[0])
+        session.start()
         return server
     }
 

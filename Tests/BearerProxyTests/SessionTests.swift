@@ -184,20 +184,6 @@ import Testing
         #expect(fixture.tokenServer.callCount == 1)
     }
 
-    /// A logout while a refresh waits out a Retry-After ends that refresh: when the wait is over, the
-    /// logged-out proxy makes no token call (which would spend the refresh token for nobody).
-    @Test func aLogoutEndsARefreshWaitingToRetry() throws {
-        let fixture = try SessionFixture(tokenSettings: { $0.failure = .rateLimited(retryAfterSeconds: 1) }) { _, _ in }
-        // The start-up refresh is told to come back in 1 s.
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh will be retried") } })
-        _ = fixture.proxy.runtime.session.logOut()
-        fixture.tokenServer.update { $0.failure = .none }
-        // The retry's timer fires and finds the refresh ended.
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh retry dropped") } })
-        #expect(fixture.tokenServer.callCount == 1)
-        #expect(fixture.proxy.runtime.session.status.state == "logged_out")
-    }
-
     @Test(arguments: TokenFlavour.allCases)
     func rotatedRefreshTokenIsWrittenToTheFileWithMode0600(flavour: TokenFlavour) throws {
         let directory = NSTemporaryDirectory() + "bearer-rt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -297,46 +283,6 @@ import Testing
         #expect(fixture.upstream.requests.isEmpty, "no request was needed to notice the file")
         #expect(try fixture.get("/x").status == 200)
         fixture.expectNoSecretsInLogs(["rt-from-login"])
-    }
-
-    @Test(arguments: TokenFlavour.allCases)
-    func proactiveRefreshKeepsShortLivedTokensFromEverBeingRejected(flavour: TokenFlavour) throws {
-        // The mock counts a token's lifetime from issuing it, the proxy from receiving it: the 3 s skew
-        // leaves a token call 3 s to finish, however loaded the machine.
-        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.expiresIn = 6 }) { config, _ in
-            config.refreshSkew = .seconds(3)
-        }
-        #expect(fixture.waitForTokenCalls(1))
-        let client = try fixture.client()
-        // Requests flow until two proactive refreshes have happened (bounded).
-        let end = Instant.now() + .seconds(20)
-        var count = 0
-        while fixture.tokenServer.callCount < 3 && Instant.now() < end {
-            client.send("GET /steady HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            #expect(try client.readResponse().status == 200)
-            count += 1
-        }
-        #expect(count > 10)
-        #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0, "a 401 reached the upstream")
-        #expect(fixture.tokenServer.callCount >= 3)
-    }
-
-    @Test(arguments: TokenFlavour.allCases)
-    func usesTheExpiryOfAJWTAccessToken(flavour: TokenFlavour) throws {
-        // As above: the 3 s skew leaves a token call 3 s to finish, however loaded the machine.
-        let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.jwtLifetime = 6 }) { config, _ in
-            config.refreshSkew = .seconds(3)
-        }
-        #expect(fixture.waitForTokenCalls(1))
-        let client = try fixture.client()
-        // Requests flow until the JWT's expiry caused a proactive refresh (bounded).
-        let end = Instant.now() + .seconds(20)
-        while fixture.tokenServer.callCount < 2 && Instant.now() < end {
-            client.send("GET /jwt HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            #expect(try client.readResponse().status == 200)
-        }
-        #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
-        #expect(fixture.tokenServer.callCount >= 2)
     }
 
     @Test(arguments: [ClientAuthentication.basic, .post])

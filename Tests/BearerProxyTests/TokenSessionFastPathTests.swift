@@ -23,18 +23,18 @@ import Testing
         }
     }
 
-    static func session(clock: ManualTimeSource, lifetime: Duration? = nil) -> TokenSession {
+    static func session(clock: ManualTimerScheduler) -> TokenSession {
         var configuration = Configuration()
         configuration.accessToken = Secret("first")
         configuration.refreshSkew = .seconds(10)
-        let session = TokenSession(
+        return TokenSession(
             configuration: configuration,
             source: Source(),
             store: nil,
             logger: .silent,
-            clock: clock
+            clock: clock,
+            timers: clock
         )
-        return session
     }
 
     func line(_ result: TokenSession.RequestResult) -> String? {
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func aLoopReusesTheTokenUntilTheSessionChangesIt() throws {
-        let clock = ManualTimeSource()
+        let clock = ManualTimerScheduler()
         let session = Self.session(clock: clock)
         let loop = mockGroup.loops[0]
         let waiter = Waiter()
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func aCachedTokenIsNotServedPastItsProactiveRefreshTime() throws {
-        let clock = ManualTimeSource()
+        let clock = ManualTimerScheduler()
         let session = Self.session(clock: clock)
         let loop = mockGroup.loops[0]
         let waiter = Waiter()

@@ -4,8 +4,9 @@ import Testing
 @testable import BearerProxy
 
 /// Drives the state machine through many random interleavings and checks its invariants after every
-/// event: at most one refresh in flight, no request replayed twice, every parked request resumed or
-/// failed in the end, the generation only increasing.
+/// event: at most one token call in flight, each with a new attempt id, the end of an earlier one
+/// ignored, no request replayed twice, every parked request resumed or failed in the end, nothing
+/// due right after the deadline passed, the generation only increasing.
 ///
 /// A run depends on its seed alone: every choice comes from the seeded generator, and requests are
 /// picked from a list in the order they were made, never in a Dictionary's order (which changes from
@@ -50,8 +51,11 @@ struct SplitMix: RandomNumberGenerator {
 
 /// One seeded run of random events against the state machine and a model of the requests.
 struct RandomSessionRun {
+    /// Waiters are the model's request ids; observers are not used.
+    typealias Machine = TokenSessionStateMachine<UInt64, String>
+
     enum Phase: Equatable {
-        case parked
+        case parked(Machine.WaiterID)
         case inFlight(generation: Int)
         case done
     }
@@ -72,10 +76,9 @@ struct RandomSessionRun {
         case request(UInt64, Machine.RequestAction)
         case accepted(UInt64)
         case rejected(UInt64, Machine.RejectionAction)
-        case refreshEnded(Machine.RefreshEndAction)
-        case proactiveRefreshDue(Bool)
+        case refreshEnded(Machine.AttemptID, Machine.RefreshEndAction)
+        case deadlinePassed(Machine.DeadlineAction)
         case cancelled(UInt64)
-        case expired([UInt64])
         case credentialsChanged
     }
 
@@ -87,7 +90,11 @@ struct RandomSessionRun {
     private var session: Machine
     private var requests = RequestTable()
     private var nextID: UInt64 = 1
-    private var refreshInFlight = false
+    /// The model of the machine's refresh: whether one runs, and its token call (nil: none runs, or
+    /// it waits to call again).
+    private var isRefreshing = false
+    private var call: Machine.AttemptID?
+    private var lastAttempt: Machine.AttemptID = 0
     private var tokenNumber = 1
     private var lastGeneration = 0
     private var step = 0
@@ -112,10 +119,11 @@ struct RandomSessionRun {
         if !condition { self.violations.append(Violation(step: self.step, message: message)) }
     }
 
-    /// Whether the machine named a request the model has parked; records a violation when not.
-    private mutating func expectParked(_ id: UInt64, _ what: String) -> Bool {
-        let isParked = self.requests[id]?.phase == .parked
-        self.check(isParked, "the machine \(what) request \(id), which was not parked")
+    /// Whether the machine named a request the model has parked with that waiter id; records a
+    /// violation when not.
+    private mutating func expectParked(_ parked: Machine.Parked, _ what: String) -> Bool {
+        let isParked = self.requests[parked.waiter]?.phase == .parked(parked.id)
+        self.check(isParked, "the machine \(what) request \(parked.waiter) (waiter \(parked.id)), which was not parked")
         return isParked
     }
 
@@ -126,10 +134,13 @@ struct RandomSessionRun {
         return candidates[Int.random(in: 0..<candidates.count, using: &self.random)]
     }
 
-    private mutating func startRefresh(_ started: Bool) {
-        guard started else { return }
-        self.check(!self.refreshInFlight, "a second refresh started while one was in flight")
-        self.refreshInFlight = true
+    /// The machine asked for a token call: never a second at once, and each with a new attempt id.
+    private mutating func startCall(_ fetch: Machine.Fetch) {
+        self.check(self.call == nil, "a second token call started while attempt \(self.call ?? 0) ran")
+        self.check(fetch.attempt > self.lastAttempt, "attempt \(fetch.attempt) is not new")
+        self.lastAttempt = max(self.lastAttempt, fetch.attempt)
+        self.isRefreshing = true
+        self.call = fetch.attempt
     }
 
     private mutating func send(_ id: UInt64, generation: Int) {
@@ -144,24 +155,29 @@ struct RandomSessionRun {
         case 0..<30: self.newRequest()
         case 30..<60: self.upstreamAnswers()
         case 60..<75: self.refreshEnds()
-        case 75..<82:
-            let due = self.session.proactiveRefreshDue(now: self.now)
-            self.trace.append(.proactiveRefreshDue(due))
-            self.startRefresh(due)
-        case 82..<88:
-            guard let id = self.pick(where: { $0 == .parked }) else { return }
-            self.session.waiterCancelled(id)
+        case 75..<86: self.deadlinePasses()
+        case 86..<91:
+            guard let id = self.pick(where: { if case .parked = $0 { true } else { false } }),
+                case .parked(let waiterID) = self.requests[id]!.phase
+            else { return }
+            self.session.waiterCancelled(waiterID)
             self.requests[id]!.phase = .done
             self.trace.append(.cancelled(id))
-        case 88..<93:
-            let expired = self.session.expireWaiters(now: self.now)
-            self.trace.append(.expired(expired.map(\.0)))
-            for (id, _) in expired where self.expectParked(id, "expired") {
-                self.requests[id]!.phase = .done
-            }
-        case 93..<95:
+        case 91..<94:
             self.session.credentialsChanged()
             self.trace.append(.credentialsChanged)
+        case 94..<97:
+            // The end of a call that is over already changes nothing.
+            guard self.lastAttempt > 0, Int.random(in: 0..<2, using: &self.random) == 0 else { return }
+            let stale = Machine.AttemptID.random(in: 1...self.lastAttempt, using: &self.random)
+            guard stale != self.call else { return }
+            let action = self.session.refreshEnded(
+                stale,
+                .success(Machine.Token(value: Secret("stale"))),
+                now: self.now
+            )
+            self.trace.append(.refreshEnded(stale, action))
+            self.check(action == .ignore, "the end of attempt \(stale), which was over, was taken: \(action)")
         default:
             break
         }
@@ -176,16 +192,16 @@ struct RandomSessionRun {
         switch action {
         case .send(_, let generation):
             self.send(id, generation: generation)
-        case .sendAndStartRefresh(_, let generation):
+        case .sendAndStartRefresh(_, let generation, let fetch):
             self.send(id, generation: generation)
-            self.startRefresh(true)
+            self.startCall(fetch)
         case .sendWithoutToken, .fail:
             self.requests[id]!.phase = .done
-        case .park:
-            self.requests[id]!.phase = .parked
-        case .parkAndStartRefresh:
-            self.requests[id]!.phase = .parked
-            self.startRefresh(true)
+        case .park(let waiterID):
+            self.requests[id]!.phase = .parked(waiterID)
+        case .parkAndStartRefresh(let waiterID, let fetch):
+            self.requests[id]!.phase = .parked(waiterID)
+            self.startCall(fetch)
         }
     }
 
@@ -214,25 +230,25 @@ struct RandomSessionRun {
         case .replay(_, let newGeneration):
             self.check(!isReplay, "request \(id) was replayed a second time")
             self.send(id, generation: newGeneration)
-        case .park:
+        case .park(let waiterID):
             self.check(!isReplay && replayable, "request \(id) was parked though it cannot be replayed")
-            self.requests[id]!.phase = .parked
-        case .parkAndStartRefresh:
-            self.requests[id]!.phase = .parked
-            self.startRefresh(true)
+            self.requests[id]!.phase = .parked(waiterID)
+        case .parkAndStartRefresh(let waiterID, let fetch):
+            self.requests[id]!.phase = .parked(waiterID)
+            self.startCall(fetch)
         case .forwardToClient, .forwardToClientStormGuard:
             self.requests[id]!.phase = .done
         case .forwardToClientUnrefreshable:
             self.check(false, "request \(id): the session can refresh, yet a refusal was called unrefreshable")
             self.requests[id]!.phase = .done
-        case .forwardToClientAndStartRefresh:
+        case .forwardToClientAndStartRefresh(let fetch):
             self.requests[id]!.phase = .done
-            self.startRefresh(true)
+            self.startCall(fetch)
         }
     }
 
     private mutating func refreshEnds() {
-        guard self.refreshInFlight else { return }
+        guard let attempt = self.call else { return }
         let result: Machine.RefreshResult
         switch Int.random(in: 0..<10, using: &self.random) {
         case 0: result = .rejected(code: "invalid_grant", description: nil)
@@ -249,31 +265,45 @@ struct RandomSessionRun {
                 )
             )
         }
-        let action = self.session.refreshEnded(result, now: self.now)
-        self.trace.append(.refreshEnded(action))
+        let action = self.session.refreshEnded(attempt, result, now: self.now)
+        self.trace.append(.refreshEnded(attempt, action))
+        self.call = nil
         switch action {
-        case .resume(let waiters, _, let generation):
-            self.refreshInFlight = false
-            for id in waiters where self.expectParked(id, "resumed") {
-                self.send(id, generation: generation)
+        case .resume(_, let generation, let ended):
+            self.check(ended != nil, "a token call's success ended no refresh")
+            self.isRefreshing = false
+            for parked in ended?.waiters ?? [] where self.expectParked(parked, "resumed") {
+                self.send(parked.waiter, generation: generation)
             }
-        case .fail(let waiters, _):
-            self.refreshInFlight = false
-            for id in waiters where self.expectParked(id, "failed") {
-                self.requests[id]!.phase = .done
+        case .fail(_, let ended):
+            self.isRefreshing = false
+            for parked in ended.waiters where self.expectParked(parked, "failed") {
+                self.requests[parked.waiter]!.phase = .done
             }
-        case .keepCurrentToken:
-            self.refreshInFlight = false
+        case .keepCurrentToken(_, let ended):
+            self.check(ended.waiters.isEmpty, "a kept token left \(ended.waiters.count) requests waiting for nothing")
+            self.isRefreshing = false
         case .retry:
             break
         case .ignore:
-            self.check(false, "a refresh in flight was ignored")
+            self.check(false, "the token call in flight was ignored")
         }
+    }
+
+    private mutating func deadlinePasses() {
+        let action = self.session.deadlinePassed(now: self.now)
+        self.trace.append(.deadlinePassed(action))
+        for parked in action.gaveUp?.waiters ?? [] where self.expectParked(parked, "expired") {
+            self.requests[parked.waiter]!.phase = .done
+        }
+        if let fetch = action.fetch { self.startCall(fetch) }
+        // What was due happened: nothing is due any more (no timer that fires in a loop).
+        self.check(self.session.nextDeadline.map { $0 > self.now } ?? true, "a deadline is still due after it passed")
     }
 
     private mutating func checkInvariants() {
         self.check(
-            self.session.isRefreshing == self.refreshInFlight,
+            self.session.isRefreshing == self.isRefreshing,
             "the machine and the model disagree on a refresh in flight"
         )
         let parked = self.requests.parkedCount
@@ -283,19 +313,28 @@ struct RandomSessionRun {
         if self.step % 256 == 0 { self.requests.removeAll { $0.phase == .done } }
     }
 
-    /// Lets refreshes succeed until nobody waits any more.
+    /// Lets refreshes succeed until nobody waits any more: a refresh waiting to call again is let
+    /// call when its deadline passes.
     private mutating func drain() {
         var rounds = 0
         while self.requests.parkedCount > 0 && rounds < 100 {
             rounds += 1
-            if !self.refreshInFlight { continue }
+            guard let attempt = self.call else {
+                if let deadline = self.session.nextDeadline, deadline > self.now { self.now = deadline }
+                self.deadlinePasses()
+                continue
+            }
             self.now = self.now + .milliseconds(10)
-            if case .resume(let waiters, _, let generation) = self.session.refreshEnded(
+            self.call = nil
+            if case .resume(_, let generation, let ended) = self.session.refreshEnded(
+                attempt,
                 .success(Machine.Token(value: Secret("final"))),
                 now: self.now
             ) {
-                self.refreshInFlight = false
-                for id in waiters where self.expectParked(id, "resumed") { self.send(id, generation: generation) }
+                self.isRefreshing = false
+                for parked in ended?.waiters ?? [] where self.expectParked(parked, "resumed") {
+                    self.send(parked.waiter, generation: generation)
+                }
             }
         }
         self.check(self.requests.parkedCount == 0, "a parked request was never resumed or failed")
@@ -316,12 +355,12 @@ struct RequestTable {
     mutating func append(_ id: UInt64, _ request: RandomSessionRun.Request) {
         precondition(self.entries.last.map { $0.id < id } ?? true, "ids must grow")
         self.entries.append((id, request))
-        if request.phase == .parked { self.parkedCount += 1 }
+        if request.isParked { self.parkedCount += 1 }
     }
 
     mutating func removeAll(where shouldRemove: (RandomSessionRun.Request) -> Bool) {
         self.entries.removeAll { shouldRemove($0.request) }
-        self.parkedCount = self.entries.count { $0.request.phase == .parked }
+        self.parkedCount = self.entries.count { $0.request.isParked }
     }
 
     subscript(id: UInt64) -> RandomSessionRun.Request? {
@@ -329,8 +368,8 @@ struct RequestTable {
         set {
             guard let index = self.index(of: id) else { preconditionFailure("no request \(id)") }
             guard let newValue else { preconditionFailure("requests leave the table through removeAll") }
-            if self.entries[index].request.phase == .parked { self.parkedCount -= 1 }
-            if newValue.phase == .parked { self.parkedCount += 1 }
+            if self.entries[index].request.isParked { self.parkedCount -= 1 }
+            if newValue.isParked { self.parkedCount += 1 }
             self.entries[index].request = newValue
         }
     }
@@ -343,5 +382,12 @@ struct RequestTable {
             if self.entries[middle].id < id { low = middle + 1 } else { high = middle }
         }
         return low < self.entries.count && self.entries[low].id == id ? low : nil
+    }
+}
+
+extension RandomSessionRun.Request {
+    var isParked: Bool {
+        if case .parked = self.phase { return true }
+        return false
     }
 }

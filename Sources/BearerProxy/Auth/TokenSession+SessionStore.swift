@@ -3,28 +3,32 @@ import BearerIO
 
 /// The token session in a fleet (session_store): refreshes go through the store, so one proxy calls
 /// the token endpoint and the others adopt what it stored; tokens other proxies store are adopted as
-/// they are published. Implements CONTRACT.md, "A fleet of proxies: one session (Redis)".
+/// they are published. Implements the README's "Running a fleet".
 extension TokenSession {
     /// One refresh for the fleet. The token call runs only here if this proxy takes the lock and
     /// the store has no other usable token; it spends the fleet's refresh token.
-    func refreshThroughStore(_ sessionStore: SessionStore, source: TokenSource) {
+    func refreshThroughStore(_ sessionStore: SessionStore, source: TokenSource, _ fetch: Machine.Fetch) {
         let refreshTokens = self.store
         let logger = self.logger
+        let blockingWork = self.blockingWork
         sessionStore.refresh(
-            replacing: self.state.withLock { $0.refreshReplacing },
+            replacing: fetch.replacing,
             fetch: { refreshToken, completion in
                 // Writing the refresh token file can block: off the event loops.
-                BlockingWorkPool.shared.execute {
+                blockingWork.execute {
                     if let refreshToken { refreshTokens?.replace(with: refreshToken, logger: logger) }
                     source.fetch { outcome in completion(Self.keepingRefreshToken(outcome, refreshTokens)) }
                 }
             },
-            completion: { result in self.storeRefreshEnded(result, source: source, sessionStore: sessionStore) }
+            completion: { result in
+                self.storeRefreshEnded(result, attempt: fetch.attempt, source: source, sessionStore: sessionStore)
+            }
         )
     }
 
     private func storeRefreshEnded(
         _ result: SessionStore.RefreshResult,
+        attempt: Machine.AttemptID,
         source: TokenSource,
         sessionStore: SessionStore
     ) {
@@ -40,9 +44,9 @@ extension TokenSession {
             }
             let now = self.clock.now()
             let token = self.token(from: stored, now: now)
-            self.endRefresh(cause: "ok", now: now) { $0.refreshEnded(.success(token), now: now) }
+            self.endRefresh(cause: "ok", now: now) { $0.refreshEnded(attempt, .success(token), now: now) }
         case .fetchFailed(let outcome):
-            self.refreshFinished(outcome)
+            self.fetchEnded(attempt, outcome)
         case .stopped:
             break
         case .storeUnavailable(let reason, let isNewOutage):
@@ -62,10 +66,13 @@ extension TokenSession {
                             StoredSession(fetched: fetched, wallMilliseconds: wallClockMilliseconds())
                         )
                     }
-                    self.refreshFinished(outcome)
+                    self.fetchEnded(attempt, outcome)
                 }
             case .fail:
-                self.refreshFinished(.transient(reason: "\(reason) (session_store_fallback = fail)", timedOut: false))
+                self.fetchEnded(
+                    attempt,
+                    .transient(reason: "\(reason) (session_store_fallback = fail)", timedOut: false)
+                )
             }
         }
     }
@@ -80,7 +87,7 @@ extension TokenSession {
         if let refreshToken = stored.refreshToken, let refreshTokens = self.store {
             // The fleet's newest refresh token, for a refresh here while the store is away.
             let logger = self.logger
-            BlockingWorkPool.shared.execute { refreshTokens.replace(with: refreshToken, logger: logger) }
+            self.blockingWork.execute { refreshTokens.replace(with: refreshToken, logger: logger) }
         }
         let now = self.clock.now()
         let token = self.token(from: stored, now: now)
@@ -88,7 +95,7 @@ extension TokenSession {
     }
 
     /// The token as this process tracks it: the stored wall-clock expiry becomes a monotonic one.
-    private func token(from stored: StoredSession, now: Instant) -> TokenSessionStateMachine.Token {
+    private func token(from stored: StoredSession, now: Instant) -> Machine.Token {
         let lifetime = stored.expiresAtMilliseconds.map { Duration.milliseconds($0 - wallClockMilliseconds()) }
         return Self.makeToken(stored.accessToken, lifetime: lifetime, now: now, skew: self.refreshSkew)
     }

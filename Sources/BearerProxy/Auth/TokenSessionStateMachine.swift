@@ -1,13 +1,23 @@
 import BearerCore
 
-/// The token session's logic: which token a request carries, when to refresh, who waits for it.
+/// The token session's logic: which token a request carries, when to refresh, who waits for it, and
+/// when the session must next hear of time.
 ///
 /// A value type with no I/O, no clock and no randomness of its own: events come in (a request needs
-/// a token, an upstream rejected generation g, a refresh ended), actions go out (send with this token,
-/// park, start one refresh, resume or fail these waiters). `TokenSession` holds it under a lock and
-/// performs the actions. Implements CONTRACT.md, "The session and 401".
-package struct TokenSessionStateMachine: Sendable {
+/// a token, an upstream rejected generation g, a token call ended, the deadline passed), actions go
+/// out (send with this token, park, make this token call, resume or fail these waiters).
+/// `TokenSession` holds it under a lock and performs the actions. Everything a refresh is (what
+/// started it, the token it replaces, its token call, who waits for it, when it retries) lives in
+/// its `Refresh`; the session's timer follows from the state (`nextDeadline`). Generic over who
+/// waits, so that the proxy keeps its waiters here and nowhere else: `Waiter` is a parked request
+/// (in the proxy: whom to tell, on which loop), `Observer` whoever forced a refresh and waits for
+/// its outcome. Implements the README's "Tokens: refresh on expiry, replay, never a 401 for the
+/// client".
+package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: Equatable & Sendable>: Sendable {
     package typealias WaiterID = UInt64
+    /// Names one token call: its end carries the id, so that the end of a call the session has moved
+    /// past (a logout, a token adopted from the session store) is dropped here, not by a guard.
+    package typealias AttemptID = UInt64
 
     package struct Token: Equatable, Sendable {
         package var value: Secret<String>
@@ -60,86 +70,106 @@ package struct TokenSessionStateMachine: Sendable {
         case reactive
     }
 
-    struct Waiter: Equatable, Sendable {
-        var id: WaiterID
-        var parkedAt: Instant
+    /// What started a refresh: its log line's `trigger` (README, "Logs").
+    package enum Trigger: Equatable, Sendable {
+        case startup
+        case proactive
+        case noToken
+        case expired
+        /// An upstream answered a status in refresh_on.
+        case rejected
+        /// A new refresh token in refresh_token_file ended a permanent failure.
+        case refreshTokenFile
+        /// An operator asked (SIGHUP, admin POST /refresh).
+        case requested(String)
+
+        package var name: String {
+            switch self {
+            case .startup: "startup"
+            case .proactive: "proactive"
+            case .noToken: "no token"
+            case .expired: "expired"
+            case .rejected: "401"
+            case .refreshTokenFile: "file"
+            case .requested(let name): name
+            }
+        }
+    }
+
+    /// A parked request, as actions name it.
+    package struct Parked: Equatable, Sendable {
+        package var id: WaiterID
+        package var waiter: Waiter
+
+        package init(id: WaiterID, waiter: Waiter) {
+            self.id = id
+            self.waiter = waiter
+        }
+    }
+
+    /// A token call to make now.
+    package struct Fetch: Equatable, Sendable {
+        package var attempt: AttemptID
+        /// The token the refresh replaces (nil: none), taken when the refresh was decided: through the
+        /// session store, any other usable token serves, and one adopted meanwhile is not replaced.
+        package var replacing: Secret<String>?
+
+        package init(attempt: AttemptID, replacing: Secret<String>?) {
+            self.attempt = attempt
+            self.replacing = replacing
+        }
+    }
+
+    struct Waiting: Equatable, Sendable {
+        var parked: Parked
+        var since: Instant
+    }
+
+    enum Phase: Equatable, Sendable {
+        /// The token call `attempt` runs.
+        case calling(AttemptID)
+        /// The last call failed; the next starts then (a backoff, or the token endpoint's Retry-After).
+        case waiting(until: Instant)
     }
 
     struct Refresh: Equatable, Sendable {
         var kind: RefreshKind
+        var trigger: Trigger
+        var replacing: Secret<String>?
         var startedAt: Instant
-        var attempt: Int
-        var waiters: [Waiter]
+        var phase: Phase
+        /// Failed calls so far, for the backoff.
+        var failures = 0
+        /// Oldest first: the first gives up first.
+        var waiters: [Waiting] = []
+        var observers: [Observer] = []
         /// The token endpoint asked to wait until then (429/503 Retry-After).
-        var retryAt: Instant?
-        /// What the last failed attempt said, for requests that give up before the next one ends.
+        var retryAfterUntil: Instant?
+        /// What the last failed call said, for requests that give up before the next one ends.
         var lastFailure: SessionFailure?
+
+        var ended: EndedRefresh {
+            EndedRefresh(
+                trigger: self.trigger,
+                startedAt: self.startedAt,
+                waiters: self.waiters.map(\.parked),
+                observers: self.observers
+            )
+        }
     }
 
     enum State: Equatable, Sendable {
         /// No refresh running. Valid transitions: .refreshing, .loggedOut.
         case idle
-        /// One refresh is in flight (or waiting to retry). Valid transitions: .idle, .failed, .loggedOut.
+        /// One refresh is calling the token source, or waiting to call again. Valid transitions: .idle,
+        /// .failed, .loggedOut.
         case refreshing(Refresh)
         /// The token endpoint refused the grant; requests fail at once. Valid transitions: .idle
-        /// (new credentials), .refreshing (retry after the window), .loggedOut.
+        /// (new credentials), .refreshing (retry after the window, a new refresh token file, a forced
+        /// refresh), .loggedOut.
         case failed(SessionFailure, at: Instant)
         /// Tokens dropped on purpose. Valid transitions: .refreshing (forced refresh).
         case loggedOut
-    }
-
-    // MARK: Actions
-
-    package enum RequestAction: Equatable, Sendable {
-        case send(token: Secret<String>, generation: Int)
-        /// There is no token and no way to get one: forward as is.
-        case sendWithoutToken
-        /// Send with the current token, and start a proactive refresh in the background.
-        case sendAndStartRefresh(token: Secret<String>, generation: Int)
-        case park
-        case parkAndStartRefresh
-        case fail(SessionFailure)
-    }
-
-    package enum RejectionAction: Equatable, Sendable {
-        /// A newer token already exists: send again with it, no refresh.
-        case replay(token: Secret<String>, generation: Int)
-        case park
-        case parkAndStartRefresh
-        /// Give the client the upstream's answer (a replay's 401, nothing to refresh with, …).
-        case forwardToClient
-        /// The request cannot be replayed (body too large), but the token is bad: refresh for the others.
-        case forwardToClientAndStartRefresh
-        /// The storm guard stopped a refresh; `isFirst` is true once per window (for one log line).
-        case forwardToClientStormGuard(isFirst: Bool)
-        /// The upstream refused the current token and nothing can refresh it (no token source): the
-        /// client gets the answer; `isFirst` is true once per token (for one warning).
-        case forwardToClientUnrefreshable(isFirst: Bool)
-    }
-
-    package enum RefreshEndAction: Equatable, Sendable {
-        case resume(waiters: [WaiterID], token: Secret<String>, generation: Int)
-        case retry(after: Duration)
-        case fail(waiters: [WaiterID], SessionFailure)
-        /// A proactive refresh failed but the current token still works: keep using it.
-        case keepCurrentToken(SessionFailure)
-        /// The refresh ended after the session moved on (logged out): ignore it.
-        case ignore
-    }
-
-    package enum RefreshResult: Equatable, Sendable {
-        /// 400/401 from the token endpoint.
-        package static func rejected(code: String, description: String?) -> RefreshResult {
-            .permanent(.rejected(code: code, description: description))
-        }
-
-        case success(Token)
-        /// The token source refused for good (400/401 from the token endpoint, a failing command).
-        case permanent(SessionFailure)
-        /// Connection refused or reset, 5xx, or (`answered: false` after a connection was accepted) no answer.
-        case transient(reason: String, timedOut: Bool)
-        /// 429/503 with Retry-After.
-        case rateLimited(retryAfter: Duration)
     }
 
     // MARK: State
@@ -160,6 +190,10 @@ package struct TokenSessionStateMachine: Sendable {
     private var rejectedGeneration = 0
     /// The generation last warned of: a refused token nothing can refresh is warned of once.
     private var warnedRejectedGeneration = 0
+    private var nextWaiterID: WaiterID = 1
+    private var lastAttempt: AttemptID = 0
+    /// The deadline the session's timer was last asked for and has not fired for (`deadlineToArm`).
+    private var armedDeadline: Instant?
 
     package init(settings: Settings, token: Token?) {
         self.settings = settings
@@ -202,58 +236,53 @@ package struct TokenSessionStateMachine: Sendable {
     // MARK: Events
 
     /// At start: a session that can fetch a token but has none starts fetching it at once.
-    package mutating func started(now: Instant) -> Bool {
-        guard self.settings.canRefresh, self.token == nil, self.state == .idle else { return false }
-        self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: []))
-        return true
+    package mutating func started(now: Instant) -> Fetch? {
+        guard self.settings.canRefresh, self.token == nil, self.state == .idle else { return nil }
+        return self.startRefresh(.reactive, trigger: .startup, now: now)
     }
 
     /// A request to an injected host is about to be sent.
-    package mutating func requestNeedsToken(_ id: WaiterID, now: Instant) -> RequestAction {
+    package mutating func requestNeedsToken(_ waiter: Waiter, now: Instant) -> RequestAction {
         switch self.state {
         case .loggedOut:
             return .fail(.loggedOut)
         case .failed(let failure, let failedAt):
             if self.settings.canRetryWithoutNewCredentials && now - failedAt >= self.settings.refreshWindow {
-                self.state = .refreshing(
-                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
-                )
-                return .parkAndStartRefresh
+                return self.parkAndStartReactiveRefresh(waiter, now: now)
             }
             return .fail(failure)
         case .refreshing:
             if self.refreshKind == .proactive, let token = self.token, !token.isExpired(at: now) {
                 return .send(token: token.value, generation: self.generation)
             }
-            self.modifyRefresh { $0.waiters.append(Waiter(id: id, parkedAt: now)) }
-            return .park
+            return .park(self.park(waiter, now: now))
         case .idle:
             guard let token = self.token else {
                 guard self.settings.canRefresh else { return .sendWithoutToken }
-                self.state = .refreshing(
-                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
-                )
-                return .parkAndStartRefresh
+                return self.parkAndStartReactiveRefresh(waiter, now: now)
             }
             guard self.settings.canRefresh else { return .send(token: token.value, generation: self.generation) }
             if token.isExpired(at: now) {
                 // Expiry passed without the timer noticing (a laptop that slept): never send a dead token.
-                self.state = .refreshing(
-                    Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: [Waiter(id: id, parkedAt: now)])
-                )
-                return .parkAndStartRefresh
+                return self.parkAndStartReactiveRefresh(waiter, now: now)
             }
             if let refreshAt = token.refreshAt, now >= refreshAt {
-                self.state = .refreshing(Refresh(kind: .proactive, startedAt: now, attempt: 0, waiters: []))
-                return .sendAndStartRefresh(token: token.value, generation: self.generation)
+                let fetch = self.startRefresh(.proactive, trigger: .proactive, now: now)
+                return .sendAndStartRefresh(token: token.value, generation: self.generation, fetch)
             }
             return .send(token: token.value, generation: self.generation)
         }
     }
 
+    /// A request waits for a token that is missing, expired or refused: why, for the log line.
+    private mutating func parkAndStartReactiveRefresh(_ waiter: Waiter, now: Instant) -> RequestAction {
+        let fetch = self.startRefresh(.reactive, trigger: self.token == nil ? .noToken : .expired, now: now)
+        return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
+    }
+
     /// The upstream answered a status in refresh_on to a request stamped with `generation`.
     package mutating func upstreamRejected(
-        _ id: WaiterID,
+        _ waiter: Waiter,
         generation: Int,
         isReplay: Bool,
         isReplayable: Bool,
@@ -270,13 +299,9 @@ package struct TokenSessionStateMachine: Sendable {
             {
                 return isReplayable ? .replay(token: token.value, generation: self.generation) : .forwardToClient
             }
-            let isCurrent = generation == self.generation
-            self.modifyRefresh { refresh in
-                // The token being replaced turned out dead already: stop sending it.
-                if isCurrent { refresh.kind = .reactive }
-                if isReplayable { refresh.waiters.append(Waiter(id: id, parkedAt: now)) }
-            }
-            return isReplayable ? .park : .forwardToClient
+            // The token being replaced turned out dead already: stop sending it.
+            if generation == self.generation { self.modifyRefresh { $0.kind = .reactive } }
+            return isReplayable ? .park(self.park(waiter, now: now)) : .forwardToClient
         case .idle:
             if generation < self.generation {
                 guard let token = self.token, isReplayable else { return .forwardToClient }
@@ -293,9 +318,9 @@ package struct TokenSessionStateMachine: Sendable {
                 }
                 self.suspectRefreshTimes.append(now)
             }
-            let waiters = isReplayable ? [Waiter(id: id, parkedAt: now)] : []
-            self.state = .refreshing(Refresh(kind: .reactive, startedAt: now, attempt: 0, waiters: waiters))
-            return isReplayable ? .parkAndStartRefresh : .forwardToClientAndStartRefresh
+            let fetch = self.startRefresh(.reactive, trigger: .rejected, now: now)
+            guard isReplayable else { return .forwardToClientAndStartRefresh(fetch) }
+            return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
         }
     }
 
@@ -317,63 +342,41 @@ package struct TokenSessionStateMachine: Sendable {
         if self.rejectedGeneration == generation { self.rejectedGeneration = 0 }
     }
 
-    /// The proactive-refresh timer fired.
-    package mutating func proactiveRefreshDue(now: Instant) -> Bool {
-        guard self.state == .idle, self.settings.canRefresh, let token = self.token, let refreshAt = token.refreshAt,
-            now >= refreshAt
-        else { return false }
-        self.state = .refreshing(
-            Refresh(kind: token.isExpired(at: now) ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: [])
-        )
-        return true
-    }
-
-    /// The running refresh attempt ended.
-    package mutating func refreshEnded(_ result: RefreshResult, now: Instant) -> RefreshEndAction {
-        guard case .refreshing(var refresh) = self.state else { return .ignore }
-        let waiterIDs = refresh.waiters.map(\.id)
+    /// The token call `attempt` ended. The end of a call the session moved past is ignored.
+    package mutating func refreshEnded(
+        _ attempt: AttemptID,
+        _ result: RefreshResult,
+        now: Instant
+    ) -> RefreshEndAction {
+        guard case .refreshing(var refresh) = self.state, refresh.phase == .calling(attempt) else { return .ignore }
         switch result {
         case .success(let token):
-            self.generation += 1
-            self.token = token
-            self.currentTokenServedTraffic = false
-            self.state = .idle
-            return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
+            return self.putInUse(token, ending: refresh)
 
         case .permanent(let failure):
-            if refresh.kind == .proactive, self.token != nil,
-                let kept = self.keepTokenAfterFailedProactiveRefresh(now: now)
-            {
-                self.token = kept
-                self.state = .idle
-                return .keepCurrentToken(failure)
-            }
+            if let action = self.keepTokenAfterFailedProactiveRefresh(refresh, failure, now: now) { return action }
             self.token = nil
             self.state = .failed(failure, at: now)
-            return .fail(waiters: waiterIDs, failure)
+            return .fail(failure, ended: refresh.ended)
 
         case .transient(let reason, let timedOut):
-            let delay = Backoff.standard.delay(afterFailures: refresh.attempt + 1)
+            refresh.failures += 1
+            let delay = Backoff.standard.delay(afterFailures: refresh.failures)
             let failure: SessionFailure = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
             if now - refresh.startedAt + delay < self.settings.refreshTimeout {
-                refresh.attempt += 1
                 refresh.lastFailure = failure
+                refresh.phase = .waiting(until: now + delay)
                 self.state = .refreshing(refresh)
                 return .retry(after: delay)
             }
-            if refresh.kind == .proactive, self.token != nil,
-                let kept = self.keepTokenAfterFailedProactiveRefresh(now: now)
-            {
-                self.token = kept
-                self.state = .idle
-                return .keepCurrentToken(failure)
-            }
+            if let action = self.keepTokenAfterFailedProactiveRefresh(refresh, failure, now: now) { return action }
             self.state = .idle
-            return .fail(waiters: waiterIDs, failure)
+            return .fail(failure, ended: refresh.ended)
 
         case .rateLimited(let retryAfter):
-            refresh.attempt += 1
-            refresh.retryAt = now + retryAfter
+            refresh.failures += 1
+            refresh.retryAfterUntil = now + retryAfter
+            refresh.phase = .waiting(until: now + retryAfter)
             self.state = .refreshing(refresh)
             return .retry(after: retryAfter)
         }
@@ -384,73 +387,188 @@ package struct TokenSessionStateMachine: Sendable {
     /// the token already in use changes nothing (a publication and a refresh may both bring it).
     package mutating func tokenAdopted(_ token: Token) -> RefreshEndAction {
         guard token.value != self.token?.value else { return .ignore }
-        var waiterIDs: [WaiterID] = []
         switch self.state {
         case .loggedOut:
             return .ignore
         case .refreshing(let refresh):
-            waiterIDs = refresh.waiters.map(\.id)
+            return self.putInUse(token, ending: refresh)
         case .idle, .failed:
-            break
+            return self.putInUse(token, ending: nil)
         }
+    }
+
+    private mutating func putInUse(_ token: Token, ending refresh: Refresh?) -> RefreshEndAction {
         self.generation += 1
         self.token = token
         self.currentTokenServedTraffic = false
         self.state = .idle
-        return .resume(waiters: waiterIDs, token: token.value, generation: self.generation)
+        return .resume(token, generation: self.generation, ended: refresh?.ended)
     }
 
-    /// After a failed proactive refresh: the current token, with the next attempt pushed back, or nil
-    /// when it no longer works.
-    private func keepTokenAfterFailedProactiveRefresh(now: Instant) -> Token? {
-        guard var token = self.token, !token.isExpired(at: now) else { return nil }
-        // Try again later, spreading the storm guard's allowance over the window.
+    /// After a failed proactive refresh the current token is kept while it works, with the next
+    /// attempt pushed back (spreading the storm guard's allowance over the window); nil when it
+    /// does not work any more.
+    private mutating func keepTokenAfterFailedProactiveRefresh(
+        _ refresh: Refresh,
+        _ failure: SessionFailure,
+        now: Instant
+    ) -> RefreshEndAction? {
+        guard refresh.kind == .proactive, var token = self.token, !token.isExpired(at: now) else { return nil }
         let retry = now + self.settings.refreshWindow / max(1, self.settings.maximumSuspectRefreshes)
         token.refreshAt = token.expiresAt.map { min($0, retry) } ?? retry
-        return token
+        self.token = token
+        self.state = .idle
+        return .keepCurrentToken(failure, ended: refresh.ended)
     }
 
-    /// Parked requests that waited refresh_timeout give up: each fails with the reason.
-    package mutating func expireWaiters(now: Instant) -> [(WaiterID, SessionFailure)] {
-        let timeout = self.settings.refreshTimeout
-        return self.modifyRefresh { refresh in Self.expire(&refresh, now: now, timeout: timeout) } ?? []
-    }
+    // MARK: Time
 
-    private static func expire(
-        _ refresh: inout Refresh,
-        now: Instant,
-        timeout: Duration
-    ) -> [(WaiterID, SessionFailure)] {
-        var expired: [(WaiterID, SessionFailure)] = []
-        let retryAt = refresh.retryAt
-        let lastFailure = refresh.lastFailure
-        refresh.waiters.removeAll { waiter in
-            guard now - waiter.parkedAt >= timeout else { return false }
-            if let retryAt, retryAt > now {
-                let seconds = Int(((retryAt - now).nanoseconds + 999_999_999) / 1_000_000_000)
-                expired.append((waiter.id, .rateLimited(retryAfterSeconds: seconds)))
-            } else {
-                expired.append(
-                    (waiter.id, lastFailure ?? .timedOut(reason: "no new token within refresh_timeout"))
-                )
-            }
-            return true
+    /// When the session must next hear of time: the proactive refresh, the first parked request
+    /// giving up, or the next token call after a failed one.
+    package var nextDeadline: Instant? {
+        switch self.state {
+        case .idle:
+            return self.settings.canRefresh ? self.token?.refreshAt : nil
+        case .refreshing(let refresh):
+            // Waiters are appended as they park, so the first one parked earliest.
+            let waiterDeadline = refresh.waiters.first.map { $0.since + self.settings.refreshTimeout }
+            guard case .waiting(let until) = refresh.phase else { return waiterDeadline }
+            return waiterDeadline.map { min($0, until) } ?? until
+        case .failed, .loggedOut:
+            return nil
         }
-        return expired
     }
 
-    /// The earliest time a parked request gives up, for the caller's timer.
-    package var nextWaiterDeadline: Instant? {
-        // Waiters are appended as they park, so the first one parked earliest.
-        guard case .refreshing(let refresh) = self.state, let first = refresh.waiters.first else { return nil }
-        return first.parkedAt + self.settings.refreshTimeout
+    /// The deadline the session's timer must be armed for after an event: the next deadline when it
+    /// is earlier than the one asked for last, nil when the armed timer serves (it fires early at
+    /// worst: `deadlinePassed` finds nothing due, and the next event asks again). Lets a session used
+    /// from many threads hop to its timer's thread only when the timer must move.
+    package mutating func deadlineToArm() -> Instant? {
+        guard let next = self.nextDeadline else { return nil }
+        if let armed = self.armedDeadline, armed <= next { return nil }
+        self.armedDeadline = next
+        return next
     }
+
+    /// The session's timer fired: whatever is due happens (the proactive refresh starts, parked
+    /// requests that waited refresh_timeout give up, the next token call starts).
+    package mutating func deadlinePassed(now: Instant) -> DeadlineAction {
+        self.armedDeadline = nil
+        switch self.state {
+        case .idle:
+            guard self.settings.canRefresh, let token = self.token, let refreshAt = token.refreshAt, now >= refreshAt
+            else { return DeadlineAction() }
+            let kind: RefreshKind = token.isExpired(at: now) ? .reactive : .proactive
+            return DeadlineAction(fetch: self.startRefresh(kind, trigger: .proactive, now: now))
+        case .refreshing:
+            let timeout = self.settings.refreshTimeout
+            let attempt = self.lastAttempt + 1
+            let action = self.modifyRefresh { refresh -> DeadlineAction in
+                var action = DeadlineAction(gaveUp: Self.expire(&refresh, now: now, timeout: timeout))
+                if case .waiting(let until) = refresh.phase, until <= now {
+                    refresh.phase = .calling(attempt)
+                    action.fetch = Fetch(attempt: attempt, replacing: refresh.replacing)
+                }
+                return action
+            }
+            if action?.fetch != nil { self.lastAttempt = attempt }
+            return action ?? DeadlineAction()
+        case .failed, .loggedOut:
+            return DeadlineAction()
+        }
+    }
+
+    /// Removes the waiters that waited `timeout`; they are told the last failure, or that the token
+    /// endpoint asked to wait beyond it.
+    private static func expire(_ refresh: inout Refresh, now: Instant, timeout: Duration) -> GaveUp? {
+        let count = refresh.waiters.prefix { now - $0.since >= timeout }.count
+        guard count > 0 else { return nil }
+        let failure: SessionFailure
+        if let until = refresh.retryAfterUntil, until > now {
+            let seconds = Int(((until - now).nanoseconds + 999_999_999) / 1_000_000_000)
+            failure = .rateLimited(retryAfterSeconds: seconds)
+        } else {
+            failure = refresh.lastFailure ?? .timedOut(reason: "no new token within refresh_timeout")
+        }
+        let gaveUp = GaveUp(waiters: refresh.waiters.prefix(count).map(\.parked), failure: failure)
+        refresh.waiters.removeFirst(count)
+        return gaveUp
+    }
+
+    // MARK: Requests and operators
 
     /// A parked request's client went away.
     package mutating func waiterCancelled(_ id: WaiterID) {
         self.modifyRefresh { refresh in
-            if let index = refresh.waiters.firstIndex(where: { $0.id == id }) { refresh.waiters.remove(at: index) }
+            if let index = refresh.waiters.firstIndex(where: { $0.parked.id == id }) {
+                refresh.waiters.remove(at: index)
+            }
         }
+    }
+
+    /// There is reason to believe a new attempt can succeed (a new refresh token in the file):
+    /// leave a permanent failure, and let the next request fetch a token.
+    package mutating func credentialsChanged() {
+        if case .failed = self.state { self.state = .idle }
+    }
+
+    /// A new refresh token in refresh_token_file, noticed while nothing asks: a refresh that failed
+    /// for good starts again. A logout stays.
+    package mutating func refreshTokenFileChanged(now: Instant) -> Fetch? {
+        guard case .failed = self.state else { return nil }
+        return self.startRefresh(self.token == nil ? .reactive : .proactive, trigger: .refreshTokenFile, now: now)
+    }
+
+    /// An operator forces a refresh (SIGHUP, admin POST /refresh): one starts unless one runs, and
+    /// `observer` hears how it ends. It ends a permanent failure and a logout.
+    package mutating func refreshRequested(
+        by trigger: String,
+        observer: Observer? = nil,
+        now: Instant
+    ) -> RequestedRefreshAction {
+        guard self.settings.canRefresh else { return .unavailable }
+        var action = RequestedRefreshAction.join
+        if !self.isRefreshing {
+            let kind: RefreshKind = self.token == nil ? .reactive : .proactive
+            action = .start(self.startRefresh(kind, trigger: .requested(trigger), now: now))
+        }
+        if let observer { self.modifyRefresh { $0.observers.append(observer) } }
+        return action
+    }
+
+    /// Drops the tokens on purpose (admin POST /logout): the running refresh ends, and whoever waited
+    /// for it fails.
+    package mutating func loggedOut() -> EndedRefresh? {
+        var ended: EndedRefresh?
+        if case .refreshing(let refresh) = self.state { ended = refresh.ended }
+        self.token = nil
+        self.state = .loggedOut
+        return ended
+    }
+
+    // MARK: Helpers
+
+    private mutating func startRefresh(_ kind: RefreshKind, trigger: Trigger, now: Instant) -> Fetch {
+        self.lastAttempt += 1
+        let replacing = self.token?.value
+        self.state = .refreshing(
+            Refresh(
+                kind: kind,
+                trigger: trigger,
+                replacing: replacing,
+                startedAt: now,
+                phase: .calling(self.lastAttempt)
+            )
+        )
+        return Fetch(attempt: self.lastAttempt, replacing: replacing)
+    }
+
+    /// Parks `waiter` with the running refresh.
+    private mutating func park(_ waiter: Waiter, now: Instant) -> WaiterID {
+        let id = self.nextWaiterID
+        self.nextWaiterID += 1
+        self.modifyRefresh { $0.waiters.append(Waiting(parked: Parked(id: id, waiter: waiter), since: now)) }
+        return id
     }
 
     /// What kind of refresh runs (nil: none).
@@ -469,34 +587,5 @@ package struct TokenSessionStateMachine: Sendable {
         let result = body(&refresh)
         self.state = .refreshing(refresh)
         return result
-    }
-
-    /// There is reason to believe a new attempt can succeed (a new refresh token in the file):
-    /// leave a permanent failure, and let the next request fetch a token.
-    package mutating func credentialsChanged() {
-        if case .failed = self.state { self.state = .idle }
-    }
-
-    /// Forces a refresh now (SIGHUP, admin POST /refresh); returns whether one must start.
-    package mutating func refreshRequested(now: Instant) -> Bool {
-        guard self.settings.canRefresh else { return false }
-        switch self.state {
-        case .refreshing:
-            return false
-        case .idle, .failed, .loggedOut:
-            self.state = .refreshing(
-                Refresh(kind: self.token == nil ? .reactive : .proactive, startedAt: now, attempt: 0, waiters: [])
-            )
-            return true
-        }
-    }
-
-    /// Drops the tokens on purpose (admin POST /logout); parked requests fail.
-    package mutating func loggedOut() -> [WaiterID] {
-        var waiters: [WaiterID] = []
-        if case .refreshing(let refresh) = self.state { waiters = refresh.waiters.map(\.id) }
-        self.token = nil
-        self.state = .loggedOut
-        return waiters
     }
 }

@@ -1,0 +1,86 @@
+import BearerCore
+
+/// What the session shows of itself: `/status`, `/metrics`, and the records they read.
+extension TokenSession {
+    /// What the session remembers of ended refreshes.
+    struct Records {
+        var lastOutcome: (outcome: String, wallTime: Double)?
+        var metrics = SessionMetrics()
+
+        /// Notes how a refresh (or an adoption) ended; a retry, or an end the machine ignored, is none.
+        mutating func note(_ action: Machine.RefreshEndAction, isAdoption: Bool, now: Instant) {
+            let outcome: String
+            let metric: String
+            let ended: Machine.EndedRefresh?
+            switch action {
+            case .resume(_, _, let refresh):
+                outcome = isAdoption ? "adopted" : "ok"
+                metric = outcome
+                ended = refresh
+            case .fail(let failure, let refresh):
+                outcome = failure.shortName
+                metric = outcome
+                ended = refresh
+            case .keepCurrentToken(let failure, let refresh):
+                outcome = failure.shortName
+                metric = "kept"
+                ended = refresh
+            case .retry, .ignore:
+                return
+            }
+            self.lastOutcome = (outcome, wallClockSeconds())
+            self.metrics.refreshes[metric, default: 0] += 1
+            // A token adopted while no refresh ran took none of this proxy's time.
+            if let ended { self.metrics.refreshDuration.record((now - ended.startedAt).seconds) }
+        }
+    }
+
+    /// What a person can do about a refused token nothing refreshes: the keys that give the proxy a way
+    /// to new tokens (README, "Tokens: refresh on expiry, replay, never a 401 for the client").
+    static let waysToNewTokens =
+        "replace access_token, or let the proxy get new tokens: set token_url (with refresh_token_file, refresh_token, client_id and client_secret, or username and password) or token_command"
+
+    /// `/status`'s `failure` while the upstream refuses the token and nothing can refresh it.
+    private var rejectionText: String {
+        let statuses = self.refreshOn.map(String.init)
+        let answered = statuses.count == 1 ? statuses[0] : "one of " + statuses.joined(separator: ", ")
+        return "the upstream answered \(answered) to the access token, and nothing can refresh it: "
+            + Self.waysToNewTokens
+    }
+
+    package var generation: Int { self.state.withLock { $0.machine.generation } }
+    var metrics: SessionMetrics { self.state.withLock { $0.records.metrics } }
+    package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }
+
+    /// What `/status` shows: never a token.
+    package struct Status: Sendable {
+        package var state: String
+        package var generation: Int
+        package var expiresInSeconds: Double?
+        package var lastRefreshOutcome: String?
+        package var lastRefreshWallTime: Double?
+        package var parked: Int
+        package var failure: String?
+    }
+
+    package var status: Status {
+        let now = self.clock.now()
+        let (machine, lastOutcome) = self.state.withLock { ($0.machine, $0.records.lastOutcome) }
+        let name: String
+        switch machine.failure {
+        case .loggedOut: name = "logged_out"
+        case .some: name = "failed"
+        case .none where machine.isRejectedWithoutRefresh: name = "rejected"
+        case .none: name = machine.isRefreshing ? "refreshing" : (machine.token == nil ? "no_token" : "ready")
+        }
+        return Status(
+            state: name,
+            generation: machine.generation,
+            expiresInSeconds: machine.token?.expiresAt.map { ($0 - now).seconds },
+            lastRefreshOutcome: lastOutcome?.outcome,
+            lastRefreshWallTime: lastOutcome?.wallTime,
+            parked: machine.parkedCount,
+            failure: machine.failure?.message ?? (machine.isRejectedWithoutRefresh ? self.rejectionText : nil)
+        )
+    }
+}
