@@ -12,7 +12,7 @@ import Synchronization
 package final class MockUpstream: Sendable {
     package let server: MockHTTPServer
     /// Tokens the API accepts; when nil (and there is no authority), any request is accepted.
-    private let acceptedTokens: Locked<Set<String>?>
+    private let acceptedTokens: Set<String>?
     /// Accepts the tokens this authority issued and has not revoked.
     package let authority: MockTokenAuthority?
     /// How many times each `X-Request-Id` was seen (the bench checks no request arrives more than twice).
@@ -48,7 +48,7 @@ package final class MockUpstream: Sendable {
         countsRequestIDs: Bool = false,
         tls: TLSContext? = nil
     ) {
-        self.acceptedTokens = Locked(acceptedTokens)
+        self.acceptedTokens = acceptedTokens
         self.authority = authority
         self.recordsRequests = recordsRequests
         self.countsRequestIDs = countsRequestIDs
@@ -96,10 +96,6 @@ package final class MockUpstream: Sendable {
 
     package func resetRequestIDs() {
         self.requestIDCounts.withLock { $0.removeAll(keepingCapacity: true) }
-    }
-
-    package func setAcceptedTokens(_ tokens: Set<String>?) {
-        self.acceptedTokens.withLock { $0 = tokens }
     }
 
     func handle(_ request: MockRequest) -> MockResponse {
@@ -169,11 +165,10 @@ package final class MockUpstream: Sendable {
 
     /// Whether an `Authorization` value carries a token this API accepts (any, when it checks none).
     func isAuthorized(_ authorization: String?) -> Bool {
-        let acceptedSet = self.acceptedTokens.withLock { $0 }
-        guard acceptedSet != nil || self.authority != nil else { return true }
+        guard self.acceptedTokens != nil || self.authority != nil else { return true }
         guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
         let token = String(authorization.dropFirst(7))
-        return (acceptedSet?.contains(token) ?? false) || (self.authority?.accepts(token) ?? false)
+        return (self.acceptedTokens?.contains(token) ?? false) || (self.authority?.accepts(token) ?? false)
     }
 
     /// `{"method":…,"target":…,"headers":[[name,value],…],"body_bytes":N}`

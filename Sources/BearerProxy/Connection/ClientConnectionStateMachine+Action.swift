@@ -84,12 +84,6 @@ extension ClientConnectionStateMachine {
         /// The body read so far, sent again after the head (a replay or a resend); empty otherwise.
         var keptBody: ByteBuffer
         var endsChunkedBody: Bool
-
-        static func == (lhs: Self, rhs: Self) -> Bool {
-            lhs.head == rhs.head && lhs.target == rhs.target && lhs.path == rhs.path
-                && lhs.authorization == rhs.authorization && lhs.keptBody == rhs.keptBody
-                && lhs.endsChunkedBody == rhs.endsChunkedBody
-        }
     }
 
     struct ResponseToForward: Equatable {
