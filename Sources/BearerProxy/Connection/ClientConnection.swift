@@ -22,8 +22,7 @@ final class ClientConnection {
     @exclusivity(unchecked) var upstreamBytesSentBeforeRequest = 0
     /// An outbound connection being made for this connection.
     @exclusivity(unchecked) var connectAttempt: ConnectAttempt?
-    @exclusivity(unchecked) private var timer: TimerID?
-    @exclusivity(unchecked) private var timerDeadline: Instant?
+    @exclusivity(unchecked) private var timer = DeadlineTimer()
     @exclusivity(unchecked) private var isPumping = false
     @exclusivity(unchecked) private var needsAnotherPass = false
     /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
@@ -137,24 +136,18 @@ final class ClientConnection {
     /// (keep-alive traffic does it on every request); the timer fires, finds the deadline later,
     /// and is armed again. (Timers hold the connection strongly; closing cancels them.)
     private func armTimer() {
-        guard let deadline = self.machine.deadline else { return }
-        if let scheduled = self.timerDeadline, scheduled <= deadline { return }
-        if let timer = self.timer { self.loop.cancel(timer) }
-        self.timerDeadline = deadline
-        self.timer = self.loop.schedule(at: deadline) { self.timerFired() }
+        guard let deadline = self.machine.deadline, !self.timer.serves(deadline) else { return }
+        self.timer.arm(at: deadline, on: self.loop) { self.timerFired() }
     }
 
     private func timerFired() {
-        self.timer = nil
-        self.timerDeadline = nil
+        self.timer.fired()
         self.run(self.machine.timerFired(now: self.loop.now))
         self.pump()
     }
 
     func cancelTimer() {
-        if let timer = self.timer { self.loop.cancel(timer) }
-        self.timer = nil
-        self.timerDeadline = nil
+        self.timer.cancel(on: self.loop)
     }
 }
 
