@@ -6,6 +6,8 @@ package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     package var function: String
     /// Words that say more than errno can (a TLS failure's cause).
     package var detail: String?
+    /// What went wrong in a TLS session, when that is what failed.
+    package var tlsFailure: TLSFailure?
 
     package init(errnoCode: Int32, function: String, detail: String? = nil) {
         self.errnoCode = errnoCode
@@ -14,11 +16,13 @@ package struct IOError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// A TLS failure, in words a person can act on.
-    package static func tls(_ detail: String) -> IOError {
-        IOError(errnoCode: EPROTO, function: "TLS", detail: detail)
+    package static func tls(_ failure: TLSFailure) -> IOError {
+        var error = IOError(errnoCode: EPROTO, function: "TLS", detail: failure.description)
+        error.tlsFailure = failure
+        return error
     }
 
-    package var isTLSFailure: Bool { self.function == "TLS" }
+    package var isTLSFailure: Bool { self.tlsFailure != nil }
 
     /// `strerror` in a sentence: "connect: Connection refused".
     package var description: String {

@@ -10,7 +10,8 @@ package protocol StreamConnectionDelegate: AnyObject {
     func streamReadEnded(_ connection: StreamConnection)
     /// Writes that had to wait for the kernel have drained: the other side may be read again.
     func streamWritable(_ connection: StreamConnection)
-    /// An outgoing connection is established.
+    /// An outgoing connection is established (with TLS: its handshake is complete), or a TLS
+    /// session started on an open connection (`startTLS`) completed its handshake.
     func streamConnected(_ connection: StreamConnection)
     /// The connection is gone: reset, failed, or closed after a final flush. Called at most once, and
     /// never for a `close()` the owner called itself.
@@ -18,6 +19,15 @@ package protocol StreamConnectionDelegate: AnyObject {
 }
 
 /// A non-blocking byte stream (TCP or unix socket) with an inbound and an outbound buffer.
+///
+/// Three parts, one file each: this class, which owns the buffers, the lifecycle (connecting, open,
+/// closing after a flush, lingering) and the owner's events; a transport that moves bytes between
+/// the socket and the kernel (`ReadinessTransport`: read(2) and send(2) on epoll's word;
+/// `RingTransport`: io_uring receives and sends), chosen by the loop; and, when there is TLS, a
+/// `TLSConnection` between the two, in either role, from the start (an upstream) or from the middle
+/// of the stream (`startTLS`: an intercepted CONNECT). Whatever the transport and with or without
+/// TLS, the owner sees the same thing: bytes in `inbound` and one `streamReceived`, so one "parse what
+/// `inbound` holds" routine serves every owner.
 ///
 /// Writes go to the kernel at once when they can and are buffered only when it would block; the
 /// owner watches `pendingWriteBytes` to stop reading the other side (backpressure). Buffers are
@@ -28,48 +38,26 @@ package final class StreamConnection: Selectable {
     /// would cost an atomic operation on every access of the data path.
     package unowned(unsafe) let loop: EventLoop
     @exclusivity(unchecked) package var delegate: StreamConnectionDelegate?
+    /// What the owner reads: the peer's bytes (decrypted, with TLS).
     @exclusivity(unchecked) private var inboundStorage = ByteBuffer()
+    /// What the owner wrote and the connection has not yet handed on (to TLS, or to the transport).
     @exclusivity(unchecked) private var outbound = ByteBuffer()
     @exclusivity(unchecked) private var state: State
     @exclusivity(unchecked) private var isReadingEnabled = true
-    /// The peer sent its last byte (FIN).
+    /// The peer sent its last byte (FIN), and the owner was told.
     @exclusivity(unchecked) package private(set) var hasReadEnded = false
-    /// Bytes the kernel accepted so far: whether a request reached the connection at all.
+    /// Bytes the kernel accepted so far (ciphertext, with TLS): whether a request reached the
+    /// connection at all.
     @exclusivity(unchecked) package private(set) var bytesSent = 0
-    @exclusivity(unchecked) private var isWaitingForWritable = false
-    @exclusivity(unchecked) private var lingerTimer: TimerID?
-    @exclusivity(unchecked) private var registeredInterest: Interest = .none
-    /// TLS over this stream, when there is one.
-    @exclusivity(unchecked) package private(set) var tls: TLSConnection?
-    /// OpenSSL needs readability to finish a write, or writability to finish a read or handshake.
-    @exclusivity(unchecked) private var tlsWantsRead = false
-    @exclusivity(unchecked) private var tlsWantsWrite = false
-    @exclusivity(unchecked) private var isReadScheduled = false
     @exclusivity(unchecked) private var writeSide: WriteSide = .open
-    /// Bytes arrive through the loop's io_uring receives rather than `read(2)` on readiness, and
-    /// leave through its sends (a loop with `io = io_uring`, a stream without TLS: OpenSSL reads and
-    /// writes the socket itself).
-    @exclusivity(unchecked) private var readsThroughRing = false
-    /// The bytes of the send the ring is carrying: untouched until it completes (the kernel reads
-    /// them), then given back. Empty when no send is in flight.
-    @exclusivity(unchecked) private var ringSendBuffer = ByteBuffer()
-    @exclusivity(unchecked) private var ringSend: RingSend = .idle
-
-    /// Owners pause reading while `pendingWriteBytes` is far above this, after a `flush()`. A flush
-    /// that leaves at least this much pending marks the stream so that the ring send completion that
-    /// brings it below wakes the owner (`streamWritable`), however the kernel split the sends.
-    static let writableNotificationBytes = 64 * 1024
-    /// Set by a flush that left `writableNotificationBytes` or more pending while sending through the ring.
-    @exclusivity(unchecked) private var wakesOwnerWhenDrained = false
-
-    /// Where `ringSendBuffer` is.
-    private enum RingSend {
-        case idle
-        /// The ring is carrying it: one send at a time per socket.
-        case inFlight
-        /// The last send stopped on a full socket buffer: it goes again once the socket is writable.
-        case waitsForWritable
-    }
+    @exclusivity(unchecked) private var lingerTimer: TimerID?
+    /// What epoll was last told.
+    @exclusivity(unchecked) private var registeredInterest: Interest = .none
+    @exclusivity(unchecked) private var transport: StreamTransport
+    /// TLS over the transport, when there is one.
+    @exclusivity(unchecked) package private(set) var tls: TLSConnection?
+    /// A pass over the bytes TLS holds is queued for the end of this loop turn (epoll cannot see them).
+    @exclusivity(unchecked) private var isTLSPassScheduled = false
 
     /// A relay passes a peer's end on as a half-close once everything before it is written.
     private enum WriteSide {
@@ -81,8 +69,7 @@ package final class StreamConnection: Selectable {
 
     private enum State {
         case connecting
-        /// TCP is up; the TLS handshake is running.
-        case handshaking
+        /// Bytes flow (with TLS, a handshake may still be running: see `tls.state`).
         case open
         /// Flushing the last bytes, then half-closing and draining the peer before closing.
         case closingAfterFlush
@@ -101,32 +88,52 @@ package final class StreamConnection: Selectable {
         self.fd = fd
         self.loop = loop
         self.state = isConnecting ? .connecting : .open
+        self.transport =
+            loop.usesIOUring ? .ring(RingTransport(fd: fd, loop: loop)) : .readiness(ReadinessTransport(fd: fd))
     }
 
-    /// Puts TLS over the stream: call before `start`. The handshake runs as soon as TCP is up, and
-    /// the delegate hears `streamConnected` once it completed.
+    /// Puts TLS over the stream (the client role, or a server that speaks TLS from the first byte):
+    /// call before `start`. The handshake runs as soon as TCP is up, and the delegate hears
+    /// `streamConnected` once it completed.
     package func useTLS(_ connection: TLSConnection) {
-        precondition(self.state == .connecting || self.state == .open, "TLS must start before any byte")
+        precondition(self.tls == nil && self.bytesSent == 0, "TLS must start before any byte")
         self.tls = connection
-        if self.state == .open { self.state = .handshaking }
+    }
+
+    /// Starts TLS now, in the middle of an open stream: what is buffered to send goes out first in
+    /// clear (a `200 Connection established`), and what the peer already sent (in `inbound`, unread)
+    /// is the first of the handshake. The delegate hears `streamConnected` once the handshake is
+    /// complete, or `streamClosed` with the TLS failure.
+    package func startTLS(_ connection: TLSConnection) {
+        self.loop.assertInEventLoop()
+        precondition(self.tls == nil, "TLS started twice")
+        guard self.state == .open else { return }
+        swap(&connection.produced, &self.outbound)
+        swap(&connection.received, &self.inboundStorage)
+        self.tls = connection
+        self.driveHandshake(connection)
     }
 
     /// Registers with the loop; events start arriving.
     package func start(delegate: StreamConnectionDelegate) {
         self.loop.assertInEventLoop()
         self.delegate = delegate
-        self.readsThroughRing = self.loop.usesIOUring && self.tls == nil
         let interest = self.wantedInterest()
         self.registeredInterest = interest
         self.loop.register(self.fd, self, interest: interest)
-        self.updateRingReceive()
-        if self.state == .handshaking { self.driveHandshake() }
+        self.transport.setReceiving(self.wantsToReceive)
+        if self.state == .open, let tls = self.tls { self.driveHandshake(tls) }
     }
 
-    package var isOpen: Bool { self.state == .open }
+    package var isOpen: Bool { self.state == .open && self.tls?.state != .handshaking }
     package var isClosed: Bool { self.state == .closed }
-    package var isConnecting: Bool { self.state == .connecting || self.state == .handshaking }
-    package var pendingWriteBytes: Int { self.outbound.readableBytes + self.ringSendBuffer.readableBytes }
+    package var isConnecting: Bool { self.state == .connecting || self.tls?.state == .handshaking }
+    package var pendingWriteBytes: Int {
+        var pending = self.outbound.readableBytes
+        if let tls = self.tls { pending += tls.produced.readableBytes }
+        if case .ring(let ring) = self.transport { pending += ring.bytesInFlight }
+        return pending
+    }
 
     /// Bytes read and not yet consumed by the delegate; it consumes them in place.
     ///
@@ -139,23 +146,15 @@ package final class StreamConnection: Selectable {
         _modify { yield &self.inboundStorage }
     }
 
+    /// The peer's FIN reached the connection (with TLS, maybe before the owner was told).
+    private var hasReceivedEnd: Bool { self.tls?.hasReceivedEnd ?? self.hasReadEnded }
+
     /// Starts or stops reading (backpressure: stop while the other side cannot take more).
     package func setReading(_ enabled: Bool) {
         guard self.isReadingEnabled != enabled else { return }
         self.isReadingEnabled = enabled
         self.updateInterest()
-        if enabled { self.scheduleReadIfTLSHasBufferedBytes() }
-    }
-
-    /// Bytes OpenSSL already decrypted produce no epoll event: read them on the next loop turn.
-    private func scheduleReadIfTLSHasBufferedBytes() {
-        guard let tls = self.tls, tls.hasBufferedBytes, !self.isReadScheduled, self.state == .open else { return }
-        self.isReadScheduled = true
-        self.loop.defer { [weak self] in
-            guard let self else { return }
-            self.isReadScheduled = false
-            if self.state == .open && self.isReadingEnabled && !self.hasReadEnded { self.readOnce() }
-        }
+        if enabled { self.scheduleTLSPassIfNeeded() }
     }
 
     // MARK: Writing
@@ -183,134 +182,98 @@ package final class StreamConnection: Selectable {
     /// Sends `bytes` now, without copying them when nothing is queued before them; buffers the rest.
     package func writeAndFlush(_ bytes: UnsafeRawBufferPointer) {
         guard self.state == .open || self.state == .closingAfterFlush else { return }
-        if self.outbound.isEmpty && !bytes.isEmpty && !self.readsThroughRing {
-            var offset = 0
-            while offset < bytes.count {
-                let remaining = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-                switch self.send(remaining) {
-                case .sent(let count): offset += count
-                case .wouldBlock:
-                    self.write(remaining)
-                    self.waitForWritable()
-                    return
-                case .failed(let error):
-                    self.fail(error)
-                    return
-                }
-            }
+        guard self.outbound.isEmpty, self.tls == nil, !bytes.isEmpty, case .readiness(var readiness) = self.transport
+        else {
+            self.write(bytes)
+            self.flush()
             return
         }
-        self.write(bytes)
-        self.flush()
+        do throws(IOError) {
+            let sent = try readiness.send(bytes)
+            self.transport = .readiness(readiness)
+            self.bytesSent += sent
+            if sent < bytes.count {
+                self.write(UnsafeRawBufferPointer(rebasing: bytes[sent...]))
+                self.waitForWritable()
+            }
+        } catch {
+            self.fail(error)
+        }
     }
 
     /// Sends what is buffered, as far as the kernel takes it; waits for writability for the rest.
     package func flush() {
         guard self.state == .open || self.state == .closingAfterFlush else { return }
-        if self.readsThroughRing {
-            self.flushThroughRing()
-            return
+        let isDrained: Bool
+        if let tls = self.tls {
+            // Encrypted once the handshake is done; until then the owner's bytes wait.
+            if tls.isEstablished && !self.outbound.isEmpty && !self.encryptOutbound(tls) { return }
+            isDrained = self.send(&tls.produced)
+        } else {
+            isDrained = self.send(&self.outbound)
         }
-        while !self.outbound.isEmpty {
-            let result = self.outbound.withUnsafeReadableBytes { self.send($0) }
-            switch result {
-            case .sent(let count):
-                self.outbound.moveReaderIndex(forwardBy: count)
-            case .wouldBlock:
-                self.waitForWritable()
-                return
-            case .failed(let error):
+        if isDrained && self.outbound.isEmpty && self.state != .closed {
+            self.flushed()
+        } else if case .ring(let ring) = self.transport {
+            ring.flushLeft(pendingWriteBytes: self.pendingWriteBytes)
+        }
+    }
+
+    /// Hands the owner's bytes to TLS, which encrypts them into what the transport sends.
+    private func encryptOutbound(_ tls: TLSConnection) -> Bool {
+        let outcome = self.outbound.withUnsafeReadableBytes { tls.write($0) }
+        self.outbound.clear()
+        self.releaseOutbound()
+        if case .failed(let failure) = outcome {
+            self.fail(.tls(failure))
+            return false
+        }
+        return true
+    }
+
+    /// Hands `bytes` (the outbound buffer, or TLS's output) to the transport. Returns whether
+    /// nothing of it is left to send or in flight.
+    @inline(__always)
+    private func send(_ bytes: inout ByteBuffer) -> Bool {
+        switch self.transport {
+        case .readiness(var readiness):
+            do throws(IOError) {
+                self.bytesSent += try readiness.send(&bytes)
+                self.transport = .readiness(readiness)
+            } catch {
                 self.fail(error)
-                return
+                return false
             }
+            if readiness.waitsForWritable {
+                self.waitForWritable()
+                return false
+            }
+            return true
+        case .ring(let ring):
+            // Counted when handed over, not when confirmed: a request whose send was in flight when its
+            // connection failed may have reached the peer (so it is not "sent nothing").
+            self.bytesSent += ring.send(&bytes)
+            return ring.isIdle
         }
-        self.flushed()
     }
 
     /// Everything is sent: stop waiting for writability, half-close or linger if asked to.
     private func flushed() {
         self.releaseOutbound()
-        if self.isWaitingForWritable {
-            self.isWaitingForWritable = false
-            self.updateInterest()
-        }
+        if self.registeredInterest.writable { self.updateInterest() }
         if self.writeSide == .shutDownWhenFlushed {
             self.writeSide = .shutDown
-            _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
+            self.shutdownWrite()
         }
         if self.state == .closingAfterFlush { self.beginLingering() }
     }
 
-    /// Hands what is buffered to the ring as one send, unless one is in flight (its completion sends
-    /// the rest). The loop submits every send of a turn with one `io_uring_enter`.
-    private func flushThroughRing() {
-        defer {
-            if self.pendingWriteBytes >= Self.writableNotificationBytes { self.wakesOwnerWhenDrained = true }
-        }
-        guard self.ringSend == .idle else { return }
-        guard !self.outbound.isEmpty else {
-            self.flushed()
-            return
-        }
-        swap(&self.ringSendBuffer, &self.outbound)
-        // Counted when handed over, not when confirmed: a request whose send was in flight when its
-        // connection failed may have reached the peer (so it is not "sent nothing").
-        self.bytesSent += self.ringSendBuffer.readableBytes
-        self.submitRingSend()
-    }
-
-    private func submitRingSend() {
-        self.ringSend = .inFlight
-        self.ringSendBuffer.withUnsafeReadableBytes { self.loop.startSending(self.fd, $0) }
-    }
-
-    private enum SendResult {
-        case sent(Int)
-        case wouldBlock
-        case failed(IOError)
-    }
-
-    private func send(_ bytes: UnsafeRawBufferPointer) -> SendResult {
-        if let tls = self.tls {
-            switch tls.write(bytes) {
-            case .done(let count):
-                self.bytesSent += count
-                if self.tlsWantsRead {
-                    self.tlsWantsRead = false
-                    self.updateInterest()
-                }
-                return .sent(count)
-            case .wantWrite:
-                return .wouldBlock
-            case .wantRead:
-                self.tlsWantsRead = true
-                self.updateInterest()
-                return .wouldBlock
-            case .closed:
-                return .failed(IOError(errnoCode: EPIPE, function: "send"))
-            case .failed(let reason):
-                return .failed(.tls(reason))
-            }
-        }
-        while true {
-            let result = Glibc.send(self.fd, bytes.baseAddress, bytes.count, CBL_MSG_NOSIGNAL)
-            if result >= 0 {
-                self.bytesSent += result
-                return .sent(result)
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN: return .wouldBlock
-            case let code: return .failed(IOError(errnoCode: code, function: "send"))
-            }
-        }
-    }
-
     private func waitForWritable() {
-        if !self.isWaitingForWritable {
-            self.isWaitingForWritable = true
-            self.updateInterest()
-        }
+        if !self.registeredInterest.writable { self.updateInterest() }
+    }
+
+    private func shutdownWrite() {
+        _ = try? SystemCall.nonBlocking("shutdown") { Glibc.shutdown(self.fd, CBL_SHUT_WR) }
     }
 
     private func prepareOutbound() {
@@ -318,7 +281,7 @@ package final class StreamConnection: Selectable {
     }
 
     private func releaseOutbound() {
-        if self.outbound.capacity > 0 {
+        if self.outbound.capacity > 0 && self.outbound.isEmpty {
             self.loop.returnBuffer(self.outbound)
             self.outbound = ByteBuffer()
         }
@@ -327,10 +290,11 @@ package final class StreamConnection: Selectable {
     // MARK: Closing
 
     /// Half-closes once everything buffered is sent (a tunnel whose other side finished sending);
-    /// reading goes on.
+    /// reading goes on. With TLS a close_notify goes first, so the peer sees a clean end.
     package func shutdownWriteAfterFlush() {
         guard self.state == .open else { return }
         if self.writeSide == .open { self.writeSide = .shutDownWhenFlushed }
+        self.closeTLSOutput()
         self.flush()
     }
 
@@ -339,20 +303,18 @@ package final class StreamConnection: Selectable {
         guard self.state != .closed else { return }
         self.state = .closed
         if let timer = self.lingerTimer { self.loop.cancel(timer) }
-        self.tls?.shutdown()
-        self.tls = nil
-        if self.ringSend == .inFlight {
-            // The kernel still reads the send's bytes: the socket closes when the send has ended.
-            self.loop.stopReceiving(self.fd)
-            self.loop.cancelSending(self.fd)
-        } else {
-            self.releaseDescriptor()
+        if let tls = self.tls {
+            // A last close_notify, if the kernel takes it at once; never waited for.
+            tls.shutdown()
+            self.transport.sendIfPossible(tls.produced)
+            for buffer in [tls.received, tls.produced] where buffer.capacity > 0 { self.loop.returnBuffer(buffer) }
+            self.tls = nil
         }
+        if self.transport.close() { self.releaseDescriptor() }
+        self.outbound.clear()
         self.releaseOutbound()
-        if self.inbound.capacity > 0 {
-            self.loop.returnBuffer(self.inbound)
-            self.inbound = ByteBuffer()
-        }
+        self.inboundStorage.clear()
+        self.releaseInboundIfEmpty()
         self.delegate = nil
     }
 
@@ -360,25 +322,33 @@ package final class StreamConnection: Selectable {
     /// everything (an error response above all) instead of a reset. The delegate hears `streamClosed`.
     package func closeAfterFlush() {
         switch self.state {
+        case .open where self.tls?.state == .handshaking, .connecting:
+            self.finishClosing(error: nil)
         case .open:
             self.state = .closingAfterFlush
+            self.closeTLSOutput()
             self.flush()
-        case .connecting, .handshaking:
-            self.finishClosing(error: nil)
         case .closingAfterFlush, .lingering, .closed:
             return
         }
     }
 
+    /// Encrypts what the owner wrote, then a close_notify after it.
+    private func closeTLSOutput() {
+        guard let tls = self.tls, tls.isEstablished else { return }
+        if !self.outbound.isEmpty && !self.encryptOutbound(tls) { return }
+        tls.shutdown()
+    }
+
     private func beginLingering() {
         guard self.state == .closingAfterFlush else { return }
         self.state = .lingering
-        if self.hasReadEnded {
+        if self.hasReadEnded || self.hasReceivedEnd {
             self.finishClosing(error: nil)
             return
         }
-        _ = Glibc.shutdown(self.fd, CBL_SHUT_WR)
-        self.inbound.clear()
+        self.shutdownWrite()
+        self.inboundStorage.clear()
         self.isReadingEnabled = true
         self.updateInterest()
         self.lingerTimer = self.loop.schedule(after: Self.lingerTimeout) { [weak self] in
@@ -406,10 +376,7 @@ package final class StreamConnection: Selectable {
     private func releaseDescriptor() {
         self.loop.deregister(self.fd)
         Glibc.close(self.fd)
-        if self.ringSendBuffer.capacity > 0 {
-            self.loop.returnBuffer(self.ringSendBuffer)
-            self.ringSendBuffer = ByteBuffer()
-        }
+        self.transport.releaseBuffers()
     }
 
     // MARK: Readiness
@@ -431,65 +398,39 @@ package final class StreamConnection: Selectable {
             if events.isWritable || events.isHangUpOrError { self.finishConnecting() }
             return
         }
-        if self.state == .handshaking {
-            self.driveHandshake()
-            return
-        }
-        if self.tlsWantsWrite && events.isWritable {
-            // A read waited for writability (TLS): do it now.
-            self.tlsWantsWrite = false
-            self.updateInterest()
-            self.readOnce()
+        if events.isWritable && self.transport.waitsForWritable {
+            self.socketWritable()
             if self.state == .closed { return }
         }
-        if events.isWritable && self.ringSend == .waitsForWritable {
-            self.isWaitingForWritable = false
-            self.updateInterest()
-            self.submitRingSend()
-            return
-        }
-        if (events.isWritable && self.isWaitingForWritable) || (self.tlsWantsRead && events.isReadable) {
-            self.flush()
-            if self.state == .open && self.outbound.isEmpty {
-                self.delegate?.streamWritable(self)
-            }
-            if self.state == .closed { return }
-        }
-        if (events.isReadable || events.isHangUpOrError) && self.registeredInterest.readable && self.wantsToRead {
-            self.readOnce()
+        if (events.isReadable || events.isHangUpOrError) && self.registeredInterest.readable && self.wantsToReceive,
+            case .readiness(let readiness) = self.transport
+        {
+            self.readOnce(readiness)
         }
     }
 
-    private var wantsToRead: Bool {
+    /// The socket takes bytes again: send what waited, and tell the owner once nothing is pending.
+    private func socketWritable() {
+        if case .ring(let ring) = self.transport {
+            ring.socketWritable()
+            self.updateInterest()
+            return
+        }
+        self.flush()
+        if self.state == .open && self.pendingWriteBytes == 0 {
+            self.delegate?.streamWritable(self)
+        }
+    }
+
+    /// Whether the connection wants the peer's bytes now: the owner does, a handshake needs them,
+    /// or a lingering close drains them.
+    private var wantsToReceive: Bool {
         switch self.state {
-        case .open: self.isReadingEnabled && !self.hasReadEnded
-        case .lingering: !self.hasReadEnded
-        case .connecting, .handshaking, .closingAfterFlush, .closed: false
-        }
-    }
-
-    private func driveHandshake() {
-        guard let tls = self.tls else { return }
-        switch tls.handshake() {
-        case .done:
-            self.state = .open
-            self.tlsWantsRead = false
-            self.tlsWantsWrite = false
-            self.updateInterest()
-            self.delegate?.streamConnected(self)
-            self.scheduleReadIfTLSHasBufferedBytes()
-        case .wantRead:
-            self.tlsWantsRead = true
-            self.tlsWantsWrite = false
-            self.updateInterest()
-        case .wantWrite:
-            self.tlsWantsRead = false
-            self.tlsWantsWrite = true
-            self.updateInterest()
-        case .closed:
-            self.fail(.tls("handshake failed: the peer closed the connection"))
-        case .failed(let reason):
-            self.fail(.tls(reason))
+        case .open:
+            if self.hasReadEnded || self.hasReceivedEnd { return false }
+            return self.isReadingEnabled || self.tls?.state == .handshaking
+        case .lingering: return !self.hasReadEnded && !self.hasReceivedEnd
+        case .connecting, .closingAfterFlush, .closed: return false
         }
     }
 
@@ -499,108 +440,81 @@ package final class StreamConnection: Selectable {
             self.fail(IOError(errnoCode: code, function: "connect"))
             return
         }
-        if self.tls != nil {
-            self.state = .handshaking
-            self.driveHandshake()
-            return
-        }
         self.state = .open
         self.updateInterest()
+        if let tls = self.tls {
+            self.driveHandshake(tls)
+            return
+        }
         self.delegate?.streamConnected(self)
     }
 
-    private func readOnce() {
-        if self.inbound.capacity == 0 { self.inbound = self.loop.borrowBuffer() }
-        if let tls = self.tls {
-            self.readTLS(tls)
-            return
-        }
-        var failure: Int32 = 0
-        var wouldBlock = false
-        let fd = self.fd
-        let count = self.inbound.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
-            while true {
-                let result = Glibc.read(fd, tail.baseAddress, min(tail.count, Self.readSize))
-                if result >= 0 { return result }
-                switch errno {
-                case EINTR: continue
-                case EAGAIN: wouldBlock = true
-                case let code: failure = code
-                }
-                return 0
+    @inline(__always)
+    private func readOnce(_ readiness: ReadinessTransport) {
+        let progress: ReadProgress
+        do throws(IOError) {
+            if let tls = self.tls {
+                if tls.received.capacity == 0 { tls.received = self.loop.borrowBuffer() }
+                progress = try readiness.read(into: &tls.received)
+            } else {
+                if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+                progress = try readiness.read(into: &self.inboundStorage)
             }
-        }
-        if failure != 0 {
-            self.fail(IOError(errnoCode: failure, function: "read"))
+        } catch {
+            self.receiveFailed(error)
             return
         }
-        if wouldBlock {
-            self.releaseInboundIfEmpty()
-            return
+        switch progress {
+        case .wouldBlock: self.releaseInboundIfEmpty()
+        case .bytes: self.receivedBytes()
+        case .end: self.receivedEnd()
         }
-        if count == 0 {
-            self.peerFinishedSending()
-            return
-        }
+    }
+
+    /// The transport put bytes in `inbound`, or with TLS in `tls.received`.
+    @inline(__always)
+    private func receivedBytes() {
         if self.state == .lingering {
-            self.inbound.clear()
+            self.inboundStorage.clear()
+            self.tls?.received.clear()
+            return
+        }
+        if let tls = self.tls {
+            if tls.state == .handshaking {
+                self.driveHandshake(tls)
+            } else {
+                self.readTLS(tls)
+            }
             return
         }
         self.delegate?.streamReceived(self)
         if self.state != .closed { self.releaseInboundIfEmpty() }
     }
 
-    /// Reads decrypted bytes: records until OpenSSL wants the socket again, up to `readSize`.
-    private func readTLS(_ tls: TLSConnection) {
-        var total = 0
-        var outcome: TLSConnection.Outcome = .wantRead
-        while total < Self.readSize {
-            outcome = .wantRead
-            _ = self.inbound.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
-                outcome = tls.read(
-                    into: UnsafeMutableRawBufferPointer(rebasing: tail[0..<min(tail.count, Self.readSize)])
-                )
-                if case .done(let count) = outcome { return count }
-                return 0
-            }
-            guard case .done(let count) = outcome else { break }
-            total += count
+    /// Reading the socket failed. A TLS reader that meets a reset sees the end of the stream (HTTP
+    /// framing tells whether the message was complete), unless the server asked for a client
+    /// certificate and has not answered yet: then the reset is its refusal, and `fail` says so.
+    private func receiveFailed(_ error: IOError) {
+        if let tls = self.tls, error.errnoCode == ECONNRESET, tls.clientCertificateFailure(alert: nil) == nil {
+            self.receivedEnd()
+        } else {
+            self.fail(error)
         }
-        switch outcome {
-        case .failed(let reason):
-            self.fail(.tls(reason))
-            return
-        case .wantWrite:
-            self.tlsWantsWrite = true
-            self.updateInterest()
-        case .closed where total == 0:
+    }
+
+    /// The transport met the peer's end.
+    private func receivedEnd() {
+        guard let tls = self.tls, self.state == .open else {
             self.peerFinishedSending()
             return
-        case .closed, .wantRead, .done:
-            break
         }
-        guard total > 0 else {
-            self.releaseInboundIfEmpty()
-            return
+        tls.hasReceivedEnd = true
+        self.updateInterest()
+        if tls.state == .handshaking {
+            self.driveHandshake(tls)
+        } else if self.isReadingEnabled {
+            self.readTLS(tls)
         }
-        if self.state == .lingering {
-            self.inbound.clear()
-            return
-        }
-        self.delegate?.streamReceived(self)
-        if self.state == .closed { return }
-        self.releaseInboundIfEmpty()
-        if case .closed = outcome {
-            // Data and then the end in one go: report the end after the data.
-            self.loop.defer { [weak self] in
-                guard let self, self.state != .closed, !self.hasReadEnded else { return }
-                self.hasReadEnded = true
-                self.updateInterest()
-                self.delegate?.streamReadEnded(self)
-            }
-            return
-        }
-        self.scheduleReadIfTLSHasBufferedBytes()
     }
 
     /// The peer sent its last byte: a lingering close is done; otherwise the delegate hears of it.
@@ -616,26 +530,111 @@ package final class StreamConnection: Selectable {
     }
 
     private func releaseInboundIfEmpty() {
-        if self.inbound.isEmpty && self.inbound.capacity > 0 {
-            self.loop.returnBuffer(self.inbound)
-            self.inbound = ByteBuffer()
+        if self.inboundStorage.isEmpty && self.inboundStorage.capacity > 0 {
+            self.loop.returnBuffer(self.inboundStorage)
+            self.inboundStorage = ByteBuffer()
+        }
+        if let tls = self.tls, tls.received.isEmpty && tls.received.capacity > 0 {
+            self.loop.returnBuffer(tls.received)
+            tls.received = ByteBuffer()
         }
     }
+
+    // MARK: TLS
+
+    /// Runs the handshake over what arrived; sends what it produced.
+    private func driveHandshake(_ tls: TLSConnection) {
+        switch tls.handshake() {
+        case .done:
+            // The handshake's last flight (a server's session tickets too) goes out with the owner's first bytes.
+            self.flush()
+            guard self.state != .closed else { return }
+            self.updateInterest()
+            self.delegate?.streamConnected(self)
+            guard self.state != .closed else { return }
+            self.scheduleTLSPassIfNeeded()
+        case .needsMoreBytes:
+            _ = self.send(&tls.produced)
+            guard self.state != .closed else { return }
+            self.updateInterest()
+        case .failed(let failure):
+            // The alert goes out if the kernel takes it at once.
+            self.transport.sendIfPossible(tls.produced)
+            self.fail(.tls(failure))
+        }
+    }
+
+    /// Decrypts what `received` holds into `inbound`, up to `readSize` a pass, and tells the owner.
+    private func readTLS(_ tls: TLSConnection) {
+        guard self.state == .open && self.isReadingEnabled && !self.hasReadEnded else { return }
+        var total = 0
+        var outcome: TLSConnection.Outcome = .needsMoreBytes
+        while total < Self.readSize {
+            outcome = .needsMoreBytes
+            _ = self.inboundStorage.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
+                let room = UnsafeMutableRawBufferPointer(rebasing: tail[0..<min(tail.count, Self.readSize)])
+                outcome = tls.read(into: room)
+                if case .done(let count) = outcome { return count }
+                return 0
+            }
+            guard case .done(let count) = outcome else { break }
+            total += count
+        }
+        if case .failed(let failure) = outcome {
+            self.fail(.tls(failure))
+            return
+        }
+        // Reading can make TLS answer (a TLS 1.3 key update): send it.
+        if !tls.produced.isEmpty {
+            _ = self.send(&tls.produced)
+            guard self.state != .closed else { return }
+        }
+        guard total > 0 else {
+            if outcome == .ended {
+                self.peerFinishedSending()
+            } else {
+                self.releaseInboundIfEmpty()
+            }
+            return
+        }
+        self.delegate?.streamReceived(self)
+        guard self.state != .closed else { return }
+        self.releaseInboundIfEmpty()
+        if outcome == .ended {
+            // Data and then the end in one go: report the end after the data.
+            self.loop.defer { [weak self] in
+                guard let self, self.state != .closed, !self.hasReadEnded else { return }
+                self.peerFinishedSending()
+            }
+            return
+        }
+        self.scheduleTLSPassIfNeeded()
+    }
+
+    /// Bytes TLS already holds produce no event: read them on this loop turn's end.
+    private func scheduleTLSPassIfNeeded() {
+        guard let tls = self.tls, tls.state != .handshaking, !self.isTLSPassScheduled, self.state == .open,
+            self.isReadingEnabled, !self.hasReadEnded, tls.hasBufferedInput || tls.hasReceivedEnd
+        else { return }
+        self.isTLSPassScheduled = true
+        self.loop.defer { [weak self] in
+            guard let self else { return }
+            self.isTLSPassScheduled = false
+            if let tls = self.tls { self.readTLS(tls) }
+        }
+    }
+
+    // MARK: Interest
 
     private func wantedInterest() -> Interest {
         switch self.state {
         case .connecting:
             return .write
-        case .handshaking:
-            return Interest(readable: !self.tlsWantsWrite, writable: self.tlsWantsWrite)
-        case .open, .closingAfterFlush:
-            let readsHere = !self.readsThroughRing && self.isReadingEnabled && !self.hasReadEnded && self.state == .open
+        case .open, .closingAfterFlush, .lingering:
             return Interest(
-                readable: readsHere || self.tlsWantsRead,
-                writable: self.isWaitingForWritable || self.tlsWantsWrite
+                readable: self.transport.readsOnReadiness && self.wantsToReceive,
+                writable: self.transport.waitsForWritable && self.state != .lingering
             )
-        case .lingering:
-            return Interest(readable: !self.readsThroughRing && !self.hasReadEnded, writable: false)
         case .closed:
             return .none
         }
@@ -643,24 +642,15 @@ package final class StreamConnection: Selectable {
 
     private func updateInterest() {
         guard self.state != .closed else { return }
-        self.updateRingReceive()
+        self.transport.setReceiving(self.wantsToReceive)
         let interest = self.wantedInterest()
         guard interest != self.registeredInterest else { return }
         self.registeredInterest = interest
         self.loop.setInterest(self.fd, interest)
     }
-
-    /// Arms or cancels the ring's receive to match whether the stream wants bytes now.
-    private func updateRingReceive() {
-        guard self.readsThroughRing else { return }
-        switch self.state {
-        case .open, .lingering:
-            if self.wantsToRead { self.loop.startReceiving(self.fd) } else { self.loop.stopReceiving(self.fd) }
-        case .connecting, .handshaking, .closingAfterFlush, .closed:
-            self.loop.stopReceiving(self.fd)
-        }
-    }
 }
+
+// MARK: The ring
 
 extension StreamConnection: RingReceiver {
     package func ringReceived(_ bytes: UnsafeRawBufferPointer) {
@@ -670,45 +660,41 @@ extension StreamConnection: RingReceiver {
         case .lingering, .closingAfterFlush:
             // Draining before the close: what the peer still sends is read and dropped.
             return
-        case .connecting, .handshaking, .closed:
+        case .connecting, .closed:
             return
         }
-        if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
-        self.inboundStorage.writeBytes(bytes)
-        self.delegate?.streamReceived(self)
-        if self.state != .closed { self.releaseInboundIfEmpty() }
+        if let tls = self.tls {
+            if tls.received.capacity == 0 { tls.received = self.loop.borrowBuffer() }
+            tls.received.writeBytes(bytes)
+        } else {
+            if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+            self.inboundStorage.writeBytes(bytes)
+        }
+        self.receivedBytes()
     }
 
     package func ringSendCompleted(_ result: Int32) {
-        self.ringSend = .idle
+        guard case .ring(let ring) = self.transport else { return }
         if self.state == .closed {
+            ring.sendEnded()
             self.releaseDescriptor()
             return
         }
-        if result < 0 {
-            if result == -EAGAIN {
-                // The socket's buffer is full: send the rest once epoll says it is writable.
-                self.ringSend = .waitsForWritable
-                self.waitForWritable()
-                return
-            }
-            self.fail(IOError(errnoCode: -result, function: "send"))
+        let completion: SendCompletion
+        do throws(IOError) {
+            completion = try ring.sendCompleted(result)
+        } catch {
+            self.fail(error)
             return
         }
-        self.ringSendBuffer.moveReaderIndex(forwardBy: Int(result))
-        if !self.ringSendBuffer.isEmpty {
-            self.submitRingSend()
-        } else {
-            if self.ringSendBuffer.capacity > 0 {
-                self.loop.returnBuffer(self.ringSendBuffer)
-                self.ringSendBuffer = ByteBuffer()
-            }
-            if self.outbound.isEmpty { self.flushed() } else { self.flushThroughRing() }
+        switch completion {
+        case .resent: break
+        case .waitsForWritable: self.waitForWritable()
+        case .drained:
+            // Plain and nothing written meanwhile (the common case): done, without another pass.
+            if self.tls == nil && self.outbound.isEmpty { self.flushed() } else { self.flush() }
         }
-        if self.wakesOwnerWhenDrained && self.pendingWriteBytes < Self.writableNotificationBytes
-            && self.state == .open
-        {
-            self.wakesOwnerWhenDrained = false
+        if self.state == .open && ring.shouldWakeOwner(pendingWriteBytes: self.pendingWriteBytes) {
             self.delegate?.streamWritable(self)
         }
     }
@@ -716,9 +702,9 @@ extension StreamConnection: RingReceiver {
     package func ringReceiveEnded(_ result: Int32) {
         guard self.state != .closed else { return }
         if result == 0 {
-            self.peerFinishedSending()
+            self.receivedEnd()
         } else {
-            self.fail(IOError(errnoCode: -result, function: "recv"))
+            self.receiveFailed(IOError(errnoCode: -result, function: "recv"))
         }
     }
 }

@@ -64,7 +64,7 @@ package final class MockHTTPServer: Sendable {
                         if !bound.isUnix { Socket.setNoDelay(clientFD) }
                         let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
                         if let tls = self.tls,
-                            let session = tls.makeConnection(fd: clientFD, serverName: nil, sessionKey: nil)
+                            let session = tls.makeConnection(serverName: nil, sessionKey: nil)
                         {
                             stream.useTLS(session)
                         }

@@ -43,6 +43,12 @@ static inline GENERAL_SUBTREE *cos_subtree_at(const STACK_OF(GENERAL_SUBTREE) *s
 static const int COS_MBSTRING_UTF8 = MBSTRING_UTF8;
 
 static inline unsigned long cos_error_reason(unsigned long error) { return ERR_GET_REASON(error); }
+static inline long cos_ctx_set_server_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+}
+/* A BIO over the stream connection's buffers: "no bytes yet, ask again" and its reset. */
+static inline void cos_bio_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
+static inline void cos_bio_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
 
 static const int COS_SSL_ERROR_NONE = SSL_ERROR_NONE;
 static const int COS_SSL_ERROR_SSL = SSL_ERROR_SSL;
@@ -53,6 +59,11 @@ static const int COS_SSL_ERROR_ZERO_RETURN = SSL_ERROR_ZERO_RETURN;
 static const int COS_SSL_VERIFY_NONE = SSL_VERIFY_NONE;
 static const int COS_SSL_VERIFY_PEER = SSL_VERIFY_PEER;
 static const int COS_SSL_FILETYPE_PEM = SSL_FILETYPE_PEM;
+static const int COS_BIO_TYPE_SOURCE_SINK = BIO_TYPE_SOURCE_SINK;
+static const int COS_BIO_CTRL_FLUSH = BIO_CTRL_FLUSH;
+static const int COS_SSL_TLSEXT_ERR_OK = SSL_TLSEXT_ERR_OK;
+static const int COS_SSL_TLSEXT_ERR_NOACK = SSL_TLSEXT_ERR_NOACK;
+static const int COS_OPENSSL_NPN_NEGOTIATED = OPENSSL_NPN_NEGOTIATED;
 
 static const long COS_X509_V_OK = X509_V_OK;
 static const long COS_X509_V_ERR_HOSTNAME_MISMATCH = X509_V_ERR_HOSTNAME_MISMATCH;
@@ -69,5 +80,15 @@ static const int COS_SSL_R_TLSV1_ALERT_PROTOCOL_VERSION = SSL_R_TLSV1_ALERT_PROT
 static const int COS_SSL_R_WRONG_VERSION_NUMBER = SSL_R_WRONG_VERSION_NUMBER;
 static const int COS_SSL_R_CERTIFICATE_VERIFY_FAILED = SSL_R_CERTIFICATE_VERIFY_FAILED;
 static const int COS_SSL_R_NO_PROTOCOLS_AVAILABLE = SSL_R_NO_PROTOCOLS_AVAILABLE;
+static const int COS_SSL_R_HTTP_REQUEST = SSL_R_HTTP_REQUEST;
+static const int COS_SSL_R_HTTPS_PROXY_REQUEST = SSL_R_HTTPS_PROXY_REQUEST;
+static const int COS_SSL_R_NO_SHARED_CIPHER = SSL_R_NO_SHARED_CIPHER;
+static const int COS_SSL_R_UNEXPECTED_EOF_WHILE_READING = SSL_R_UNEXPECTED_EOF_WHILE_READING;
+/* Alerts a client sends when it refuses the server's certificate. */
+static const int COS_SSL_R_TLSV1_ALERT_UNKNOWN_CA = SSL_R_TLSV1_ALERT_UNKNOWN_CA;
+static const int COS_SSL_R_SSLV3_ALERT_BAD_CERTIFICATE = SSL_R_SSLV3_ALERT_BAD_CERTIFICATE;
+static const int COS_SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN = SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN;
+static const int COS_SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE = SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE;
+static const int COS_SSL_R_TLSV1_ALERT_ACCESS_DENIED = SSL_R_TLSV1_ALERT_ACCESS_DENIED;
 
 #endif

@@ -8,7 +8,7 @@ import Testing
 
 /// A TLS factory that cannot make a connection (as when OpenSSL runs out of memory).
 struct FailingTLSFactory: TLSConnectionFactory {
-    func makeConnection(fd: Int32, serverName: String?, sessionKey: String?) -> TLSConnection? { nil }
+    func makeConnection(serverName: String?, sessionKey: String?) -> TLSConnection? { nil }
 }
 
 /// The one way out fails closed: what should go over TLS never goes in clear text.

@@ -41,7 +41,7 @@ extension TLSConnection {
     /// certificate and never answered (a reset the socket reported before TLS saw the alert).
     func explain(_ error: IOError) -> IOError {
         guard !error.isTLSFailure, let refusal = self.clientCertificateFailure(alert: nil) else { return error }
-        return .tls(refusal)
+        return .tls(.other(refusal))
     }
 
     /// Alerts a server sends about the client's certificate (RFC 8446 §6.2).

@@ -1,114 +1,168 @@
+import BearerCore
 import COpenSSL
 import Glibc
 
-/// One TLS connection over a non-blocking socket (OpenSSL reads and writes the fd itself).
+/// One TLS session, client or server role, over two buffers instead of a socket.
 ///
-/// Every call returns at once: `wantRead`/`wantWrite` say which readiness the connection waits for,
-/// and the stream connection turns that into epoll interest. Confined to its loop.
+/// OpenSSL reads the peer's bytes from `received` and writes its own into `produced` (a BIO over
+/// these buffers, `TLSBufferBIO`); the stream connection moves them to and from the socket through
+/// whichever transport it has (readiness or io_uring). So TLS is a layer over either transport, and
+/// it can start in the middle of a stream: bytes that arrived before TLS started (a ClientHello
+/// right behind a CONNECT head) are simply the first of `received`. Writing never waits (the BIO
+/// takes everything; the stream's watermarks bound it), so the only thing a session ever waits for
+/// is more of the peer's bytes. Confined to its loop.
 package final class TLSConnection {
     let ssl: OpaquePointer
     let context: TLSContext
+    /// Client role: the origin whose session is offered for resumption and stored again.
     let sessionKey: String?
-    package private(set) var isHandshakeComplete = false
-    /// Set by the first read that returned data.
-    private(set) var storedSessionAfterData = false
+    /// Ciphertext from the peer that OpenSSL has not read yet. The BIO reads it in place.
+    @exclusivity(unchecked) var received = ByteBuffer()
+    /// Ciphertext OpenSSL wrote, for the transport to send.
+    @exclusivity(unchecked) var produced = ByteBuffer()
+    @exclusivity(unchecked) package private(set) var state: State = .handshaking
+    /// The transport delivered the peer's end (FIN): once `received` is read, the BIO reports the end.
+    @exclusivity(unchecked) var hasReceivedEnd = false
+    /// A client read its first data (and stored its session again: TLS 1.3 tickets come after the
+    /// handshake). Before it, a close may be a server refusing the client certificate.
+    @exclusivity(unchecked) private(set) var storedSessionAfterData = false
+
+    /// Where the session is. OpenSSL waits only for the peer's bytes (its writes never wait: the BIO
+    /// takes everything), so there is nothing else to want: TLS never asks for the socket's readiness.
+    package enum State: Equatable {
+        /// Valid transitions: .established, .closed.
+        case handshaking
+        /// Application data both ways. Valid transitions: .outputClosed, .closed.
+        case established
+        /// close_notify sent; the peer's data is still read (a half-closed relay). Valid transitions: .closed.
+        case outputClosed
+        /// Failed or abandoned: nothing more goes through OpenSSL.
+        case closed
+    }
 
     package enum Outcome: Equatable {
         case done(Int)
-        case wantRead
-        case wantWrite
-        /// The peer closed the TLS session (close_notify, or a plain EOF).
-        case closed
-        case failed(String)
+        /// OpenSSL needs more of the peer's bytes than `received` holds.
+        case needsMoreBytes
+        /// The peer closed the TLS session (close_notify, or a plain end of the stream).
+        case ended
+        case failed(TLSFailure)
     }
 
     init(ssl: OpaquePointer, context: TLSContext, sessionKey: String?) {
         self.ssl = ssl
         self.context = context
         self.sessionKey = sessionKey
+        TLSBufferBIO.attach(to: ssl, owner: self)
     }
 
     deinit {
         SSL_free(self.ssl)
     }
 
-    /// Advances the handshake; `.done(0)` when it is complete.
-    package func handshake() -> Outcome {
+    package var isServer: Bool { self.context.isServer }
+
+    /// Takes the owner's data to encrypt.
+    package var isEstablished: Bool { self.state == .established }
+
+    /// Bytes of the peer's wait to be decrypted: in `received`, or already decrypted inside OpenSSL.
+    var hasBufferedInput: Bool {
+        self.received.readableBytes > 0 || SSL_has_pending(self.ssl) == 1
+    }
+
+    // MARK: Handshake
+
+    enum HandshakeOutcome: Equatable {
+        case done
+        /// OpenSSL needs more of the peer's bytes than `received` holds.
+        case needsMoreBytes
+        case failed(TLSFailure)
+    }
+
+    /// Advances the handshake over what `received` holds.
+    func handshake() -> HandshakeOutcome {
+        guard self.state == .handshaking else { return .done }
         ERR_clear_error()
         let result = SSL_do_handshake(self.ssl)
         if result == 1 {
-            self.isHandshakeComplete = true
+            self.state = .established
             self.keepSession()
-            return .done(0)
+            return .done
         }
         let code = SSL_get_error(self.ssl, result)
-        switch code {
-        case COS_SSL_ERROR_WANT_READ: return .wantRead
-        case COS_SSL_ERROR_WANT_WRITE: return .wantWrite
-        default: return .failed(self.describeHandshakeFailure(code))
-        }
+        if code == COS_SSL_ERROR_WANT_READ && !self.hasReceivedEnd { return .needsMoreBytes }
+        self.state = .closed
+        return .failed(self.isServer ? self.serverHandshakeFailure(code) : self.clientHandshakeFailure(code))
     }
 
-    package func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
+    // MARK: Data
+
+    /// Decrypts into `buffer`.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
+        guard self.state == .established || self.state == .outputClosed else { return .ended }
         ERR_clear_error()
         let result = SSL_read(self.ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if result > 0 {
-            if !self.storedSessionAfterData {
+            if !self.storedSessionAfterData && !self.isServer {
                 // TLS 1.3 session tickets come after the handshake: by the first response they are here.
                 self.storedSessionAfterData = true
                 self.keepSession()
             }
             return .done(Int(result))
         }
-        // A reader that meets a plain EOF or a reset sees the end of the stream; HTTP framing tells
-        // whether the message was complete.
-        return self.outcome(ofFailed: result, endOfStreamOnReset: true)
-    }
-
-    package func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
-        guard !bytes.isEmpty else { return .done(0) }
-        ERR_clear_error()
-        let result = SSL_write(self.ssl, bytes.baseAddress, Int32(clamping: bytes.count))
-        if result > 0 { return .done(Int(result)) }
-        return self.outcome(ofFailed: result, endOfStreamOnReset: false)
-    }
-
-    /// What a non-positive SSL_read/SSL_write result means.
-    private func outcome(ofFailed result: Int32, endOfStreamOnReset: Bool) -> Outcome {
         switch SSL_get_error(self.ssl, result) {
-        case COS_SSL_ERROR_WANT_READ: return .wantRead
-        case COS_SSL_ERROR_WANT_WRITE: return .wantWrite
-        case COS_SSL_ERROR_ZERO_RETURN:
-            if let refusal = self.clientCertificateFailure(alert: nil) { return .failed(refusal) }
-            return .closed
-        case COS_SSL_ERROR_SYSCALL:
-            let saved = errno
-            if let refusal = self.clientCertificateFailure(alert: nil) { return .failed(refusal) }
-            if endOfStreamOnReset && (saved == 0 || saved == ECONNRESET) { return .closed }
-            return .failed(saved == 0 ? "connection closed" : String(cString: strerror(saved)))
+        case COS_SSL_ERROR_WANT_READ where !self.hasReceivedEnd:
+            return .needsMoreBytes
+        case COS_SSL_ERROR_WANT_READ, COS_SSL_ERROR_ZERO_RETURN, COS_SSL_ERROR_SYSCALL:
+            // close_notify, or the end of the stream without one: HTTP framing tells whether the
+            // message was complete (unless a server ended it over the client certificate).
+            return self.failure(alert: nil) ?? .ended
         default:
-            let alert = Int32(cos_error_reason(ERR_peek_last_error()))
-            if let refusal = self.clientCertificateFailure(alert: alert) { return .failed(refusal) }
-            return .failed("TLS error: \(lastErrorString())")
+            return self.failure(alert: Int32(cos_error_reason(ERR_peek_last_error())))
+                ?? self.failed("TLS error: \(lastErrorString())")
         }
     }
 
-    /// Whether decrypted bytes wait inside OpenSSL (epoll cannot know about them).
-    package var hasBufferedBytes: Bool {
-        SSL_has_pending(self.ssl) == 1
+    /// A read or write that failed over the client certificate (TLSConnection+ClientCertificate).
+    private func failure(alert: Int32?) -> Outcome? {
+        self.clientCertificateFailure(alert: alert).map(self.failed)
     }
 
-    /// Sends close_notify if the socket takes it now; never waits.
-    package func shutdown() {
-        guard self.isHandshakeComplete else { return }
+    private func failed(_ words: String) -> Outcome {
+        self.state = .closed
+        return .failed(.other(words))
+    }
+
+    /// Encrypts all of `bytes` into `produced`.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        guard self.isEstablished else { return .failed(.other("TLS session closed")) }
+        var offset = 0
+        while offset < bytes.count {
+            ERR_clear_error()
+            let remaining = bytes.count - offset
+            let result = SSL_write(self.ssl, bytes.baseAddress! + offset, Int32(clamping: remaining))
+            guard result > 0 else {
+                let alert = Int32(cos_error_reason(ERR_peek_last_error()))
+                return self.failure(alert: alert) ?? self.failed("TLS error: \(lastErrorString())")
+            }
+            offset += Int(result)
+        }
+        return .done(offset)
+    }
+
+    /// Writes close_notify into `produced` (once); the session takes no more data to send, and the
+    /// peer's data is still read.
+    func shutdown() {
+        guard self.isEstablished else { return }
         self.keepSession()
         ERR_clear_error()
         _ = SSL_shutdown(self.ssl)
+        self.state = .outputClosed
     }
 
-    /// TLS 1.3 tickets arrive after the handshake, so the session is stored again later.
-    package func keepSession() {
-        guard let key = self.sessionKey else { return }
+    /// A client keeps the newest session of its origin, so that the next connection resumes it.
+    func keepSession() {
+        guard let key = self.sessionKey, !self.isServer else { return }
         self.context.storeSession(of: self.ssl, key: key)
     }
 
@@ -116,39 +170,96 @@ package final class TLSConnection {
         SSL_session_reused(self.ssl) == 1
     }
 
-    /// What went wrong in words a person can act on.
-    private func describeHandshakeFailure(_ code: Int32) -> String {
+    /// The protocol ALPN agreed on, if any.
+    package var negotiatedProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(self.ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    // MARK: Failures in words
+
+    /// Why a handshake with an upstream failed, in words a person can act on.
+    private func clientHandshakeFailure(_ code: Int32) -> TLSFailure {
         let verify = SSL_get_verify_result(self.ssl)
         if self.context.verifiesPeer && verify != COS_X509_V_OK {
             switch verify {
             case COS_X509_V_ERR_HOSTNAME_MISMATCH, COS_X509_V_ERR_IP_ADDRESS_MISMATCH:
-                return "host name mismatch: the upstream's certificate is not valid for this host name"
+                return .other("host name mismatch: the upstream's certificate is not valid for this host name")
             case COS_X509_V_ERR_CERT_HAS_EXPIRED:
-                return "certificate expired"
+                return .other("certificate expired")
             case COS_X509_V_ERR_CERT_NOT_YET_VALID:
-                return "certificate not yet valid (check the clock)"
+                return .other("certificate not yet valid (check the clock)")
             case COS_X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, COS_X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
                 COS_X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, COS_X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-                return "certificate not trusted (signed by an unknown CA; set ca_file to trust a private CA)"
+                return .other("certificate not trusted (signed by an unknown CA; set ca_file to trust a private CA)")
             default:
-                return "certificate not trusted: \(String(cString: X509_verify_cert_error_string(verify)))"
+                return .other("certificate not trusted: \(String(cString: X509_verify_cert_error_string(verify)))")
             }
         }
         let alert = code == COS_SSL_ERROR_SSL ? Int32(cos_error_reason(ERR_peek_last_error())) : nil
-        if let refusal = self.clientCertificateFailure(alert: alert) { return "handshake failed: \(refusal)" }
-        if code == COS_SSL_ERROR_SYSCALL {
-            let saved = errno
-            return "handshake failed: "
-                + (saved == 0 ? "the upstream closed the connection" : String(cString: strerror(saved)))
+        if let refusal = self.clientCertificateFailure(alert: alert) { return .other("handshake failed: \(refusal)") }
+        if self.endedDuringHandshake(code) {
+            return .other("handshake failed: the upstream closed the connection")
         }
-        let error = ERR_peek_last_error()
-        switch Int32(cos_error_reason(error)) {
+        switch Int32(cos_error_reason(ERR_peek_last_error())) {
         case COS_SSL_R_UNSUPPORTED_PROTOCOL, COS_SSL_R_TLSV1_ALERT_PROTOCOL_VERSION, COS_SSL_R_NO_PROTOCOLS_AVAILABLE:
-            return "protocol version: the upstream does not speak TLS 1.2 or newer"
+            return .other("protocol version: the upstream does not speak TLS 1.2 or newer")
         case COS_SSL_R_WRONG_VERSION_NUMBER:
-            return "handshake failed: the upstream did not answer in TLS (is it plain http?)"
+            return .other("handshake failed: the upstream did not answer in TLS (is it plain http?)")
         default:
-            return "handshake failed: \(lastErrorString())"
+            return .other("handshake failed: \(lastErrorString())")
+        }
+    }
+
+    /// Why a client's handshake with this server failed: above all, whether it refused the certificate.
+    private func serverHandshakeFailure(_ code: Int32) -> TLSFailure {
+        if self.endedDuringHandshake(code) { return .peerClosedDuringHandshake }
+        let reason = Int32(cos_error_reason(ERR_peek_last_error()))
+        switch reason {
+        case COS_SSL_R_TLSV1_ALERT_UNKNOWN_CA, COS_SSL_R_SSLV3_ALERT_BAD_CERTIFICATE,
+            COS_SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN, COS_SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE,
+            COS_SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+            return .certificateRefused(alert: lastErrorString())
+        case COS_SSL_R_WRONG_VERSION_NUMBER, COS_SSL_R_HTTP_REQUEST, COS_SSL_R_HTTPS_PROXY_REQUEST:
+            return .notTLS
+        case COS_SSL_R_UNSUPPORTED_PROTOCOL, COS_SSL_R_TLSV1_ALERT_PROTOCOL_VERSION, COS_SSL_R_NO_PROTOCOLS_AVAILABLE:
+            return .protocolVersion
+        default:
+            return .other("handshake failed: \(lastErrorString())")
+        }
+    }
+
+    /// The peer's bytes ended before the handshake did.
+    private func endedDuringHandshake(_ code: Int32) -> Bool {
+        if code == COS_SSL_ERROR_SYSCALL || code == COS_SSL_ERROR_ZERO_RETURN { return true }
+        if code == COS_SSL_ERROR_WANT_READ { return self.hasReceivedEnd }
+        return Int32(cos_error_reason(ERR_peek_last_error())) == COS_SSL_R_UNEXPECTED_EOF_WHILE_READING
+    }
+}
+
+/// Why a TLS session failed, in words for a person; the server role's cases name what the client did.
+package enum TLSFailure: Equatable, Sendable, CustomStringConvertible {
+    /// The client sent an alert saying it does not accept the certificate (it does not trust its issuer).
+    case certificateRefused(alert: String)
+    /// The client closed the connection before the handshake completed (some clients refuse a
+    /// certificate this way, without an alert).
+    case peerClosedDuringHandshake
+    /// The client's bytes are not TLS.
+    case notTLS
+    /// The client offers nothing newer than TLS 1.1.
+    case protocolVersion
+    case other(String)
+
+    package var description: String {
+        switch self {
+        case .certificateRefused(let alert): "the client refused the certificate (\(alert))"
+        case .peerClosedDuringHandshake: "the client closed the connection during the TLS handshake"
+        case .notTLS: "the client did not speak TLS"
+        case .protocolVersion: "protocol version: the client does not speak TLS 1.2 or newer"
+        case .other(let words): words
         }
     }
 }

@@ -12,6 +12,9 @@ package struct TLSConfigurationError: Error, CustomStringConvertible, Sendable {
 /// OpenSSL for creating connections), and the client session cache used to resume TLS sessions
 /// when a new connection to the same origin opens.
 ///
+/// Either role: a client context (upstreams, endpoints), or a server context holding one certificate
+/// chain (the mock servers; an intercepted tunnel's certificate for its host).
+///
 /// Client defaults are the secure ones: the system trust store (plus `ca_file`), host name
 /// verification, TLS 1.2 or newer, ALPN `http/1.1`.
 package final class TLSContext: @unchecked Sendable {
@@ -87,30 +90,51 @@ package final class TLSContext: @unchecked Sendable {
         certificateChainFile: String,
         privateKeyFile: String
     ) throws(TLSConfigurationError) -> TLSContext {
+        try Self.server { context throws(TLSConfigurationError) in
+            ERR_clear_error()
+            guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1,
+                SSL_CTX_use_PrivateKey_file(context, privateKeyFile, COS_SSL_FILETYPE_PEM) == 1
+            else {
+                throw TLSConfigurationError(
+                    description: "\(certificateChainFile): cannot load the certificate or key: \(lastErrorString())"
+                )
+            }
+        }
+    }
+
+    /// A server context with the house's settings, whose certificate chain and key `installIdentity`
+    /// puts in (from files, or from certificates made in memory).
+    ///
+    /// TLS 1.2 or newer; ALPN answers `http/1.1` when the client offers it and nothing otherwise (a
+    /// client offering only h2 then speaks HTTP/1.1 or gives up: the proxy never speaks h2); sessions
+    /// resume (TLS 1.3 tickets and the TLS 1.2 session cache, OpenSSL's server defaults).
+    package static func server(
+        installIdentity: (OpaquePointer) throws(TLSConfigurationError) -> Void
+    ) throws(TLSConfigurationError) -> TLSContext {
         guard let context = SSL_CTX_new(TLS_server_method()) else {
             throw TLSConfigurationError(description: "cannot create a TLS context")
         }
         _ = cos_ctx_set_min_tls12(context)
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
-        ERR_clear_error()
-        guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1,
-            SSL_CTX_use_PrivateKey_file(context, privateKeyFile, COS_SSL_FILETYPE_PEM) == 1
-        else {
-            let reason = lastErrorString()
+        _ = cos_ctx_set_server_session_cache(context)
+        let sessionContext = Array("bearer-proxy".utf8)
+        _ = SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count))
+        SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+        do throws(TLSConfigurationError) {
+            try installIdentity(context)
+        } catch {
             SSL_CTX_free(context)
-            throw TLSConfigurationError(
-                description: "\(certificateChainFile): cannot load the certificate or key: \(reason)"
-            )
+            throw error
         }
         return TLSContext(context: context, verifiesPeer: false, isServer: true)
     }
 
-    /// A connection on `fd`. For clients, `serverName` is sent as SNI (unless it is an IP address) and
-    /// the certificate must match it; a cached session for `sessionKey` is offered for resumption.
-    package func makeConnection(fd: Int32, serverName: String?, sessionKey: String?) -> TLSConnection? {
+    /// A TLS session in this context's role, ready to run over a stream connection's transport. For
+    /// clients, `serverName` is sent as SNI (unless it is an IP address) and the certificate must
+    /// match it; a cached session for `sessionKey` is offered for resumption.
+    package func makeConnection(serverName: String?, sessionKey: String?) -> TLSConnection? {
         guard let ssl = SSL_new(self.context) else { return nil }
-        SSL_set_fd(ssl, fd)
         if self.isServer {
             SSL_set_accept_state(ssl)
         } else {
@@ -148,6 +172,31 @@ package final class TLSContext: @unchecked Sendable {
         }
     }
 }
+
+/// ALPN for a server: `http/1.1` when the client offers it, else no protocol at all (RFC 7301 §3.2
+/// allows the server to answer none).
+private let selectHTTP11:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, selected, selectedLength, offered, offeredLength, _ in
+        guard let offered, let selected, let selectedLength else { return COS_SSL_TLSEXT_ERR_NOACK }
+        let wanted = Array("http/1.1".utf8)
+        var index = 0
+        // The client's list: each protocol name preceded by its length byte.
+        while index < Int(offeredLength) {
+            let length = Int(offered[index])
+            let start = index + 1
+            guard start + length <= Int(offeredLength) else { break }
+            if length == wanted.count && (0..<length).allSatisfy({ offered[start + $0] == wanted[$0] }) {
+                selected.pointee = offered + start
+                selectedLength.pointee = UInt8(length)
+                return COS_SSL_TLSEXT_ERR_OK
+            }
+            index = start + length
+        }
+        return COS_SSL_TLSEXT_ERR_NOACK
+    }
 
 /// The newest error on OpenSSL's queue for this thread, in OpenSSL's words.
 func lastErrorString() -> String {

@@ -11,10 +11,9 @@ struct ClientCertificateSelector: TLSConnectionFactory {
     let withoutCertificate: TLSContext
     let hosts: [HostPattern]
 
-    func makeConnection(fd: Int32, serverName: String?, sessionKey: String?) -> TLSConnection? {
+    func makeConnection(serverName: String?, sessionKey: String?) -> TLSConnection? {
         let presents = serverName.map { self.presents(to: $0) } ?? false
         return (presents ? self.presenting : self.withoutCertificate).makeConnection(
-            fd: fd,
             serverName: serverName,
             sessionKey: sessionKey
         )

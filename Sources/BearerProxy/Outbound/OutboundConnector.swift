@@ -6,7 +6,7 @@ import BearerIO
 /// A protocol only so that a test can stand in a factory that fails, and show that an `https://`
 /// target is then never spoken to in clear text.
 package protocol TLSConnectionFactory: Sendable {
-    func makeConnection(fd: Int32, serverName: String?, sessionKey: String?) -> TLSConnection?
+    func makeConnection(serverName: String?, sessionKey: String?) -> TLSConnection?
 }
 
 extension TLSContext: TLSConnectionFactory {}
@@ -171,7 +171,6 @@ final class ConnectAttempt: StreamConnectionDelegate {
             usesTLS = true
             guard
                 let connection = factory.makeConnection(
-                    fd: fd,
                     serverName: self.host,
                     sessionKey: Origin(isHTTPS: true, host: self.host, port: self.port).description
                 )
