@@ -50,8 +50,7 @@ package final class ProxyRuntime: Sendable {
         self.connectionRules = ClientConnectionStateMachine.Rules(
             settings: ClientConnectionStateMachine.Settings(configuration),
             router: router,
-            requestGuard: requestGuard,
-            replayBudget: self.replayBudget
+            requestGuard: requestGuard
         )
     }
 }

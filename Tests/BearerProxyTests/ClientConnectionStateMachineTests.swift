@@ -23,17 +23,13 @@ typealias Action = ClientConnectionStateMachine.Action
         return configuration
     }
 
-    static func machine(
-        budget: ReplayMemoryBudget = ReplayMemoryBudget(limit: 1 << 20),
-        _ configure: (inout Configuration) -> Void = { _ in }
-    ) -> ConnectionMachine {
+    static func machine(_ configure: (inout Configuration) -> Void = { _ in }) -> ConnectionMachine {
         let configuration = Self.configuration(configure)
         let names = ProxyNames(boundAddresses: [Self.proxy], acceptHosts: configuration.acceptHosts)
         let rules = ConnectionMachine.Rules(
             settings: .init(configuration),
             router: Router(configuration: configuration, upstream: configuration.upstream!, names: names),
-            requestGuard: RequestGuard(configuration: configuration, names: names),
-            replayBudget: budget
+            requestGuard: RequestGuard(configuration: configuration, names: names)
         )
         return ConnectionMachine(rules: rules, isFromUnixSocket: false, now: at(0))
     }
@@ -89,7 +85,8 @@ typealias Action = ClientConnectionStateMachine.Action
         _ head: ResponseHead,
         _ framing: ClientFraming,
         keepAlive: Bool = true,
-        generation: Int?
+        generation: Int?,
+        releases: Int = 0
     )
         -> Action
     {
@@ -99,7 +96,8 @@ typealias Action = ClientConnectionStateMachine.Action
                 framing: framing,
                 keepAlive: keepAlive,
                 clientVersion: .http11,
-                acceptedGeneration: generation
+                acceptedGeneration: generation,
+                releasesReplayBytes: releases
             )
         )
     }
@@ -168,6 +166,7 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine()
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
+        actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
         actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
         actions.append(machine.upstreamReady(isReused: false, now: at(0)))
         #expect(machine.clientInput == .body)
@@ -185,6 +184,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.responseEnded(upstreamSentMore: false, now: at(0.8)))
         #expect(
             actions == [
+                .reserveReplayBody(10),
                 .requestToken,
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(Self.post10),
@@ -195,7 +195,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
                 .forwardRequestBody(chunked: false),
                 .endRequestBody(chunked: false),
-                Self.forward(Self.ok, .contentLength(2), generation: 2),
+                Self.forward(Self.ok, .contentLength(2), generation: 2, releases: 10),
                 .forwardResponseBody(chunked: false),
                 Self.end(Self.post10, replay: true),
             ]
@@ -203,19 +203,118 @@ typealias Action = ClientConnectionStateMachine.Action
     }
 
     @Test func theClientClosingWhileParkedGivesUpItsPlaceAndLaterEventsAreIgnored() {
-        let budget = ReplayMemoryBudget(limit: 1 << 20)
-        var machine = Self.machine(budget: budget)
+        var machine = Self.machine()
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
-        #expect(budget.bytesInUse == 10, "a body within replay_body_limit reserves its size")
+        actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
         actions.append(machine.tokenAnswered(.parked(3), now: at(0)))
         actions.append(machine.clientClosed())
         actions.append(machine.tokenGranted(3, .token(line: Self.line2, generation: 2), now: at(1)))
         actions.append(machine.timerFired(now: at(100)))
         actions.append(machine.clientClosed())
-        #expect(actions == [.requestToken, .none, .close(.clientGone(cancelsWaiter: 3)), .none, .none, .none])
-        #expect(budget.bytesInUse == 0)
+        // A body within replay_body_limit reserves its size; the close gives it back.
+        #expect(
+            actions == [
+                .reserveReplayBody(10), .requestToken, .none,
+                .close(.clientGone(cancelsWaiter: 3, releasesReplayBytes: 10)), .none, .none, .none,
+            ]
+        )
         #expect(machine.isClosed)
+    }
+
+    /// The machine is a value: a copy taken before an event does not see it (an exchange shared by
+    /// reference would move both).
+    @Test func aCopyOfTheMachineKeepsItsOwnExchange() {
+        var machine = Self.machine()
+        _ = machine.requestHeadReceived(Self.get, now: at(0))
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        let before = machine
+        _ = machine.upstreamReady(isReused: true, now: at(0))
+        #expect(machine.upstreamInput == .response)
+        #expect(before.upstreamInput == .none, "the copy's exchange moved with the original's")
+    }
+
+    // MARK: The replay budget, reserved and released by the connection
+
+    static let chunkedPost = request(
+        "POST /upload HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    /// Gives the request whose head `machine` has the token and a fresh connection.
+    static func started(_ machine: inout ConnectionMachine, _ head: RequestHead) {
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.upstreamReady(isReused: false, now: at(0))
+    }
+
+    @Test func aContentLengthBodyTheBudgetRefusesIsForwardedWithoutACopy() {
+        var machine = Self.machine()
+        #expect(machine.requestHeadReceived(Self.post10, now: at(0)) == .reserveReplayBody(10))
+        #expect(machine.replayBodyReserved(10, granted: false, now: at(0)) == .requestToken)
+        Self.started(&machine, Self.post10)
+        #expect(
+            Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
+                == .forwardRequestBody(chunked: false)
+        )
+        _ = machine.requestEnded(now: at(0))
+        #expect(
+            machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
+                == .reportRejection(generation: 1, isReplay: false, isReplayable: false),
+            "forwarded without a copy: the 401 goes to the client"
+        )
+    }
+
+    @Test func aChunkedBodyReservesAsItGrowsAndGivesItBackWithTheStatus() {
+        var machine = Self.machine { $0.replayBodyLimit = 1 << 20 }
+        #expect(machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken, "nothing to reserve yet")
+        Self.started(&machine, Self.chunkedPost)
+        #expect(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .reserveReplayBody(65536))
+        #expect(machine.replayBodyReserved(65536, granted: true, now: at(0)) == .none)
+        #expect(
+            Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .forwardRequestBody(chunked: true)
+        )
+        #expect(
+            Self.bytes("efgh") { machine.requestBodyReceived($0, now: at(0)) } == .forwardRequestBody(chunked: true)
+        )
+        _ = machine.requestEnded(now: at(0))
+        #expect(
+            machine.responseHeadReceived(Self.ok, now: at(0.1))
+                == Self.forward(Self.ok, .contentLength(2), generation: 1, releases: 65536)
+        )
+    }
+
+    @Test func aChunkedBodyTheBudgetRefusesMoreLosesItsCopy() {
+        var machine = Self.machine { $0.replayBodyLimit = 1 << 20 }
+        _ = machine.requestHeadReceived(Self.chunkedPost, now: at(0))
+        Self.started(&machine, Self.chunkedPost)
+        #expect(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .reserveReplayBody(65536))
+        #expect(machine.replayBodyReserved(65536, granted: false, now: at(0)) == .releaseReplayBody(0))
+        #expect(
+            Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .forwardRequestBody(chunked: true)
+        )
+        #expect(
+            machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
+                == .reportRejection(generation: 1, isReplay: false, isReplayable: false)
+        )
+    }
+
+    @Test func aChunkedBodyPastTheReplayLimitGivesItsReservationBack() {
+        var machine = Self.machine()  // replay_body_limit = 16
+        _ = machine.requestHeadReceived(Self.chunkedPost, now: at(0))
+        Self.started(&machine, Self.chunkedPost)
+        #expect(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .reserveReplayBody(65536))
+        _ = machine.replayBodyReserved(65536, granted: true, now: at(0))
+        #expect(
+            Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .forwardRequestBody(chunked: true)
+        )
+        let past = String(repeating: "x", count: 20)
+        #expect(Self.bytes(past) { machine.requestBodyReceived($0, now: at(0)) } == .releaseReplayBody(65536))
+        #expect(Self.bytes(past) { machine.requestBodyReceived($0, now: at(0)) } == .forwardRequestBody(chunked: true))
+        _ = machine.requestEnded(now: at(0))
+        #expect(
+            machine.responseHeadReceived(Self.ok, now: at(0.1))
+                == Self.forward(Self.ok, .contentLength(2), generation: 1, releases: 0),
+            "released once, not twice"
+        )
     }
 
     /// Pipelined requests wait behind a request that is replayed: the next head is read only once
@@ -295,7 +394,9 @@ typealias Action = ClientConnectionStateMachine.Action
 
     static func diedBeforeAnswering(_ head: RequestHead, sentNothing: Bool, reused: Bool = true) -> Action {
         var machine = Self.machine()
-        _ = machine.requestHeadReceived(head, now: at(0))
+        if case .reserveReplayBody(let bytes) = machine.requestHeadReceived(head, now: at(0)) {
+            _ = machine.replayBodyReserved(bytes, granted: true, now: at(0))
+        }
         _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
         _ = machine.upstreamReady(isReused: reused, now: at(0))
         if head.framing != .none {
@@ -320,7 +421,8 @@ typealias Action = ClientConnectionStateMachine.Action
                         error: .upstreamClosed(origin: "api.test:8000"),
                         closesConnection: false,
                         record: .init(head: Self.post10, startedAt: at(0), target: Self.upstreamTarget),
-                        endsExchange: true
+                        endsExchange: true,
+                        releasesReplayBytes: 10
                     )
                 )
         )
@@ -357,13 +459,12 @@ typealias Action = ClientConnectionStateMachine.Action
 
     /// A body for a host that gets no token is never copied: there is no refresh to replay after.
     @Test func aBodyForAHostWithoutTheTokenIsNotKept() {
-        let budget = ReplayMemoryBudget(limit: 1 << 20)
-        var machine = Self.machine(budget: budget) { $0.injectHosts = [.host("elsewhere.test")] }
+        var machine = Self.machine { $0.injectHosts = [.host("elsewhere.test")] }
         #expect(
             machine.requestHeadReceived(Self.post10, now: at(0))
-                == .connectUpstream(Self.upstream, allowReuse: true, isReplay: false)
+                == .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+            "no reservation"
         )
-        #expect(budget.bytesInUse == 0)
         _ = machine.upstreamReady(isReused: true, now: at(0))
         _ = Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
         _ = machine.requestEnded(now: at(0))
@@ -380,7 +481,7 @@ typealias Action = ClientConnectionStateMachine.Action
             return
         }
         #expect(response.error.status == 502)
-        #expect(budget.bytesInUse == 0)
+        #expect(response.releasesReplayBytes == 0)
     }
 
     // MARK: Tunnels and WebSocket
@@ -411,7 +512,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 .requestToken,
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(head),
-                .switchProtocols(switching, record, acceptedGeneration: 1),
+                .switchProtocols(switching, record, acceptedGeneration: 1, releasesReplayBytes: 0),
                 .shutDownUpstreamWrite,
                 .close(.relayEnded),
             ]
@@ -518,15 +619,20 @@ typealias Action = ClientConnectionStateMachine.Action
     }
 
     @Test func aHalfCloseMidBodyAbandonsTheRequest() {
-        let budget = ReplayMemoryBudget(limit: 1 << 20)
-        var machine = Self.machine(budget: budget)
+        var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.post10, now: at(0))
+        _ = machine.replayBodyReserved(10, granted: true, now: at(0))
         _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         #expect(
             machine.clientFinished()
-                == .close(.aborted(reason: "client closed the connection mid-request", cancelsWaiter: nil))
+                == .close(
+                    .aborted(
+                        reason: "client closed the connection mid-request",
+                        cancelsWaiter: nil,
+                        releasesReplayBytes: 10
+                    )
+                )
         )
-        #expect(budget.bytesInUse == 0)
     }
 }

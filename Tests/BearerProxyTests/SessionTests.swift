@@ -74,6 +74,7 @@ import Testing
         let bodies = fixture.upstream.requests.map(\.body)
         #expect(bodies.count == 2)
         #expect(bodies.allSatisfy { $0 == body }, "the replay carried different bytes")
+        #expect(fixture.proxy.runtime.replayBudget.bytesInUse == 0, "the copy's budget came back")
     }
 
     @Test func replaysAChunkedUploadByteForByte() throws {
@@ -88,6 +89,29 @@ import Testing
         #expect(response.status == 200)
         #expect(response.text == "abcdefghij")
         #expect(fixture.upstream.requests.last?.body == Array("abcdefghij".utf8))
+        #expect(fixture.proxy.runtime.replayBudget.bytesInUse == 0, "the copy's budget came back")
+    }
+
+    /// Bodies within replay_body_limit but past what replay_memory_limit has left stream without a
+    /// copy: their 401 reaches the client, and the budget is whole again afterwards.
+    @Test func aBodyPastTheReplayMemoryLimitStreamsUnreplayable() throws {
+        let fixture = try SessionFixture { config, _ in
+            config.accessToken = Secret("stale")
+            config.replayMemoryLimit = 1000
+        }
+        let body = String(repeating: "y", count: 5000)
+        let response = try httpRequest(
+            fixture.address,
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000\r\n\r\n\(body)"
+        )
+        #expect(response.status == 401)
+        #expect(fixture.proxy.runtime.replayBudget.bytesInUse == 0)
+        let small = try httpRequest(
+            fixture.address,
+            "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 500\r\n\r\n\(String(repeating: "z", count: 500))"
+        )
+        #expect(small.status == 200, "a body within what the budget has left is replayed")
+        #expect(waitUntil { fixture.proxy.runtime.replayBudget.bytesInUse == 0 })
     }
 
     @Test(arguments: TokenFlavour.allCases)

@@ -18,6 +18,14 @@ extension ClientConnection {
             case .none:
                 return
 
+            case .reserveReplayBody(let bytes):
+                let granted = self.runtime.replayBudget.reserve(bytes)
+                action = self.machine.replayBodyReserved(bytes, granted: granted, now: now)
+
+            case .releaseReplayBody(let bytes):
+                self.runtime.replayBudget.release(bytes)
+                return
+
             case .requestToken:
                 let answer = self.runtime.session.tokenForRequest(
                     loop: self.loop,
@@ -75,6 +83,7 @@ extension ClientConnection {
                 return
 
             case .forwardResponseHead(let response):
+                self.runtime.replayBudget.release(response.releasesReplayBytes)
                 if let generation = response.acceptedGeneration {
                     self.runtime.session.upstreamAccepted(generation: generation)
                 }
@@ -106,7 +115,8 @@ extension ClientConnection {
                 self.recordCompletion(record, status: 200, bytes: 0, isReplay: false)
                 return
 
-            case .switchProtocols(let head, let record, let generation):
+            case .switchProtocols(let head, let record, let generation, let releasesReplayBytes):
+                self.runtime.replayBudget.release(releasesReplayBytes)
                 if let generation { self.runtime.session.upstreamAccepted(generation: generation) }
                 self.stream.withOutbound { $0.writeSwitchingProtocolsHead(head) }
                 self.recordCompletion(record, status: 101, bytes: 0, isReplay: false)
@@ -126,6 +136,7 @@ extension ClientConnection {
 
             case .close(let reason):
                 self.log(reason)
+                self.runtime.replayBudget.release(reason.releasesReplayBytes)
                 self.releaseEverything(cancelling: reason.cancelsWaiter)
                 self.stream.close()
                 return
@@ -204,6 +215,7 @@ extension ClientConnection {
     // MARK: Ending exchanges
 
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
+        self.runtime.replayBudget.release(end.releasesReplayBytes)
         if end.writesChunkedEnd { self.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
         self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, isReplay: end.isReplay)
         if let upstream = self.upstream {
@@ -225,6 +237,7 @@ extension ClientConnection {
             self.dropUpstream()
         }
         if let id = response.cancelsWaiter { self.runtime.session.cancel(id) }
+        self.runtime.replayBudget.release(response.releasesReplayBytes)
         let error = response.error
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
         if let refusal = error.connectRefusal {
@@ -269,7 +282,7 @@ extension ClientConnection {
             )
         case .relayEnded, .clientGone:
             break
-        case .aborted(let reason, _):
+        case .aborted(let reason, _, _):
             logger.debug("exchange aborted", ["reason": reason])
         case .tlsInsideServedTunnel(let origin):
             logger.warn(

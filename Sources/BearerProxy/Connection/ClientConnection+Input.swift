@@ -89,11 +89,7 @@ extension ClientConnection {
         case .body(let range):
             self.stream.inbound.withUnsafeReadableBytes { raw in
                 let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
-                let action = self.machine.requestBodyReceived(bytes, now: self.loop.now)
-                guard case .forwardRequestBody(let chunked) = action else {
-                    preconditionFailure("Invalid action for body bytes: \(action)")
-                }
-                upstreamStream.writeBodyPart(bytes, chunked: chunked)
+                upstreamStream.writeBodyPart(bytes, chunked: self.bodyBytesParsed(bytes))
             }
             self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
             return true
@@ -107,6 +103,24 @@ extension ClientConnection {
             return true
         case .head:
             preconditionFailure("Invalid parser state: a head inside a request body")
+        }
+    }
+
+    /// Tells the machine about body bytes, first performing the replay budget's reservation or
+    /// release it asks for (it then takes the same bytes); returns whether they go out as a chunk.
+    private func bodyBytesParsed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        while true {
+            switch self.machine.requestBodyReceived(bytes, now: self.loop.now) {
+            case .forwardRequestBody(let chunked):
+                return chunked
+            case .reserveReplayBody(let count):
+                let granted = self.runtime.replayBudget.reserve(count)
+                self.run(self.machine.replayBodyReserved(count, granted: granted, now: self.loop.now))
+            case .releaseReplayBody(let held):
+                self.runtime.replayBudget.release(held)
+            case let action:
+                preconditionFailure("Invalid action for body bytes: \(action)")
+            }
         }
     }
 

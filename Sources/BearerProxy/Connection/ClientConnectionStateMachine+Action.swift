@@ -12,6 +12,11 @@ extension ClientConnectionStateMachine {
 
         /// Ask the token session for the token (`tokenForRequest`); answer with `tokenAnswered`.
         case requestToken
+        /// Reserve this many bytes of the replay budget (`replay_memory_limit`, shared by every
+        /// connection) for the request's body copy; answer with `replayBodyReserved`.
+        case reserveReplayBody(Int)
+        /// Give this many bytes back to the replay budget.
+        case releaseReplayBody(Int)
         /// Lease an idle pooled connection to `origin` (when `allowReuse`), else make one; answer with
         /// `upstreamReady` or `upstreamConnectFailed`. `isReplay`: this send is a replay (counted).
         case connectUpstream(Origin, allowReuse: Bool, isReplay: Bool)
@@ -52,8 +57,9 @@ extension ClientConnectionStateMachine {
         /// CONNECT to an inject host on a plain port: write `200 Connection established`; the
         /// requests inside are served by this connection.
         case acceptServedTunnel(RequestRecord)
-        /// The upstream switched to WebSocket: write its 101, relay bytes both ways from now on.
-        case switchProtocols(ResponseHead, RequestRecord, acceptedGeneration: Int?)
+        /// The upstream switched to WebSocket: write its 101, relay bytes both ways from now on;
+        /// give the body copy's replay budget back.
+        case switchProtocols(ResponseHead, RequestRecord, acceptedGeneration: Int?, releasesReplayBytes: Int)
         /// One side of a relay finished sending: half-close the other.
         case shutDownUpstreamWrite
         case shutDownClientWrite
@@ -92,6 +98,8 @@ extension ClientConnectionStateMachine {
         var keepAlive: Bool
         var clientVersion: HTTPVersion
         var acceptedGeneration: Int?
+        /// The status is known: the body copy's replay budget goes back.
+        var releasesReplayBytes = 0
     }
 
     /// A request for the access log and the request metrics.
@@ -118,6 +126,7 @@ extension ClientConnectionStateMachine {
         /// Return the upstream connection to the pool (else close it).
         var poolsUpstream: Bool
         var closesConnection: Bool
+        var releasesReplayBytes = 0
     }
 
     struct LocalResponse: Equatable {
@@ -128,19 +137,23 @@ extension ClientConnectionStateMachine {
         var record: RequestRecord?
         /// An exchange ends with it: close its upstream connection (or connection attempt).
         var endsExchange: Bool
+        /// The replay budget the ended exchange's body copy held.
+        var releasesReplayBytes: Int
 
         init(
             error: ProxyError,
             closesConnection: Bool,
             cancelsWaiter: TokenSession.WaiterID? = nil,
             record: RequestRecord? = nil,
-            endsExchange: Bool = false
+            endsExchange: Bool = false,
+            releasesReplayBytes: Int = 0
         ) {
             self.error = error
             self.closesConnection = closesConnection
             self.cancelsWaiter = cancelsWaiter
             self.record = record
             self.endsExchange = endsExchange
+            self.releasesReplayBytes = releasesReplayBytes
         }
     }
 
@@ -152,16 +165,24 @@ extension ClientConnectionStateMachine {
         /// Both sides of a relay finished, or one side closed.
         case relayEnded
         /// The client is gone.
-        case clientGone(cancelsWaiter: TokenSession.WaiterID?)
+        case clientGone(cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
         /// An exchange cannot be completed (the client vanished mid-request, the upstream mid-response).
-        case aborted(reason: String, cancelsWaiter: TokenSession.WaiterID?)
+        case aborted(reason: String, cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
         /// The client started TLS inside a tunnel the proxy serves itself.
         case tlsInsideServedTunnel(Origin?)
 
         var cancelsWaiter: TokenSession.WaiterID? {
             switch self {
-            case .clientGone(let id), .aborted(_, let id): id
+            case .clientGone(let id, _), .aborted(_, let id, _): id
             case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel: nil
+            }
+        }
+
+        /// The replay budget the exchange in flight held.
+        var releasesReplayBytes: Int {
+            switch self {
+            case .clientGone(_, let bytes), .aborted(_, _, let bytes): bytes
+            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel: 0
             }
         }
     }

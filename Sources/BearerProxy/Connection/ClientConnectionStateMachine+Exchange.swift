@@ -3,11 +3,32 @@ import BearerHTTP
 
 /// Events of the request in flight: the token, the upstream connection, the body both ways.
 extension ClientConnectionStateMachine {
-    /// Runs `body` on the exchange in flight; nil when there is none (the event came for one that
-    /// has ended).
-    private mutating func modifyExchange(_ body: (inout Self, Exchange) -> Action) -> Action? {
-        guard case .exchange(let exchange) = self.state else { return nil }
-        return body(&self, exchange)
+    // MARK: The replay budget
+
+    /// The connection reserved (`granted`) or could not reserve `bytes` of the replay budget that
+    /// `reserveReplayBody` asked for.
+    mutating func replayBodyReserved(_ bytes: Int, granted: Bool, now: Instant) -> Action {
+        self.modifyExchange { _, exchange in
+            switch exchange.phase {
+            case .routed:
+                // The whole Content-Length body, asked for with the head.
+                if granted { exchange.body = .kept(ByteBuffer(), reserved: bytes) }
+                return .requestToken
+            case .sent:
+                // More room for a growing (chunked) body.
+                guard case .kept(let kept, let reserved) = exchange.body else {
+                    preconditionFailure("Invalid body copy for a reservation: \(exchange.body)")
+                }
+                exchange.body = .lost  // no second reference while `kept` is moved
+                if granted {
+                    exchange.body = .kept(kept, reserved: reserved + bytes)
+                    return .none
+                }
+                return .releaseReplayBody(reserved)
+            case .waitingForToken, .connecting:
+                preconditionFailure("Invalid phase for a reservation: \(exchange.phase)")
+            }
+        } ?? { preconditionFailure("Invalid state for a reservation: \(self.state)") }()
     }
 
     // MARK: The token
@@ -139,14 +160,31 @@ extension ClientConnectionStateMachine {
     // MARK: The request body
 
     /// Body bytes of the current request were parsed; they are forwarded, and kept while the
-    /// request may have to be sent again.
+    /// request may have to be sent again: bodies up to replay_body_limit, within the proxy-wide
+    /// replay_memory_limit (chunked bodies reserve 64 KiB at a time).
+    ///
+    /// When the copy needs more of the budget first, or has to be given up, the answer is
+    /// `reserveReplayBody` or `releaseReplayBody` and the bytes are not taken yet: the connection
+    /// performs it and reports the same bytes again.
     mutating func requestBodyReceived(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
             guard case .sent(var sent) = exchange.phase, !exchange.isRequestComplete else {
                 preconditionFailure("Invalid phase for body bytes: \(exchange.phase)")
             }
+            if case .kept(var kept, let reserved) = exchange.body {
+                let needed = kept.readableBytes + bytes.count
+                if needed > machine.settings.replayBodyLimit {
+                    exchange.body = .lost
+                    return .releaseReplayBody(reserved)
+                }
+                if needed > reserved { return .reserveReplayBody(max(needed - reserved, 64 * 1024)) }
+                exchange.body = .lost  // no second reference while `kept` grows
+                kept.writeBytes(bytes)
+                exchange.body = .kept(kept, reserved: reserved)
+            } else {
+                exchange.body = .lost
+            }
             exchange.forwardedBodyBytes += bytes.count
-            machine.keep(bytes, in: exchange)
             sent.lastActivity = now
             exchange.phase = .sent(sent)
             return .forwardRequestBody(chunked: exchange.head.framing == .chunked)
@@ -163,27 +201,6 @@ extension ClientConnectionStateMachine {
             exchange.phase = .sent(sent)
             return .endRequestBody(chunked: exchange.head.framing == .chunked)
         } ?? { preconditionFailure("Invalid state for the end of a body: \(self.state)") }()
-    }
-
-    /// Keeps forwarded body bytes while the request is replayable: bodies up to replay_body_limit,
-    /// within the proxy-wide replay_memory_limit (chunked bodies reserve 64 KiB at a time).
-    private func keep(_ bytes: UnsafeRawBufferPointer, in exchange: Exchange) {
-        guard case .kept(var kept, var reserved) = exchange.body else {
-            exchange.body = .lost
-            return
-        }
-        exchange.body = .lost  // no second reference while `kept` grows
-        let needed = kept.readableBytes + bytes.count
-        if needed > reserved {
-            let more = max(needed - reserved, 64 * 1024)
-            guard needed <= self.settings.replayBodyLimit, self.replayBudget.reserve(more) else {
-                self.replayBudget.release(reserved)
-                return
-            }
-            reserved += more
-        }
-        kept.writeBytes(bytes)
-        exchange.body = .kept(kept, reserved: reserved)
     }
 
     // MARK: The response
@@ -203,10 +220,14 @@ extension ClientConnectionStateMachine {
                     )
                     return machine.answerLocally(exchange, error, closes: true)
                 }
-                machine.releaseReplayCopy(exchange)
                 let record = exchange.record
                 machine.state = .relay(Relay(kind: .webSocket(exchange.target.origin), record: record, now: now))
-                return .switchProtocols(head, record, acceptedGeneration: exchange.token?.generation)
+                return .switchProtocols(
+                    head,
+                    record,
+                    acceptedGeneration: exchange.token?.generation,
+                    releasesReplayBytes: exchange.reservedReplayBytes
+                )
             }
             guard exchange.head.version == .http11 else { return .none }
             return .writeInformational(head)
@@ -231,7 +252,7 @@ extension ClientConnectionStateMachine {
                 )
             }
             exchange.phase = .sent(sent)
-            return machine.forwardResponseHead(head, exchange, acceptedGeneration: exchange.token?.generation)
+            return machine.forwardResponseHead(head, &exchange, acceptedGeneration: exchange.token?.generation)
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
@@ -243,7 +264,7 @@ extension ClientConnectionStateMachine {
             }
             switch answer {
             case .forwardToClient:
-                return machine.forwardResponseHead(head, exchange, acceptedGeneration: nil)
+                return machine.forwardResponseHead(head, &exchange, acceptedGeneration: nil)
             case .replay(let line, let generation):
                 exchange.token = InjectedToken(line: line, generation: generation)
                 exchange.isReplay = true
@@ -261,12 +282,12 @@ extension ClientConnectionStateMachine {
 
     private mutating func forwardResponseHead(
         _ head: ResponseHead,
-        _ exchange: Exchange,
+        _ exchange: inout Exchange,
         acceptedGeneration: Int?
     ) -> Action {
         guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
         // The status is known: the body copy is no longer needed.
-        self.releaseReplayCopy(exchange)
+        let released = exchange.dropBodyCopy()
         let version = exchange.head.version
         let framing: ClientFraming
         switch head.framing(requestMethod: exchange.head.method) {
@@ -289,7 +310,8 @@ extension ClientConnectionStateMachine {
                 framing: framing,
                 keepAlive: !exchange.closesConnection,
                 clientVersion: version,
-                acceptedGeneration: acceptedGeneration
+                acceptedGeneration: acceptedGeneration,
+                releasesReplayBytes: released
             )
         )
     }
@@ -332,7 +354,6 @@ extension ClientConnectionStateMachine {
         poolsUpstream: Bool,
         now: Instant
     ) -> Action {
-        self.releaseReplayCopy(exchange)
         self.state = exchange.closesConnection ? .closing : .idle(since: now)
         return .finishExchange(
             ExchangeEnd(
@@ -342,7 +363,8 @@ extension ClientConnectionStateMachine {
                 isReplay: exchange.isReplay,
                 writesChunkedEnd: framing == .chunked,
                 poolsUpstream: poolsUpstream,
-                closesConnection: exchange.closesConnection
+                closesConnection: exchange.closesConnection,
+                releasesReplayBytes: exchange.reservedReplayBytes
             )
         )
     }

@@ -58,6 +58,9 @@ struct ClientConnectionStateMachine {
         case closing
         /// Nothing left. Every event is ignored.
         case closed
+        /// Transient, for the length of one event: the exchange is out of `.exchange` and being
+        /// changed in place (`modifyExchange`). Never seen between events.
+        case modifying
     }
 
     /// What every connection of the proxy shares.
@@ -75,18 +78,15 @@ struct ClientConnectionStateMachine {
         let settings: Settings
         let router: Router
         let requestGuard: RequestGuard
-        let replayBudget: ReplayMemoryBudget
 
-        init(settings: Settings, router: Router, requestGuard: RequestGuard, replayBudget: ReplayMemoryBudget) {
+        init(settings: Settings, router: Router, requestGuard: RequestGuard) {
             self.settings = settings
             self.router = router
             self.requestGuard = requestGuard
-            self.replayBudget = replayBudget
         }
     }
 
     var settings: Settings { self.rules.settings }
-    var replayBudget: ReplayMemoryBudget { self.rules.replayBudget }
 
     init(rules: Rules, isFromUnixSocket: Bool, now: Instant) {
         self.rules = rules
@@ -117,6 +117,7 @@ struct ClientConnectionStateMachine {
         case .exchange(let exchange): exchange.wantsRequestBody ? .body : .none
         case .relay(let relay): relay.isEstablished && !relay.hasClientFinished ? .relay : .none
         case .closing, .closed: .none
+        case .modifying: preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -132,6 +133,7 @@ struct ClientConnectionStateMachine {
         case .exchange(let exchange): exchange.isSent ? .response : .none
         case .relay(let relay): relay.isEstablished && !relay.hasUpstreamFinished ? .relay : .none
         case .idle, .readingHead, .servedTunnelOpened, .closing, .closed: .none
+        case .modifying: preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -144,6 +146,7 @@ struct ClientConnectionStateMachine {
         case .servedTunnelOpened(let since): since + self.settings.clientIdleTimeout
         case .relay(let relay): relay.isEstablished ? relay.lastActivity + self.settings.tunnelIdleTimeout : nil
         case .closing, .closed: nil
+        case .modifying: preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -167,9 +170,8 @@ struct ClientConnectionStateMachine {
             return .respond(LocalResponse(error: .malformedRequest(error), closesConnection: true))
         case .exchange(let exchange):
             // Bad framing inside a body: the request cannot be finished.
-            let response = self.answerLocally(exchange, .malformedRequest(error), closes: true)
-            return response
-        case .relay, .closing, .closed:
+            return self.answerLocally(exchange, .malformedRequest(error), closes: true)
+        case .relay, .closing, .closed, .modifying:
             preconditionFailure("Invalid state for a parse error: \(self.state)")
         }
     }
@@ -179,7 +181,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .idle, .readingHead, .servedTunnelOpened:
             break
-        case .exchange, .relay, .closing, .closed:
+        case .exchange, .relay, .closing, .closed, .modifying:
             preconditionFailure("Invalid state for a request head: \(self.state)")
         }
         let record = RequestRecord(head: head, startedAt: now)
@@ -215,6 +217,7 @@ struct ClientConnectionStateMachine {
         case .forward(let target, let path):
             closes = !head.wantsKeepAlive
             let body: Exchange.BodyCopy
+            var reservation = 0
             switch head.framing {
             case .none, .contentLength(0):
                 body = .kept(ByteBuffer(), reserved: 0)
@@ -223,8 +226,9 @@ struct ClientConnectionStateMachine {
                 // found dead before any of it went out is still resent; after, it is a 502.)
                 body = .untouched
             case .contentLength(let length):
-                let fits = length <= self.settings.replayBodyLimit && self.replayBudget.reserve(length)
-                body = fits ? .kept(ByteBuffer(), reserved: length) : .untouched
+                // Kept only within the proxy-wide budget too: the answer decides (`replayBodyReserved`).
+                body = .untouched
+                if length <= self.settings.replayBodyLimit { reservation = length }
             case .chunked:
                 body = .kept(ByteBuffer(), reserved: 0)
             }
@@ -239,6 +243,7 @@ struct ClientConnectionStateMachine {
                 phase: target.injectsToken ? .routed : .connecting
             )
             self.state = .exchange(exchange)
+            if reservation > 0 { return .reserveReplayBody(reservation) }
             return target.injectsToken
                 ? .requestToken : .connectUpstream(target.origin, allowReuse: true, isReplay: false)
         }
@@ -292,6 +297,8 @@ struct ClientConnectionStateMachine {
             return .shutDownUpstreamWrite
         case .closing, .closed:
             return .none
+        case .modifying:
+            preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -299,14 +306,17 @@ struct ClientConnectionStateMachine {
     mutating func clientClosed() -> Action {
         switch self.state {
         case .exchange(let exchange):
-            self.releaseReplayCopy(exchange)
             self.state = .closed
-            return .close(.clientGone(cancelsWaiter: exchange.waiterID))
+            return .close(
+                .clientGone(cancelsWaiter: exchange.waiterID, releasesReplayBytes: exchange.reservedReplayBytes)
+            )
         case .idle, .readingHead, .servedTunnelOpened, .relay, .closing:
             self.state = .closed
             return .close(.clientGone(cancelsWaiter: nil))
         case .closed:
             return .none
+        case .modifying:
+            preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -316,11 +326,15 @@ struct ClientConnectionStateMachine {
         case .idle, .readingHead, .servedTunnelOpened:
             self.state = .closing
             return .closeAfterFlush
-        case .exchange(let exchange):
-            exchange.closesConnection = true
-            return .none
+        case .exchange:
+            return self.modifyExchange { _, exchange in
+                exchange.closesConnection = true
+                return .none
+            } ?? .none
         case .relay, .closing, .closed:
             return .none
+        case .modifying:
+            preconditionFailure("Invalid state: modifying outside an event")
         }
     }
 
@@ -345,7 +359,7 @@ struct ClientConnectionStateMachine {
         case .relay:
             self.state = .closed
             return .close(.tunnelIdle)
-        case .closing, .closed:
+        case .closing, .closed, .modifying:
             preconditionFailure("Invalid state with a deadline: \(self.state)")
         }
     }
@@ -358,33 +372,45 @@ struct ClientConnectionStateMachine {
             // Part of the response is out: a second head cannot follow; cut the connection instead.
             return self.abort(exchange, reason: error.shortName)
         }
-        let waiter = exchange.waiterID
-        self.releaseReplayCopy(exchange)
         let closesConnection = closes || exchange.closesConnection || !exchange.isRequestComplete
         self.state = closesConnection ? .closing : .idle(since: exchange.startedAt)
         return .respond(
             LocalResponse(
                 error: error,
                 closesConnection: closesConnection,
-                cancelsWaiter: waiter,
+                cancelsWaiter: exchange.waiterID,
                 record: exchange.record,
-                endsExchange: true
+                endsExchange: true,
+                releasesReplayBytes: exchange.reservedReplayBytes
             )
         )
     }
 
     /// Ends the connection at once: the client sees a cut response, never a complete-looking one.
     mutating func abort(_ exchange: Exchange, reason: String) -> Action {
-        self.releaseReplayCopy(exchange)
         self.state = .closed
-        return .close(.aborted(reason: reason, cancelsWaiter: exchange.waiterID))
+        return .close(
+            .aborted(
+                reason: reason,
+                cancelsWaiter: exchange.waiterID,
+                releasesReplayBytes: exchange.reservedReplayBytes
+            )
+        )
     }
 
-    func releaseReplayCopy(_ exchange: Exchange) {
-        if case .kept(_, let reserved) = exchange.body {
-            self.replayBudget.release(reserved)
-            exchange.body = exchange.hasForwardedBody ? .lost : .untouched
-        }
+    /// Runs `body` on the exchange in flight, changed in place; nil when there is none (the event
+    /// came for one that has ended). The exchange goes back into `.exchange` unless `body` moved
+    /// the machine to another state.
+    mutating func modifyExchange(_ body: (inout Self, inout Exchange) -> Action) -> Action? {
+        guard case .exchange = self.state else { return nil }
+        // Moved out, not copied: no second reference while the exchange changes (its storage is
+        // not copied on write), and no reference counting for the move.
+        var taken = State.modifying
+        swap(&taken, &self.state)
+        guard case .exchange(var exchange) = consume taken else { preconditionFailure("Invalid state: \(self.state)") }
+        let action = body(&self, &exchange)
+        if case .modifying = self.state { self.state = .exchange(exchange) }
+        return action
     }
 }
 

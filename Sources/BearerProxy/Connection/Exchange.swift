@@ -4,31 +4,70 @@ import BearerHTTP
 /// One request and its response, from its head to the end of its response: the data the
 /// connection machine's `.exchange` state carries.
 ///
-/// A class, so that the machine's events reach it through a pointer instead of copying (and
-/// retaining) all it holds at every event; only `ClientConnectionStateMachine` mutates it. Its
-/// mutable fields skip the dynamic exclusivity check: the machine's methods are pure and never call
-/// out while they mutate it, so no two accesses can overlap. Confined to its connection's loop.
-final class Exchange {
-    let head: RequestHead
-    let target: Target
-    let path: ForwardedPath
-    let startedAt: Instant
-    /// The connection closes once this exchange ends (the client asked, HTTP/1.0, a body the
-    /// response cut short, a close-delimited response, shutdown).
-    @exclusivity(unchecked) var closesConnection: Bool
-    /// Every byte of the request body has been read from the client.
-    @exclusivity(unchecked) var isRequestComplete: Bool
-    /// The body kept so that the request can be sent again.
-    @exclusivity(unchecked) var body: BodyCopy
-    @exclusivity(unchecked) var phase: Phase
-    /// The token this request carries (nil: the target gets none).
-    @exclusivity(unchecked) var token: InjectedToken?
-    /// The current send is the replay after a refused token: a second refusal goes to the client.
-    @exclusivity(unchecked) var isReplay = false
-    /// Connections the request was sent on (a pooled one found dead, then fresh ones).
-    @exclusivity(unchecked) var attempts = 0
-    /// Body bytes written upstream on the current connection.
-    @exclusivity(unchecked) var forwardedBodyBytes = 0
+/// A value, mutated in place: the machine takes it out of `.exchange` (leaving `.modifying` behind
+/// for the length of one event), changes it, and puts it back (async-http-client's pattern); a copy
+/// of the machine is a copy of its exchange, and nothing changes it through a `let`. Only
+/// `ClientConnectionStateMachine` mutates it.
+///
+/// Its fields live in one class instance, copied on write (as `Array` keeps its elements): moving
+/// the exchange in and out of the state enum then moves one pointer. A plain struct of these fields
+/// (about 220 bytes, five references) was measured at 26,592 instructions per proxied request
+/// against 22,482 with the storage: every event copied and destroyed the whole payload.
+struct Exchange {
+    private var storage: Storage
+
+    private final class Storage {
+        let head: RequestHead
+        let target: Target
+        let path: ForwardedPath
+        let startedAt: Instant
+        @exclusivity(unchecked) var closesConnection: Bool
+        @exclusivity(unchecked) var isRequestComplete: Bool
+        @exclusivity(unchecked) var body: BodyCopy
+        @exclusivity(unchecked) var phase: Phase
+        @exclusivity(unchecked) var token: InjectedToken?
+        @exclusivity(unchecked) var isReplay = false
+        @exclusivity(unchecked) var attempts = 0
+        @exclusivity(unchecked) var forwardedBodyBytes = 0
+
+        init(
+            head: RequestHead,
+            target: Target,
+            path: ForwardedPath,
+            startedAt: Instant,
+            closesConnection: Bool,
+            isRequestComplete: Bool,
+            body: BodyCopy,
+            phase: Phase
+        ) {
+            self.head = head
+            self.target = target
+            self.path = path
+            self.startedAt = startedAt
+            self.closesConnection = closesConnection
+            self.isRequestComplete = isRequestComplete
+            self.body = body
+            self.phase = phase
+        }
+
+        func copy() -> Storage {
+            let copy = Storage(
+                head: self.head,
+                target: self.target,
+                path: self.path,
+                startedAt: self.startedAt,
+                closesConnection: self.closesConnection,
+                isRequestComplete: self.isRequestComplete,
+                body: self.body,
+                phase: self.phase
+            )
+            copy.token = self.token
+            copy.isReplay = self.isReplay
+            copy.attempts = self.attempts
+            copy.forwardedBodyBytes = self.forwardedBodyBytes
+            return copy
+        }
+    }
 
     init(
         head: RequestHead,
@@ -40,14 +79,99 @@ final class Exchange {
         body: BodyCopy,
         phase: Phase
     ) {
-        self.head = head
-        self.target = target
-        self.path = path
-        self.startedAt = startedAt
-        self.closesConnection = closesConnection
-        self.isRequestComplete = isRequestComplete
-        self.body = body
-        self.phase = phase
+        self.storage = Storage(
+            head: head,
+            target: target,
+            path: path,
+            startedAt: startedAt,
+            closesConnection: closesConnection,
+            isRequestComplete: isRequestComplete,
+            body: body,
+            phase: phase
+        )
+    }
+
+    /// Gives this value storage of its own before a change (a copy of the machine shares it until then).
+    @inline(__always)
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
+    }
+
+    var head: RequestHead { self.storage.head }
+    var target: Target { self.storage.target }
+    var path: ForwardedPath { self.storage.path }
+    var startedAt: Instant { self.storage.startedAt }
+
+    /// The connection closes once this exchange ends (the client asked, HTTP/1.0, a body the
+    /// response cut short, a close-delimited response, shutdown).
+    var closesConnection: Bool {
+        get { self.storage.closesConnection }
+        set {
+            self.makeUnique()
+            self.storage.closesConnection = newValue
+        }
+    }
+
+    /// Every byte of the request body has been read from the client.
+    var isRequestComplete: Bool {
+        get { self.storage.isRequestComplete }
+        set {
+            self.makeUnique()
+            self.storage.isRequestComplete = newValue
+        }
+    }
+
+    /// The body kept so that the request can be sent again.
+    var body: BodyCopy {
+        get { self.storage.body }
+        set {
+            self.makeUnique()
+            self.storage.body = newValue
+        }
+    }
+
+    var phase: Phase {
+        get { self.storage.phase }
+        set {
+            self.makeUnique()
+            self.storage.phase = newValue
+        }
+    }
+
+    /// The token this request carries (nil: the target gets none).
+    var token: InjectedToken? {
+        get { self.storage.token }
+        set {
+            self.makeUnique()
+            self.storage.token = newValue
+        }
+    }
+
+    /// The current send is the replay after a refused token: a second refusal goes to the client.
+    var isReplay: Bool {
+        get { self.storage.isReplay }
+        set {
+            self.makeUnique()
+            self.storage.isReplay = newValue
+        }
+    }
+
+    /// Connections the request was sent on (a pooled one found dead, then fresh ones).
+    var attempts: Int {
+        get { self.storage.attempts }
+        set {
+            self.makeUnique()
+            self.storage.attempts = newValue
+        }
+    }
+
+    /// Body bytes written upstream on the current connection.
+    var forwardedBodyBytes: Int {
+        get { self.storage.forwardedBodyBytes }
+        set {
+            self.makeUnique()
+            self.storage.forwardedBodyBytes = newValue
+        }
     }
 
     /// Where the request is.
@@ -79,7 +203,8 @@ final class Exchange {
     }
 
     /// A request body kept until the response status is known, so the request can be sent again:
-    /// after a refresh, or when a pooled connection turns out dead.
+    /// after a refresh, or when a pooled connection turns out dead. The replay budget
+    /// (`replay_memory_limit`) is reserved and released by the connection, as the machine's actions say.
     enum BodyCopy: Equatable {
         /// Every body byte forwarded so far is here, within `reserved` bytes of the replay budget.
         case kept(ByteBuffer, reserved: Int)
@@ -91,6 +216,20 @@ final class Exchange {
     }
 
     var isReplayable: Bool { self.body != .lost }
+
+    /// The replay budget the body copy holds.
+    var reservedReplayBytes: Int {
+        if case .kept(_, let reserved) = self.body { return reserved }
+        return 0
+    }
+
+    /// Gives up the body copy (the status is known, or the exchange ends); returns the replay
+    /// budget to release.
+    mutating func dropBodyCopy() -> Int {
+        let reserved = self.reservedReplayBytes
+        if case .kept = self.body { self.body = self.hasForwardedBody ? .lost : .untouched }
+        return reserved
+    }
     var hasForwardedBody: Bool { self.forwardedBodyBytes > 0 }
 
     var waiterID: TokenSession.WaiterID? {
