@@ -28,7 +28,8 @@ let package = Package(
         ),
         .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
-        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks"]),
+        // COpenSSL: the TLS tests drive the server side with OpenSSL's own client (memory BIOs over a socket).
+        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
         .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),

@@ -1,0 +1,229 @@
+import BearerCore
+import COpenSSL
+import Glibc
+import Synchronization
+import Testing
+
+@testable import BearerIO
+
+/// A plain line, then TLS on the same connection: what an intercepted CONNECT does. The server
+/// reads `HELLO\n`, answers `OK\n` in clear and starts TLS with whatever already followed the line;
+/// once the handshake is done it echoes, and closes (close_notify, then a FIN) when the client
+/// half-closes.
+final class MidStreamTLSServer: StreamConnectionDelegate, @unchecked Sendable {
+    let context: TLSContext
+    private let state = Locked(Observed())
+
+    struct Observed {
+        var connected = 0
+        var negotiatedProtocol: String?
+        var resumed = false
+        var failure: IOError?
+        var closed = 0
+    }
+
+    init(context: TLSContext) {
+        self.context = context
+    }
+
+    var observed: Observed { self.state.withLock { $0 } }
+
+    func streamReceived(_ connection: StreamConnection) {
+        guard connection.tls == nil else {
+            let bytes = connection.inbound.readableBytesArray
+            connection.inbound.clear()
+            bytes.withUnsafeBytes { connection.writeAndFlush($0) }
+            return
+        }
+        let line = connection.inbound.withUnsafeReadableBytes { $0.firstIndex(of: UInt8(ascii: "\n")) }
+        guard let line else { return }
+        connection.inbound.moveReaderIndex(forwardBy: line + 1)
+        connection.write(Array("OK\n".utf8))
+        connection.startTLS(self.context.makeConnection(serverName: nil, sessionKey: nil)!)
+    }
+
+    func streamReadEnded(_ connection: StreamConnection) {
+        connection.closeAfterFlush()
+    }
+
+    func streamWritable(_ connection: StreamConnection) {}
+
+    func streamConnected(_ connection: StreamConnection) {
+        self.state.withLock {
+            $0.connected += 1
+            $0.negotiatedProtocol = connection.tls?.negotiatedProtocol
+            $0.resumed = connection.tls?.wasSessionReused ?? false
+        }
+    }
+
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        self.state.withLock {
+            $0.closed += 1
+            $0.failure = error
+        }
+    }
+}
+
+/// A `MidStreamTLSServer` on its own loop, and client sockets to it.
+final class MidStreamTLSHarness {
+    let group: EventLoopGroup
+    let server: MidStreamTLSServer
+    let listenFD: Int32
+    let address: SocketAddress
+    private var sockets: [BlockingSocket] = []
+
+    init(_ io: IOBackend) throws {
+        self.group = EventLoopGroup(count: 1, io: io)
+        let loop = self.group.loops[0]
+        #expect(loop.usesIOUring == (io == .ioUring), "\(loop.ringUnavailableReason ?? "")")
+        let server = MidStreamTLSServer(context: try TLSFixtureFiles.serverContext())
+        self.server = server
+        self.listenFD = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        self.address = Socket.localAddress(self.listenFD)!
+        let fd = self.listenFD
+        loop.execute {
+            let listener = Listener(
+                fd: fd,
+                loop: loop,
+                onAccept: { clientFD in
+                    StreamConnection(fd: clientFD, loop: loop, isConnecting: false).start(delegate: server)
+                },
+                onAcceptError: { _ in }
+            )
+            listener.start()
+        }
+    }
+
+    func connect() throws -> BlockingSocket {
+        let socket = try BlockingSocket(connectingTo: self.address)
+        self.sockets.append(socket)
+        return socket
+    }
+
+    deinit {
+        for socket in self.sockets { socket.close() }
+        Socket.close(self.listenFD)
+        self.group.shutdown()
+    }
+}
+
+@Suite struct ServerTLSTests {
+    /// Reads the clear `OK\n`; the TLS bytes behind it stay for the client.
+    func readClearAnswer(_ socket: BlockingSocket, into client: MemoryTLSClient) throws {
+        var bytes: [UInt8] = []
+        while bytes.count < 3 {
+            let more = socket.receiveSome()
+            guard !more.isEmpty else { break }
+            bytes += more
+        }
+        #expect(Array(bytes.prefix(3)) == Array("OK\n".utf8), "the answer before TLS goes out in clear")
+        client.feed(Array(bytes.dropFirst(3)))
+    }
+
+    /// A new connection on which the line and the ClientHello went out at once (or in pieces of
+    /// `pieceSize`) and the clear answer was read: the handshake can go on.
+    func opened(
+        _ harness: MidStreamTLSHarness,
+        _ options: MemoryTLSClient.Options = .init(),
+        pieceSize: Int = 0
+    ) throws -> MemoryTLSClient {
+        let socket = try harness.connect()
+        let client = MemoryTLSClient(socket: socket, options)
+        let opening = Array("HELLO\n".utf8) + client.clientHello()
+        if pieceSize == 0 { socket.send(opening) } else { socket.sendInPieces(opening, size: pieceSize) }
+        try self.readClearAnswer(socket, into: client)
+        return client
+    }
+
+    /// What the server says went wrong, for a client that cannot complete the handshake.
+    func serverFailure(_ io: IOBackend, _ options: MemoryTLSClient.Options) throws -> TLSFailure? {
+        let harness = try MidStreamTLSHarness(io)
+        let client = try self.opened(harness, options)
+        #expect(throws: MemoryTLSClient.Failure.self) { try client.finishHandshake() }
+        #expect(waitUntil { harness.server.observed.closed == 1 })
+        #expect(harness.server.observed.connected == 0)
+        return harness.server.observed.failure?.tlsFailure
+    }
+
+    @Test(arguments: IOBackend.allCases, [0, 5])
+    func startsTLSMidStreamWithTheClientHelloAlreadyRead(io: IOBackend, pieceSize: Int) throws {
+        let harness = try MidStreamTLSHarness(io)
+        let server = harness.server
+        // At once (the ClientHello arrives with the line, read before TLS starts), or in pieces.
+        let client = try self.opened(harness, pieceSize: pieceSize)
+        try client.finishHandshake()
+        #expect(client.negotiatedProtocol == "http/1.1")
+        #expect(client.version == "TLSv1.3")
+        let payload = String(repeating: "ping-", count: 20_000)
+        client.write(payload)
+        #expect(client.read(count: payload.utf8.count).bytes == Array(payload.utf8))
+        #expect(waitUntil { server.observed.connected == 1 })
+        #expect(server.observed.negotiatedProtocol == "http/1.1")
+
+        // The client's end: the server closes with a close_notify after everything before it.
+        client.socket.shutdownWrite()
+        #expect(client.read(count: 1) == ([], true), "the server's close_notify")
+        #expect(waitUntil { server.observed.closed == 1 })
+        #expect(server.observed.failure == nil)
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func answersOnlyHTTP11WithALPNAndNothingToAClientOfferingOnlyH2(io: IOBackend) throws {
+        for (offered, expected) in [(["h2", "http/1.1"], "http/1.1"), (["h2"], nil)] as [([String], String?)] {
+            let client = try self.opened(try MidStreamTLSHarness(io), .init(alpn: offered))
+            try client.finishHandshake()
+            #expect(client.negotiatedProtocol == expected, "offered \(offered)")
+        }
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func aClientThatRefusesTheCertificateIsNamedAsSuch(io: IOBackend) throws {
+        let failure = try self.serverFailure(io, .init(caFile: nil))
+        guard case .certificateRefused = failure else {
+            Issue.record("expected a refused certificate, got \(String(describing: failure))")
+            return
+        }
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func refusesAClientOfferingNothingNewerThanTLS11(io: IOBackend) throws {
+        #expect(try self.serverFailure(io, .init(maximumVersion: Int(TLS1_1_VERSION))) == .protocolVersion)
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func bytesThatAreNotTLSFailTheHandshake(io: IOBackend) throws {
+        let harness = try MidStreamTLSHarness(io)
+        try harness.connect().send(Array("HELLO\nGET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        #expect(waitUntil { harness.server.observed.closed == 1 })
+        #expect(harness.server.observed.failure?.tlsFailure == .notTLS)
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func aClientClosingDuringTheHandshakeIsReported(io: IOBackend) throws {
+        let harness = try MidStreamTLSHarness(io)
+        let socket = try harness.connect()
+        let hello = MemoryTLSClient(socket: socket).clientHello()
+        socket.send(Array("HELLO\n".utf8) + hello.prefix(20))
+        socket.shutdownWrite()
+        #expect(waitUntil { harness.server.observed.closed == 1 })
+        #expect(harness.server.observed.failure?.tlsFailure == .peerClosedDuringHandshake)
+    }
+
+    @Test(arguments: IOBackend.allCases)
+    func aSecondConnectionResumesTheSession(io: IOBackend) throws {
+        let harness = try MidStreamTLSHarness(io)
+        let first = try self.opened(harness)
+        try first.finishHandshake()
+        first.write("x")
+        // The echo comes after the session tickets: by then the client holds a resumable session.
+        #expect(first.read(count: 1).bytes == Array("x".utf8))
+        let session = try #require(first.session)
+        defer { SSL_SESSION_free(session) }
+
+        let second = try self.opened(harness, .init(session: session))
+        try second.finishHandshake()
+        #expect(second.wasSessionReused)
+        #expect(waitUntil { harness.server.observed.connected == 2 })
+        #expect(harness.server.observed.resumed)
+    }
+}
