@@ -6,6 +6,9 @@ import Glibc
 /// A plain blocking HTTP/1.1 client for tests: raw bytes out, parsed responses in, with timeouts.
 package final class BlockingHTTPClient {
     package let fd: Int32
+    /// TLS over the socket once `startTLS` ran (OpenSSL's own socket BIO: independent of the
+    /// proxy's TLS code).
+    var tls: BlockingTLS?
     private var pending = ByteBuffer()
     private var parser = HTTPResponseParser(maximumHeadBytes: 1 << 20)
     package private(set) var peerClosed = false
@@ -27,6 +30,8 @@ package final class BlockingHTTPClient {
         case closedBeforeResponse
         case truncated(received: Int)
         case malformed(HTTPParseError)
+        /// The TLS handshake failed (OpenSSL's words).
+        case tlsFailed(String)
     }
 
     package init(connectingTo address: SocketAddress, timeout: Duration = .seconds(15)) throws(ClientError) {
@@ -48,6 +53,10 @@ package final class BlockingHTTPClient {
     }
 
     package func send(_ bytes: [UInt8]) {
+        if let tls = self.tls {
+            tls.write(bytes)
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes {
@@ -77,7 +86,7 @@ package final class BlockingHTTPClient {
     private func fill() throws(ClientError) -> Bool {
         var failure: Int32 = 0
         let count = self.pending.writeWithUnsafeMutableBytes(minimumWritable: 256 * 1024) { tail in
-            let count = Glibc.read(self.fd, tail.baseAddress, tail.count)
+            let count = self.tls?.read(into: tail) ?? Glibc.read(self.fd, tail.baseAddress, tail.count)
             if count < 0 { failure = errno }
             return max(count, 0)
         }

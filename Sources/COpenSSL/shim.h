@@ -43,9 +43,6 @@ static inline GENERAL_SUBTREE *cos_subtree_at(const STACK_OF(GENERAL_SUBTREE) *s
 static const int COS_MBSTRING_UTF8 = MBSTRING_UTF8;
 
 static inline unsigned long cos_error_reason(unsigned long error) { return ERR_GET_REASON(error); }
-static inline long cos_ctx_set_server_session_cache(SSL_CTX *ctx) {
-    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-}
 /* A BIO over the stream connection's buffers: "no bytes yet, ask again" and its reset. */
 static inline void cos_bio_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
 static inline void cos_bio_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
@@ -61,9 +58,6 @@ static const int COS_SSL_VERIFY_PEER = SSL_VERIFY_PEER;
 static const int COS_SSL_FILETYPE_PEM = SSL_FILETYPE_PEM;
 static const int COS_BIO_TYPE_SOURCE_SINK = BIO_TYPE_SOURCE_SINK;
 static const int COS_BIO_CTRL_FLUSH = BIO_CTRL_FLUSH;
-static const int COS_SSL_TLSEXT_ERR_OK = SSL_TLSEXT_ERR_OK;
-static const int COS_SSL_TLSEXT_ERR_NOACK = SSL_TLSEXT_ERR_NOACK;
-static const int COS_OPENSSL_NPN_NEGOTIATED = OPENSSL_NPN_NEGOTIATED;
 
 static const long COS_X509_V_OK = X509_V_OK;
 static const long COS_X509_V_ERR_HOSTNAME_MISMATCH = X509_V_ERR_HOSTNAME_MISMATCH;

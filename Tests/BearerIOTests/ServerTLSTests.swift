@@ -167,13 +167,20 @@ final class MidStreamTLSHarness {
         #expect(server.observed.failure == nil)
     }
 
+    /// ALPN selects http/1.1 and nothing else: a client offering only h2 gets the
+    /// no_application_protocol alert (RFC 7301 §3.2), a client offering nothing is served.
     @Test(arguments: IOBackend.allCases)
-    func answersOnlyHTTP11WithALPNAndNothingToAClientOfferingOnlyH2(io: IOBackend) throws {
-        for (offered, expected) in [(["h2", "http/1.1"], "http/1.1"), (["h2"], nil)] as [([String], String?)] {
+    func answersOnlyHTTP11WithALPN(io: IOBackend) throws {
+        for (offered, expected) in [(["h2", "http/1.1"], "http/1.1"), ([], nil)] as [([String], String?)] {
             let client = try self.opened(try MidStreamTLSHarness(io), .init(alpn: offered))
             try client.finishHandshake()
             #expect(client.negotiatedProtocol == expected, "offered \(offered)")
         }
+        let harness = try MidStreamTLSHarness(io)
+        let h2Only = try self.opened(harness, .init(alpn: ["h2"]))
+        #expect(throws: MemoryTLSClient.Failure.self) { try h2Only.finishHandshake() }
+        #expect(waitUntil { harness.server.observed.closed == 1 })
+        #expect(harness.server.observed.connected == 0)
     }
 
     @Test(arguments: IOBackend.allCases)

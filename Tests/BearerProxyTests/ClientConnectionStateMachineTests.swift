@@ -547,14 +547,24 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(machine.clientInput == .tunnelFirstBytes)
         #expect(machine.servedTunnelReceivedFirstBytes(startsTLS: false, now: at(0.1)) == .none)
         let inside = Self.request("GET /inside HTTP/1.1\r\nHost: api.test:8000\r\n\r\n")
-        #expect(machine.requestHeadReceived(inside, now: at(0.1)) == .requestToken)
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0.1))
-        guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: at(0.1)) else {
+        let request = Self.sent(inside, by: &machine, now: at(0.1))
+        #expect(request?.path == .absolute(inside.target))
+        #expect(request?.target.origin == Self.upstream)
+    }
+
+    /// What `head`, arriving now, is sent upstream as, with the token at once and a fresh connection.
+    static func sent(
+        _ head: RequestHead,
+        by machine: inout ConnectionMachine,
+        now: Instant
+    ) -> ConnectionMachine.RequestToSend? {
+        #expect(machine.requestHeadReceived(head, now: now) == .requestToken)
+        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: now)
+        guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: now) else {
             Issue.record("expected the request to be sent")
-            return
+            return nil
         }
-        #expect(request.path == .absolute(inside.target))
-        #expect(request.target.origin == Self.upstream)
+        return request
     }
 
     @Test func tlsInsideAServedTunnelCloses() {
@@ -565,6 +575,94 @@ typealias Action = ClientConnectionStateMachine.Action
             machine.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.1))
                 == .close(.tlsInsideServedTunnel(Self.upstream))
         )
+    }
+
+    // MARK: Intercepted tunnels (tls_intercept)
+
+    static func interceptingMachine() -> ConnectionMachine {
+        Self.machine {
+            $0.intercept.isEnabled = true
+            $0.injectHosts = [.host("api.test")]
+        }
+    }
+
+    static let connect443 = request("CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+    static let secureUpstream = Origin(isHTTPS: true, host: "api.test", port: 443)
+
+    @Test func anInterceptedTunnelTerminatesTLSThenServesRequestsToTheHTTPSTarget() {
+        var machine = Self.interceptingMachine()
+        let record = ConnectionMachine.RequestRecord(head: Self.connect443, startedAt: at(0))
+        #expect(machine.requestHeadReceived(Self.connect443, now: at(0)) == .acceptServedTunnel(record))
+        #expect(machine.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.5)) == .startTLS(host: "api.test"))
+        #expect(machine.clientInput == .none, "the stream runs the handshake")
+        #expect(machine.deadline == at(10.5), "client_header_timeout from the first byte")
+        #expect(machine.tlsEstablished(now: at(0.6)) == .countInterceptedTunnel)
+        #expect(machine.clientInput == .head)
+        let inside = Self.request("GET /inside HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        let request = Self.sent(inside, by: &machine, now: at(0.7))
+        #expect(request?.target.origin == Self.secureUpstream)
+        #expect(request?.authorization == Self.line1)
+        #expect(request?.path == .absolute(inside.target))
+    }
+
+    @Test func aHandshakeThatDoesNotCompleteWithinTheHeaderTimeoutCloses() {
+        var machine = Self.interceptingMachine()
+        _ = machine.requestHeadReceived(Self.connect443, now: at(0))
+        _ = machine.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.5))
+        #expect(machine.timerFired(now: at(10)) == .none)
+        #expect(machine.timerFired(now: at(10.5)) == .close(.interceptHandshakeTimedOut(host: "api.test")))
+    }
+
+    @Test func aFailedHandshakeOrAMissingCertificateIsNamed() {
+        var refused = Self.interceptingMachine()
+        _ = refused.requestHeadReceived(Self.connect443, now: at(0))
+        _ = refused.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.5))
+        #expect(
+            refused.clientClosed(tlsFailure: .certificateRefused(alert: "unknown ca"))
+                == .close(.interceptHandshakeFailed(host: "api.test", .certificateRefused(alert: "unknown ca")))
+        )
+        var gone = Self.interceptingMachine()
+        _ = gone.requestHeadReceived(Self.connect443, now: at(0))
+        _ = gone.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.5))
+        #expect(gone.clientClosed() == .close(.interceptHandshakeFailed(host: "api.test", .peerClosedDuringHandshake)))
+        var noCertificate = Self.interceptingMachine()
+        _ = noCertificate.requestHeadReceived(Self.connect443, now: at(0))
+        _ = noCertificate.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.5))
+        #expect(
+            noCertificate.serverCertificateUnavailable("no key")
+                == .close(.interceptCertificateUnavailable(host: "api.test", reason: "no key"))
+        )
+    }
+
+    /// The first byte decides: on 443 the tunnel takes TLS only; on another port clear HTTP is
+    /// still served as before, and TLS is terminated.
+    @Test func theFirstByteDecidesBetweenClearAndTLS() {
+        var on443 = Self.interceptingMachine()
+        _ = on443.requestHeadReceived(Self.connect443, now: at(0))
+        #expect(
+            on443.servedTunnelReceivedFirstBytes(startsTLS: false, now: at(0.1))
+                == .close(.clearTextInsideInterceptedTunnel(Self.secureUpstream))
+        )
+        let connect9000 = Self.request("CONNECT api.test:9000 HTTP/1.1\r\nHost: api.test:9000\r\n\r\n")
+        var clear = Self.interceptingMachine()
+        _ = clear.requestHeadReceived(connect9000, now: at(0))
+        #expect(clear.servedTunnelReceivedFirstBytes(startsTLS: false, now: at(0.1)) == .none)
+        #expect(clear.servedTunnelTarget?.origin == Origin(isHTTPS: false, host: "api.test", port: 9000))
+        var tls = Self.interceptingMachine()
+        _ = tls.requestHeadReceived(connect9000, now: at(0))
+        #expect(tls.servedTunnelReceivedFirstBytes(startsTLS: true, now: at(0.1)) == .startTLS(host: "api.test"))
+        #expect(tls.servedTunnelTarget?.origin == Origin(isHTTPS: true, host: "api.test", port: 9000))
+    }
+
+    @Test func withoutTLSInterceptionAConnectToAnInjectHostOn443Is405NamingTLSIntercept() {
+        var machine = Self.machine { $0.injectHosts = [.host("api.test")] }
+        guard case .respond(let response) = machine.requestHeadReceived(Self.connect443, now: at(0)) else {
+            Issue.record("expected a 405")
+            return
+        }
+        #expect(response.error.status == 405)
+        #expect(response.error.message.contains("tls_intercept"))
+        #expect(response.error.message.contains("http://"))
     }
 
     @Test func aConnectToAnotherHostOpensAByteTunnel() {

@@ -57,6 +57,7 @@ final class SessionFixture {
         acceptedTokens: Set<String>? = nil,
         upstreamTrustsTokenServer: Bool = true,
         tlsFactory: (any TLSConnectionFactory)? = nil,
+        upstreamTLS: TLSContext? = nil,
         _ configure: (inout Configuration, MockTokenServer) -> Void
     ) throws {
         var settings = MockTokenServer.Settings()
@@ -69,7 +70,8 @@ final class SessionFixture {
         self.upstream = MockUpstream(
             group: mockGroup,
             acceptedTokens: acceptedTokens,
-            authority: upstreamTrustsTokenServer ? self.authority : nil
+            authority: upstreamTrustsTokenServer ? self.authority : nil,
+            tls: upstreamTLS
         )
         try self.upstream.start()
         var configuration = Configuration()

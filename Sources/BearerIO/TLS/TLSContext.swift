@@ -102,24 +102,29 @@ package final class TLSContext: @unchecked Sendable {
         }
     }
 
+    /// How many TLS 1.2 sessions (session IDs) each server context remembers. TLS 1.3 and clients
+    /// with session tickets resume without server state; the cache bounds what old clients cost.
+    static let serverSessionCacheSize = 1024
+
     /// A server context with the house's settings, whose certificate chain and key `installIdentity`
-    /// puts in (from files, or from certificates made in memory).
+    /// puts in (from files, or from certificates made in memory): the one way a server context is made.
     ///
-    /// TLS 1.2 or newer; ALPN answers `http/1.1` when the client offers it and nothing otherwise (a
-    /// client offering only h2 then speaks HTTP/1.1 or gives up: the proxy never speaks h2); sessions
-    /// resume (TLS 1.3 tickets and the TLS 1.2 session cache, OpenSSL's server defaults).
+    /// TLS 1.2 or newer; ALPN selects `http/1.1` and nothing else (a client offering only other
+    /// protocols, such as `h2` alone, gets the no_application_protocol alert, RFC 7301 §3.2; a client
+    /// offering none is served HTTP/1.1); sessions resume by ticket (OpenSSL's default, with a ticket
+    /// key per context) and by session ID.
     package static func server(
         installIdentity: (OpaquePointer) throws(TLSConfigurationError) -> Void
     ) throws(TLSConfigurationError) -> TLSContext {
         guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw TLSConfigurationError(description: "cannot create a TLS context")
+            throw TLSConfigurationError(description: "cannot create a TLS context: \(lastErrorString())")
         }
         _ = cos_ctx_set_min_tls12(context)
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
-        _ = cos_ctx_set_server_session_cache(context)
-        let sessionContext = Array("bearer-proxy".utf8)
-        _ = SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count))
+        _ = cos_ctx_use_server_session_cache(context, Self.serverSessionCacheSize)
+        let sessionIDContext = Array("bearer-proxy".utf8)
+        _ = SSL_CTX_set_session_id_context(context, sessionIDContext, UInt32(sessionIDContext.count))
         SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
         do throws(TLSConfigurationError) {
             try installIdentity(context)
@@ -173,30 +178,34 @@ package final class TLSContext: @unchecked Sendable {
     }
 }
 
-/// ALPN for a server: `http/1.1` when the client offers it, else no protocol at all (RFC 7301 §3.2
-/// allows the server to answer none).
-private let selectHTTP11:
-    @convention(c) (
-        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
-        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
-    ) -> Int32 = { _, selected, selectedLength, offered, offeredLength, _ in
-        guard let offered, let selected, let selectedLength else { return COS_SSL_TLSEXT_ERR_NOACK }
-        let wanted = Array("http/1.1".utf8)
-        var index = 0
-        // The client's list: each protocol name preceded by its length byte.
-        while index < Int(offeredLength) {
-            let length = Int(offered[index])
-            let start = index + 1
-            guard start + length <= Int(offeredLength) else { break }
-            if length == wanted.count && (0..<length).allSatisfy({ offered[start + $0] == wanted[$0] }) {
-                selected.pointee = offered + start
-                selectedLength.pointee = UInt8(length)
-                return COS_SSL_TLSEXT_ERR_OK
-            }
-            index = start + length
+/// The ALPN select callback: `http/1.1` when the client offers it (pointing into the client's own
+/// list, which OpenSSL allows), else the fatal no_application_protocol alert.
+private func selectHTTP11(
+    _ ssl: OpaquePointer?,
+    _ selected: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+    _ selectedLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?,
+    _ offeredLength: UInt32,
+    _ argument: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let offered, let selected, let selectedLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    let http11: [UInt8] = Array("http/1.1".utf8)
+    var index = 0
+    let count = Int(offeredLength)
+    // Wire format (RFC 7301 §3.1): each protocol is a length byte and that many bytes.
+    while index < count {
+        let length = Int(offered[index])
+        let start = index + 1
+        guard start + length <= count else { break }
+        if length == http11.count && (0..<length).allSatisfy({ offered[start + $0] == http11[$0] }) {
+            selected.pointee = offered + start
+            selectedLength.pointee = UInt8(length)
+            return SSL_TLSEXT_ERR_OK
         }
-        return COS_SSL_TLSEXT_ERR_NOACK
+        index = start + length
     }
+    return SSL_TLSEXT_ERR_ALERT_FATAL
+}
 
 /// The newest error on OpenSSL's queue for this thread, in OpenSSL's words.
 func lastErrorString() -> String {

@@ -81,7 +81,10 @@ final class AdminConnection: StreamConnectionDelegate {
                 )
                 if let store = session.sessionStore { text += renderStoreMetrics(store.status) }
                 text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
-                text += renderInterceptMetrics(leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0)
+                text += renderInterceptMetrics(
+                    leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0,
+                    loops: loops
+                )
                 self.isBusy = false
                 self.respond(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
             }

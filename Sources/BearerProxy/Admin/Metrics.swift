@@ -21,6 +21,8 @@ enum MetricNames {
     static let storeErrors = "bearer_proxy_session_store_errors_total"
     static let storeUp = "bearer_proxy_session_store_up"
     static let logLinesDropped = "bearer_proxy_log_lines_dropped_total"
+    static let interceptedTunnels = "bearer_proxy_intercepted_tunnels_total"
+    static let interceptHandshakeFailures = "bearer_proxy_intercept_handshake_failures_total"
     static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
 }
 
@@ -69,6 +71,10 @@ struct LoopMetrics: Sendable {
     var upstreamRejections = 0
     var replays = 0
     var poolIdle = 0
+    /// CONNECT tunnels whose TLS the proxy terminated (tls_intercept).
+    var interceptedTunnels = 0
+    /// Intercepted tunnels whose TLS handshake with the client failed, timed out or had no certificate.
+    var interceptHandshakeFailures = 0
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
 
@@ -85,6 +91,8 @@ struct LoopMetrics: Sendable {
         self.upstreamRejections += other.upstreamRejections
         self.replays += other.replays
         self.poolIdle += other.poolIdle
+        self.interceptedTunnels += other.interceptedTunnels
+        self.interceptHandshakeFailures += other.interceptHandshakeFailures
         self.loopTurns.add(other.loopTurns)
     }
 }
@@ -191,12 +199,22 @@ func renderLogMetrics(droppedLines: Int) -> String {
 }
 
 /// TLS interception's figures (0 with tls_intercept off).
-func renderInterceptMetrics(leavesIssued: Int) -> String {
+func renderInterceptMetrics(leavesIssued: Int, loops: LoopMetrics) -> String {
     counter(
         MetricNames.leafCertificatesIssued,
         "Leaf certificates the local CA issued for intercepted hosts (renewals included).",
         leavesIssued
     )
+        + counter(
+            MetricNames.interceptedTunnels,
+            "CONNECT tunnels to inject hosts whose TLS the proxy terminated.",
+            loops.interceptedTunnels
+        )
+        + counter(
+            MetricNames.interceptHandshakeFailures,
+            "Intercepted tunnels whose TLS handshake with the client failed (certificate refused, timeout, no certificate).",
+            loops.interceptHandshakeFailures
+        )
 }
 
 private func counter(_ name: String, _ help: String, _ value: Int) -> String {

@@ -110,6 +110,14 @@ extension ClientConnection {
                 self.openTunnel(to: origin)
                 return
 
+            case .startTLS(let host):
+                self.startTLS(forHost: host)
+                return
+
+            case .countInterceptedTunnel:
+                self.context.metrics.interceptedTunnels += 1
+                return
+
             case .writeTunnelEstablished(let record), .acceptServedTunnel(let record):
                 self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
                 self.recordCompletion(record, status: 200, bytes: 0, isReplay: false)
@@ -286,9 +294,12 @@ extension ClientConnection {
             logger.debug("exchange aborted", ["reason": reason])
         case .tlsInsideServedTunnel(let origin):
             logger.warn(
-                "client started TLS inside a CONNECT tunnel to an inject host; closing: the proxy cannot add a token inside TLS, send plain http:// requests instead",
+                "client started TLS inside a CONNECT tunnel to an inject host; closing: the proxy cannot add a token inside TLS unless tls_intercept = on; or send plain http:// requests instead",
                 ["to": origin?.description ?? "-"]
             )
+        case .clearTextInsideInterceptedTunnel, .interceptHandshakeFailed, .interceptHandshakeTimedOut,
+            .interceptCertificateUnavailable:
+            self.logInterceptFailure(reason)
         }
     }
 

@@ -167,11 +167,15 @@ extension ClientConnection: StreamConnectionDelegate {
         self.pump()
     }
 
-    func streamConnected(_ connection: StreamConnection) {}
+    /// The client's TLS inside an intercepted tunnel completed its handshake.
+    func streamConnected(_ connection: StreamConnection) {
+        self.run(self.machine.tlsEstablished(now: self.loop.now))
+        self.pump()
+    }
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
         if let error { self.runtime.logger.debug("client connection failed", ["error": error.description]) }
-        self.run(self.machine.clientClosed())
+        self.run(self.machine.clientClosed(tlsFailure: error?.tlsFailure))
     }
 }
 

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerIO
 
 extension ClientConnectionStateMachine {
     /// What `ClientConnection` must do after an event. Each event returns one action; an action
@@ -54,9 +55,15 @@ extension ClientConnectionStateMachine {
         case openTunnel(Origin)
         /// The tunnel's upstream connection is up: write `200 Connection established`, relay.
         case writeTunnelEstablished(RequestRecord)
-        /// CONNECT to an inject host on a plain port: write `200 Connection established`; the
-        /// requests inside are served by this connection.
+        /// CONNECT to an inject host: write `200 Connection established`; the requests inside are
+        /// served by this connection.
         case acceptServedTunnel(RequestRecord)
+        /// Terminate the client's TLS inside the served tunnel with the certificate for `host` (from
+        /// the local CA's cache, or made now); answer with `tlsEstablished` (the stream's
+        /// `streamConnected`), `clientClosed(tlsFailure:)` or `serverCertificateUnavailable`.
+        case startTLS(host: String)
+        /// A tunnel's TLS is terminated: count it (`bearer_proxy_intercepted_tunnels_total`).
+        case countInterceptedTunnel
         /// The upstream switched to WebSocket: write its 101, relay bytes both ways from now on;
         /// give the body copy's replay budget back.
         case switchProtocols(ResponseHead, RequestRecord, acceptedGeneration: Int?, releasesReplayBytes: Int)
@@ -168,13 +175,24 @@ extension ClientConnectionStateMachine {
         case clientGone(cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
         /// An exchange cannot be completed (the client vanished mid-request, the upstream mid-response).
         case aborted(reason: String, cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
-        /// The client started TLS inside a tunnel the proxy serves itself.
+        /// The client started TLS inside a tunnel the proxy serves itself, with tls_intercept off.
         case tlsInsideServedTunnel(Origin?)
+        /// The client sent bytes that are not TLS into a tunnel that takes only TLS (an intercepted 443).
+        case clearTextInsideInterceptedTunnel(Origin?)
+        /// The client's TLS handshake in an intercepted tunnel to `host` failed (it refused the
+        /// certificate, closed, or spoke an old TLS).
+        case interceptHandshakeFailed(host: String, TLSFailure)
+        /// The handshake did not complete within client_header_timeout.
+        case interceptHandshakeTimedOut(host: String)
+        /// The local CA could not give a certificate for `host`.
+        case interceptCertificateUnavailable(host: String, reason: String)
 
         var cancelsWaiter: TokenSession.WaiterID? {
             switch self {
             case .clientGone(let id, _), .aborted(_, let id, _): id
-            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel: nil
+            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel, .clearTextInsideInterceptedTunnel,
+                .interceptHandshakeFailed, .interceptHandshakeTimedOut, .interceptCertificateUnavailable:
+                nil
             }
         }
 
@@ -182,7 +200,9 @@ extension ClientConnectionStateMachine {
         var releasesReplayBytes: Int {
             switch self {
             case .clientGone(_, let bytes), .aborted(_, _, let bytes): bytes
-            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel: 0
+            case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel, .clearTextInsideInterceptedTunnel,
+                .interceptHandshakeFailed, .interceptHandshakeTimedOut, .interceptCertificateUnavailable:
+                0
             }
         }
     }

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerIO
 
 /// The logic of one client connection: what it is doing, what it waits for, and what each event
 /// means for it.
@@ -47,9 +48,13 @@ struct ClientConnectionStateMachine {
         /// Valid transitions: .idle, .relay (WebSocket), .closing, .closed.
         case exchange(Exchange)
         /// The proxy answered a CONNECT to an inject host and serves the tunnel itself; the first
-        /// bytes inside decide whether it can (TLS cannot be served). Deadline: `client_idle_timeout`.
-        /// Valid transitions: .readingHead, .exchange, .closed.
-        case servedTunnelOpened(since: Instant)
+        /// bytes inside say whether the client speaks TLS or HTTP in clear, and whether the tunnel
+        /// takes it. Deadline: `client_idle_timeout`. Valid transitions: .idle, .tlsHandshake, .closed.
+        case servedTunnelOpened(ServedTunnel, since: Instant)
+        /// The client's TLS inside a served tunnel is being terminated: the certificate for `host` is
+        /// looked up (or made), then the handshake runs. Deadline: `client_header_timeout` from the
+        /// first byte. Valid transitions: .idle, .closing, .closed.
+        case tlsHandshake(host: String, since: Instant)
         /// Bytes both ways: a CONNECT tunnel, or a WebSocket after its 101. Deadline:
         /// `tunnel_idle_timeout` after the last byte. Valid transitions: .closed.
         case relay(Relay)
@@ -69,8 +74,9 @@ struct ClientConnectionStateMachine {
     let isFromUnixSocket: Bool
     /// Set only by the machine's own events (in this file and its extensions).
     var state: State
-    /// After a CONNECT to an inject host: every request on this connection goes to this target.
-    private(set) var servedTunnelTarget: Target?
+    /// After a CONNECT to an inject host and its first bytes: every request on this connection goes
+    /// to this target (the https one when the proxy terminates the client's TLS).
+    var servedTunnelTarget: Target?
 
     /// The configuration, routes and limits every connection of a proxy shares. A class, immutable:
     /// the machine is copied whenever the connection reads it, and a pointer is cheaper to copy.
@@ -114,6 +120,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .idle, .readingHead: .head
         case .servedTunnelOpened: .tunnelFirstBytes
+        case .tlsHandshake: .none
         case .exchange(let exchange): exchange.wantsRequestBody ? .body : .none
         case .relay(let relay): relay.isEstablished && !relay.hasClientFinished ? .relay : .none
         case .closing, .closed: .none
@@ -132,7 +139,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .exchange(let exchange): exchange.isSent ? .response : .none
         case .relay(let relay): relay.isEstablished && !relay.hasUpstreamFinished ? .relay : .none
-        case .idle, .readingHead, .servedTunnelOpened, .closing, .closed: .none
+        case .idle, .readingHead, .servedTunnelOpened, .tlsHandshake, .closing, .closed: .none
         case .modifying: preconditionFailure("Invalid state: modifying outside an event")
         }
     }
@@ -143,7 +150,8 @@ struct ClientConnectionStateMachine {
         case .idle(let since): since + self.settings.clientIdleTimeout
         case .readingHead(let startedAt): startedAt + self.settings.clientHeaderTimeout
         case .exchange(let exchange): exchange.deadline(self.settings)
-        case .servedTunnelOpened(let since): since + self.settings.clientIdleTimeout
+        case .servedTunnelOpened(_, let since): since + self.settings.clientIdleTimeout
+        case .tlsHandshake(_, let since): since + self.settings.clientHeaderTimeout
         case .relay(let relay): relay.isEstablished ? relay.lastActivity + self.settings.tunnelIdleTimeout : nil
         case .closing, .closed: nil
         case .modifying: preconditionFailure("Invalid state: modifying outside an event")
@@ -171,7 +179,7 @@ struct ClientConnectionStateMachine {
         case .exchange(let exchange):
             // Bad framing inside a body: the request cannot be finished.
             return self.answerLocally(exchange, .malformedRequest(error), closes: true)
-        case .relay, .closing, .closed, .modifying:
+        case .tlsHandshake, .relay, .closing, .closed, .modifying:
             preconditionFailure("Invalid state for a parse error: \(self.state)")
         }
     }
@@ -181,7 +189,7 @@ struct ClientConnectionStateMachine {
         switch self.state {
         case .idle, .readingHead, .servedTunnelOpened:
             break
-        case .exchange, .relay, .closing, .closed, .modifying:
+        case .exchange, .tlsHandshake, .relay, .closing, .closed, .modifying:
             preconditionFailure("Invalid state for a request head: \(self.state)")
         }
         let record = RequestRecord(head: head, startedAt: now)
@@ -208,11 +216,10 @@ struct ClientConnectionStateMachine {
         case .tunnel(let origin):
             self.state = .relay(Relay(kind: .connectTunnel(origin), record: record, now: now))
             return .openTunnel(origin)
-        case .serveTunnel(let target):
+        case .serveTunnel(let tunnel):
             // The CONNECT's own `Connection: close` (undici sends one) ends the CONNECT exchange, not
             // the tunnel: the requests inside carry their own keep-alive rules.
-            self.servedTunnelTarget = target
-            self.state = .servedTunnelOpened(since: now)
+            self.state = .servedTunnelOpened(tunnel, since: now)
             return .acceptServedTunnel(record)
         case .forward(let target, let path):
             closes = !head.wantsKeepAlive
@@ -261,17 +268,6 @@ struct ClientConnectionStateMachine {
         return .respond(LocalResponse(error: .overCapacity, closesConnection: true))
     }
 
-    /// The first bytes inside a served tunnel arrived: a TLS ClientHello cannot be served.
-    mutating func servedTunnelReceivedFirstBytes(startsTLS: Bool, now: Instant) -> Action {
-        guard case .servedTunnelOpened = self.state else { return .none }
-        if startsTLS {
-            self.state = .closed
-            return .close(.tlsInsideServedTunnel(self.servedTunnelTarget?.origin))
-        }
-        self.state = .idle(since: now)
-        return .none
-    }
-
     // MARK: The client's side ending
 
     /// The client sent its last byte (FIN), and every complete request before it has been parsed
@@ -282,6 +278,9 @@ struct ClientConnectionStateMachine {
         case .idle, .readingHead, .servedTunnelOpened:
             self.state = .closing
             return .closeAfterFlush
+        case .tlsHandshake:
+            // The stream ends a handshake the client's end cut short itself (`clientClosed`).
+            return .none
         case .exchange(let exchange):
             // The answer to a complete request still goes out; the end is seen again once idle.
             guard !exchange.isRequestComplete else { return .none }
@@ -302,9 +301,13 @@ struct ClientConnectionStateMachine {
         }
     }
 
-    /// The client connection is gone (reset, or closed after the last flush): release everything.
-    mutating func clientClosed() -> Action {
+    /// The client connection is gone (reset, a TLS failure, or closed after the last flush): release
+    /// everything. During the handshake of an intercepted tunnel it is the handshake that failed.
+    mutating func clientClosed(tlsFailure: TLSFailure? = nil) -> Action {
         switch self.state {
+        case .tlsHandshake(let host, _):
+            self.state = .closed
+            return .close(.interceptHandshakeFailed(host: host, tlsFailure ?? .peerClosedDuringHandshake))
         case .exchange(let exchange):
             self.state = .closed
             return .close(
@@ -323,7 +326,7 @@ struct ClientConnectionStateMachine {
     /// Shutting down: an idle connection closes now, a busy one after its response.
     mutating func drainRequested() -> Action {
         switch self.state {
-        case .idle, .readingHead, .servedTunnelOpened:
+        case .idle, .readingHead, .servedTunnelOpened, .tlsHandshake:
             self.state = .closing
             return .closeAfterFlush
         case .exchange:
@@ -356,6 +359,9 @@ struct ClientConnectionStateMachine {
             )
         case .exchange(let exchange):
             return self.exchangeTimedOut(exchange, now: now)
+        case .tlsHandshake(let host, _):
+            self.state = .closed
+            return .close(.interceptHandshakeTimedOut(host: host))
         case .relay:
             self.state = .closed
             return .close(.tunnelIdle)

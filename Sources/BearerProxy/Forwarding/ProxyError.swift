@@ -11,7 +11,7 @@ package enum ProxyError: Error, Equatable, Sendable {
     case hostRefused(String)
     /// A browser request from another site.
     case originRefused(String)
-    /// CONNECT to an inject host on 443: the token cannot be added inside TLS.
+    /// CONNECT to an inject host on 443 with tls_intercept off: the token cannot be added inside TLS.
     case connectToInjectHostOverTLS(String)
     /// CONNECT to a host not in inject_hosts with other_hosts = deny.
     case connectDenied(String)
@@ -108,7 +108,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .connectToInjectHostOverTLS(let origin):
             (
                 origin,
-                "inside a TLS tunnel the proxy cannot add the token; send plain http:// requests to the proxy (it speaks HTTPS to the upstream itself)"
+                "inside a TLS tunnel the proxy cannot add the token unless tls_intercept = on (clients then trust its CA, see bearer-proxy ca); or send plain http:// requests to the proxy (it speaks HTTPS to the upstream itself)"
             )
         case .connectDenied(let origin):
             (origin, "other_hosts = deny and it is not in inject_hosts")

@@ -19,6 +19,8 @@ package final class Router: Sendable {
     private let upstreamURL: UpstreamURL
     private let injectHosts: [HostPattern]
     private let otherHosts: OtherHostsPolicy
+    /// tls_intercept: a CONNECT to an inject host may carry TLS the proxy terminates.
+    private let intercepts: Bool
     /// The names that make an absolute-form request one for the proxy itself.
     private let names: ProxyNames
 
@@ -26,6 +28,7 @@ package final class Router: Sendable {
         self.upstreamURL = upstream
         self.injectHosts = configuration.effectiveInjectHosts
         self.otherHosts = configuration.otherHosts
+        self.intercepts = configuration.intercept.isEnabled
         let origin = upstream.origin
         self.upstream = Target(
             origin: origin,
@@ -54,10 +57,7 @@ package final class Router: Sendable {
             let port = authority.port ?? 443
             let origin = Origin(isHTTPS: false, host: host, port: port)
             if self.injectHosts.contains(where: { $0.matches(host: host, port: port) }) {
-                // Clients such as undici tunnel even plain http:// through CONNECT. On 443 the client
-                // will speak TLS inside, where no header can be added.
-                if port == 443 { return .reject(.connectToInjectHostOverTLS(origin.description)) }
-                return .serveTunnel(self.target(host: host, port: port, namedPort: authority.port, isHTTPS: false))
+                return self.servedTunnel(host: host, port: port, namedPort: authority.port)
             }
             if self.otherHosts == .deny { return .reject(.connectDenied(origin.description)) }
             return .tunnel(origin)
@@ -68,7 +68,8 @@ package final class Router: Sendable {
             }
             // What http_proxy clients send for the API itself: the shared target, no string built.
             let namesUpstreamPort = authority.port == nil || authority.port == self.upstreamURL.port
-            if namesUpstreamPort && head.bytes.withUnsafeBytes({ self.upstreamHost.isSpelled(by: $0, authority.host) }) {
+            if namesUpstreamPort && head.bytes.withUnsafeBytes({ self.upstreamHost.isSpelled(by: $0, authority.host) })
+            {
                 return .forward(self.upstreamForAbsoluteForm, path: .absolute(absolute.pathAndQuery))
             }
             let host = ProxyNames.normalizedHost(head.string(authority.host))
@@ -79,6 +80,20 @@ package final class Router: Sendable {
             }
             return .forward(target, path: .absolute(absolute.pathAndQuery))
         }
+    }
+
+    /// A CONNECT to an inject host. A CONNECT names no scheme, so the first byte inside says which
+    /// the client speaks: TLS (0x16) is terminated with tls_intercept on, whatever the port; clear
+    /// bytes are served as plain HTTP (clients such as undici tunnel even http:// through CONNECT),
+    /// except on 443, where clear HTTP is nobody's intent: there the tunnel takes TLS or nothing, and
+    /// without tls_intercept the CONNECT is refused at once (405) rather than closed after the 200.
+    private func servedTunnel(host: String, port: Int, namedPort: Int?) -> Route {
+        let clear = port == 443 ? nil : self.target(host: host, port: port, namedPort: namedPort, isHTTPS: false)
+        let tls = self.intercepts ? self.target(host: host, port: port, namedPort: namedPort, isHTTPS: true) : nil
+        guard clear != nil || tls != nil else {
+            return .reject(.connectToInjectHostOverTLS(Origin(isHTTPS: true, host: host, port: port).description))
+        }
+        return .serveTunnel(ServedTunnel(host: host, clear: clear, tls: tls))
     }
 
     /// Where requests to `host:port` go: the upstream's scheme and port when it is the upstream's
@@ -134,9 +149,20 @@ package enum Route: Sendable {
     case reject(ProxyError)
     /// CONNECT to a host that gets no token: a byte tunnel.
     case tunnel(Origin)
-    /// CONNECT to an inject host on a plain-HTTP port: the proxy answers 200 and reads the requests
-    /// inside itself, adding the token, all sent to this target.
-    case serveTunnel(Target)
+    /// CONNECT to an inject host: the proxy answers 200 and serves the requests inside itself,
+    /// adding the token.
+    case serveTunnel(ServedTunnel)
+}
+
+/// A CONNECT tunnel the proxy serves itself, and what its first bytes may turn it into.
+package struct ServedTunnel: Equatable, Sendable {
+    /// The CONNECT target's host: the certificate the client gets names it.
+    package let host: String
+    /// Requests sent in clear inside go to this target; nil: the tunnel takes TLS only (port 443).
+    package let clear: Target?
+    /// With tls_intercept on: the client's TLS is terminated and the requests inside go to this
+    /// https target; nil: TLS inside is closed with a line saying why.
+    package let tls: Target?
 }
 
 /// How the request-target sent upstream is made from the client's.
