@@ -1,0 +1,184 @@
+import BearerCore
+import BearerIO
+import BearerMocks
+import Foundation
+import Glibc
+import Testing
+
+/// The built binary with tls_intercept on, driven by real clients: curl (`--proxy`, `--cacert`) and
+/// Python's requests (`https_proxy`, `REQUESTS_CA_BUNDLE` = `bearer-proxy ca --bundle`), in front of
+/// an https mock API on localhost whose tokens come from a mock token server.
+@Suite struct InterceptTunnelBinaryTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/tls")
+    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+    static let curl = "/usr/bin/curl"
+    static let python = "/usr/bin/python3"
+    static var hasCurl: Bool { FileManager.default.isExecutableFile(atPath: Self.curl) || Self.isCI }
+    static let hasRequests: Bool =
+        (try? Self.run([Self.python, "-c", "import requests"], environment: [:]))?.status == 0 || Self.isCI
+
+    /// A running proxy, its mocks and its folder.
+    final class Setup {
+        let authority = MockTokenAuthority()
+        let tokenServer: MockTokenServer
+        let upstream: MockUpstream
+        let base: String
+        let config: String
+        let proxy: ProxyProcess
+        let address: String
+
+        var caDirectory: String { self.base + "/ca" }
+        var rootFile: String { self.caDirectory + "/ca.pem" }
+        var url: String { "https://localhost:\(self.upstream.port)" }
+
+        init() throws {
+            var settings = MockTokenServer.Settings()
+            settings.clientID = "proxy-client"
+            settings.clientSecret = "e2e-secret"
+            self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority, settings: settings)
+            try self.tokenServer.start()
+            let tls = try TLSContext.server(
+                certificateChainFile: InterceptTunnelBinaryTests.fixtures.appendingPathComponent("server.pem").path,
+                privateKeyFile: InterceptTunnelBinaryTests.fixtures.appendingPathComponent("server.key").path
+            )
+            self.upstream = MockUpstream(group: e2eMockGroup, authority: self.authority, tls: tls)
+            try self.upstream.start()
+            self.base = NSTemporaryDirectory() + "bearer-e2e-intercept-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            try FileManager.default.createDirectory(atPath: self.base, withIntermediateDirectories: true)
+            self.config = self.base + "/proxy.conf"
+            let text = """
+                listen = 127.0.0.1:0
+                upstream = https://localhost:\(self.upstream.port)
+                ca_file = \(InterceptTunnelBinaryTests.fixtures.appendingPathComponent("ca.pem").path)
+                tls_intercept = on
+                ca_dir = \(self.base)/ca
+                token_url = \(self.tokenServer.url)
+                grant_type = client_credentials
+                client_id = proxy-client
+                client_secret = e2e-secret
+
+                """
+            _ = FileManager.default.createFile(atPath: self.config, contents: Data(text.utf8))
+            self.proxy = try ProxyProcess(["--config", self.config])
+            self.address = try #require(self.proxy.waitUntilListening())
+        }
+
+        deinit {
+            self.proxy.signal(SIGTERM)
+            _ = self.proxy.waitForExit()
+            self.upstream.stop()
+            self.tokenServer.stop()
+            try? FileManager.default.removeItem(atPath: self.base)
+        }
+    }
+
+    struct Outcome {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+    }
+
+    /// Runs a tool with exactly `environment` (no inherited proxy or CA variables), bounded in time.
+    static func run(_ arguments: [String], environment: [String: String]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]) { a, _ in a
+        }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let collected = Locked<(Data, Data)>((Data(), Data()))
+        let done = DispatchGroup()
+        for (pipe, isOutput) in [(output, true), (errors, false)] {
+            done.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.withLock { if isOutput { $0.0 = data } else { $0.1 = data } }
+                done.leave()
+            }
+        }
+        if done.wait(timeout: .now() + 30) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            done.wait()
+        }
+        process.waitUntilExit()
+        let (out, err) = collected.withLock { $0 }
+        return Outcome(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: out, as: UTF8.self),
+            standardError: String(decoding: err, as: UTF8.self)
+        )
+    }
+
+    @Test(.enabled(if: hasCurl, "needs curl (apt-get install curl)"))
+    func curlThroughAnInterceptedTunnelGetsTheToken() throws {
+        let setup = try Setup()
+        let result = try Self.run(
+            [
+                Self.curl, "-sS", "--proxy", "http://\(setup.address)", "--cacert", setup.rootFile,
+                "-w", "\n%{http_code}", "\(setup.url)/v1/items",
+            ],
+            environment: [:]
+        )
+        #expect(result.status == 0, "curl: \(result.standardError)")
+        #expect(result.standardOutput.hasSuffix("\n200"))
+        let seen = try #require(setup.upstream.requests.last)
+        #expect(seen.target == "/v1/items")
+        #expect(seen.header("authorization")?.hasPrefix("Bearer mock-access-") == true)
+    }
+
+    /// curl says only "unable to get local issuer certificate"; the proxy's line says what to do.
+    @Test(.enabled(if: hasCurl, "needs curl (apt-get install curl)"))
+    func curlWithoutTheCAGetsNothingForwardedAndTheProxySaysWhatToTrust() throws {
+        let setup = try Setup()
+        let result = try Self.run(
+            [Self.curl, "-sS", "--proxy", "http://\(setup.address)", "\(setup.url)/secret"],
+            environment: [:]
+        )
+        #expect(result.status == 60, "curl's certificate failure: \(result.standardError)")
+        #expect(setup.upstream.requests.allSatisfy { $0.target != "/secret" }, "nothing may reach the upstream")
+        let line = "client refused the certificate of an intercepted tunnel: it must trust the proxy's CA (ca.pem)"
+        #expect(
+            waitUntil { setup.proxy.standardError.contains(line) },
+            "stderr: \(setup.proxy.standardError)"
+        )
+        let logged = setup.proxy.standardError.split(separator: "\n").first { $0.contains(line) } ?? ""
+        #expect(logged.contains("host=localhost"))
+        #expect(logged.contains(setup.rootFile))
+        #expect(logged.contains("bearer-proxy ca"))
+    }
+
+    @Test(.enabled(if: hasRequests, "needs Debian's python3-requests (apt-get install python3-requests)"))
+    func pythonRequestsWithTheBundleGetsTheToken() throws {
+        let setup = try Setup()
+        let bundle = try ProxyProcess.run(["ca", "--bundle", "--config", setup.config])
+        #expect(bundle.status == 0, "bearer-proxy ca --bundle: \(bundle.stderr)")
+        let bundlePath = bundle.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let script = """
+            import requests, sys
+            response = requests.get(sys.argv[1] + "/py/items", timeout=20)
+            print(response.status_code, response.json()["target"])
+            """
+        let result = try Self.run(
+            [Self.python, "-c", script, setup.url],
+            environment: ["https_proxy": "http://\(setup.address)", "REQUESTS_CA_BUNDLE": bundlePath]
+        )
+        #expect(result.status == 0, "python: \(result.standardError)")
+        #expect(result.standardOutput == "200 /py/items\n")
+        #expect(setup.upstream.requests.last?.header("authorization")?.hasPrefix("Bearer mock-access-") == true)
+    }
+}
+
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = Instant.now() + timeout
+    while Instant.now() < deadline {
+        if condition() { return true }
+        usleep(5000)
+    }
+    return condition()
+}
