@@ -11,15 +11,21 @@ package struct ProgramOutcome: Sendable {
 }
 
 /// Runs `arguments` (the program's path first) in `directory`, with no input, and reads both its
-/// outputs to their end; a program that outlives `timeout` is killed by its PID.
+/// outputs to their end; a program that outlives `timeout` is killed by its PID. It gets this
+/// process's environment, or exactly `environment` when given.
 ///
 /// Outputs are read with read(2), retried on EINTR: FileHandle's reader traps on it.
-package func runProgram(_ arguments: [String], in directory: String? = nil, timeout: Duration) throws -> ProgramOutcome
-{
+package func runProgram(
+    _ arguments: [String],
+    in directory: String? = nil,
+    environment: [String: String]? = nil,
+    timeout: Duration
+) throws -> ProgramOutcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: arguments[0])
     process.arguments = Array(arguments.dropFirst())
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    if let environment { process.environment = environment }
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output

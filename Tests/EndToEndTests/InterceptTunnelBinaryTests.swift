@@ -73,45 +73,13 @@ import Testing
         }
     }
 
-    struct Outcome {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-    }
-
     /// Runs a tool with exactly `environment` (no inherited proxy or CA variables), bounded in time.
-    static func run(_ arguments: [String], environment: [String: String]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]) { a, _ in a
-        }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let collected = Locked<(Data, Data)>((Data(), Data()))
-        let done = DispatchGroup()
-        for (pipe, isOutput) in [(output, true), (errors, false)] {
-            done.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.withLock { if isOutput { $0.0 = data } else { $0.1 = data } }
-                done.leave()
-            }
-        }
-        if done.wait(timeout: .now() + 30) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            done.wait()
-        }
-        process.waitUntilExit()
-        let (out, err) = collected.withLock { $0 }
-        return Outcome(
-            status: process.terminationStatus,
-            standardOutput: String(decoding: out, as: UTF8.self),
-            standardError: String(decoding: err, as: UTF8.self)
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ProgramOutcome {
+        let base = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+        return try runProgram(
+            arguments,
+            environment: environment.merging(base) { given, _ in given },
+            timeout: .seconds(30)
         )
     }
 
