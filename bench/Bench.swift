@@ -17,6 +17,19 @@ final class Bench {
     let progress: ProgressLine
     /// The fleet's session store, started when the fleet scenario first runs.
     private var redis: RedisServerProcess?
+    /// The https mock API of the TLS scenarios (the test certificate for localhost), started when one
+    /// first runs.
+    private var secureMock: MockUpstream?
+    private var mitmproxy: MitmproxyTarget?
+    /// The local CA of the intercepting proxy, made by its first start and kept for the other rounds.
+    let caDirectory = NSTemporaryDirectory() + "bearer-bench-ca-\(getpid())"
+    /// The load generator's TLS: no verification (the client's CPU is not what is measured).
+    let clientTLS: TLSContext
+
+    /// The test certificate for localhost and 127.0.0.1 and its CA (Tests/Fixtures/tls).
+    static let tlsFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tests/Fixtures/tls")
+    static var testCA: String { Self.tlsFixtures.appendingPathComponent("ca.pem").path }
 
     static let clientID = "bench-client"
     static let clientSecret = "bench-secret"
@@ -33,6 +46,7 @@ final class Bench {
         self.progress = progress
         self.mockGroup = EventLoopGroup(count: 1, name: "bench-mocks")
         self.loadGroup = EventLoopGroup(count: options.loadThreads, name: "bench-load")
+        self.clientTLS = try TLSContext.client(caFile: nil, verify: false)
         var settings = MockTokenServer.Settings()
         settings.clientID = Self.clientID
         settings.clientSecret = Self.clientSecret
@@ -50,6 +64,9 @@ final class Bench {
 
     func shutdown() {
         self.redis?.stop()
+        self.mitmproxy?.stop()
+        self.secureMock?.stop()
+        try? FileManager.default.removeItem(atPath: self.caDirectory)
         self.upstream.stop()
         self.tokenServer.stop()
         self.mockGroup.shutdown()
@@ -57,10 +74,14 @@ final class Bench {
     }
 
     /// The proxy's config for a scenario.
-    func proxyConfig(grant: String = "grant_type = client_credentials", extra: String = "") -> String {
+    func proxyConfig(
+        upstream: String? = nil,
+        grant: String = "grant_type = client_credentials",
+        extra: String = ""
+    ) -> String {
         var lines = [
             "listen = 127.0.0.1:0",
-            "upstream = \(self.upstream.baseURL)",
+            "upstream = \(upstream ?? self.upstream.baseURL)",
             "token_url = \(self.tokenServer.url)",
             grant,
             "client_id = \(Self.clientID)",
@@ -117,7 +138,83 @@ final class Bench {
                     expireEvery: self.options.expireEvery
                 )
             }
+        case .steadyTLS, .intercept, .newTunnels, .mitmproxy:
+            return try self.runTLS(scenario, round: round)
         }
+    }
+
+    /// The https scenarios, all against the https mock on `localhost:PORT`: base-URL requests
+    /// through the proxy (steady-tls), the same requests from https_proxy clients through intercepted
+    /// tunnels (intercept), a new tunnel per request (new-tunnels), and intercept's load through
+    /// mitmproxy.
+    private func runTLS(_ scenario: BenchOptions.Scenario, round: String) throws -> ScenarioResult {
+        self.tokenServer.update { $0.expiresIn = nil }
+        let mock = try self.secureUpstream()
+        let authority = "localhost:\(mock.port)"
+        let config = self.proxyConfig(
+            upstream: "https://\(authority)",
+            extra: "ca_file = \(Self.testCA)\ntls_intercept = on\nca_dir = \(self.caDirectory)"
+        )
+        let tunnel = LoadGenerator.Tunnel(authority: authority, tls: self.clientTLS, serverName: "localhost")
+        func target(port: Int, throughTunnel: Bool, reconnects: Bool = false) -> LoadGenerator.Target {
+            LoadGenerator.Target(
+                address: SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+                hostHeader: throughTunnel ? authority : "127.0.0.1:\(port)",
+                requestTarget: "/bench",
+                extraHeaders: "",
+                tunnel: throughTunnel ? tunnel : nil,
+                reconnectsAfterEachResponse: reconnects
+            )
+        }
+        let name = scenario.rawValue
+        switch scenario {
+        case .steadyTLS, .intercept, .newTunnels:
+            return try self.withProxy(config: config) { proxy, plain in
+                let port = plain.address.port ?? 0
+                let load =
+                    scenario == .steadyTLS
+                    ? target(port: port, throughTunnel: false)
+                    : target(port: port, throughTunnel: true, reconnects: scenario == .newTunnels)
+                return self.measure(name: name, round: round, targets: [load], proxies: [proxy], upstream: mock)
+            }
+        case .mitmproxy:
+            let mitmproxy = try self.mitmproxyTarget()
+            return self.measure(
+                name: name,
+                round: round,
+                targets: [target(port: mitmproxy.port, throughTunnel: true)],
+                proxies: [],
+                upstream: mock
+            )
+        case .direct, .steady, .expiry, .proactive, .fleet:
+            preconditionFailure("not a TLS scenario: \(scenario)")
+        }
+    }
+
+    private func secureUpstream() throws -> MockUpstream {
+        if let mock = self.secureMock { return mock }
+        let tls = try TLSContext.server(
+            certificateChainFile: Self.tlsFixtures.appendingPathComponent("server.pem").path,
+            privateKeyFile: Self.tlsFixtures.appendingPathComponent("server.key").path
+        )
+        let mock = MockUpstream(
+            group: self.mockGroup,
+            acceptedTokens: [self.options.staticToken],
+            authority: self.authority,
+            recordsRequests: false,
+            countsRequestIDs: true,
+            tls: tls
+        )
+        try mock.start()
+        self.secureMock = mock
+        return mock
+    }
+
+    private func mitmproxyTarget() throws -> MitmproxyTarget {
+        if let mitmproxy = self.mitmproxy { return mitmproxy }
+        let mitmproxy = try MitmproxyTarget.start(token: self.options.staticToken, trusting: Self.testCA, log: self.log)
+        self.mitmproxy = mitmproxy
+        return mitmproxy
     }
 
     /// Steady load at another proxy (`--target`), which forwards to this bench's upstream.
@@ -136,8 +233,11 @@ final class Bench {
         return self.measure(name: name, round: round, targets: [target], proxies: [])
     }
 
-    private func withProxy(_ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult) throws -> ScenarioResult {
-        let proxy = try ChildProxy(binary: self.proxyBinary, config: self.proxyConfig())
+    private func withProxy(
+        config: String? = nil,
+        _ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult
+    ) throws -> ScenarioResult {
+        let proxy = try ChildProxy(binary: self.proxyBinary, config: config ?? self.proxyConfig())
         defer { proxy.stop() }
         guard let port = proxy.waitForPort() else {
             throw BenchError(
@@ -217,8 +317,10 @@ final class Bench {
         round: String,
         targets: [LoadGenerator.Target],
         proxies: [ChildProxy],
-        expireEvery: Duration? = nil
+        expireEvery: Duration? = nil,
+        upstream: MockUpstream? = nil
     ) -> ScenarioResult {
+        let upstream = upstream ?? self.upstream
         let label = round.isEmpty ? name : "\(name), \(round)"
         self.log(
             "\(label): \(self.options.connections) connections, \(formatSeconds(self.options.warmup)) warm-up, \(formatSeconds(self.options.duration)) measured"
@@ -241,9 +343,9 @@ final class Bench {
             duration: self.options.duration,
             onMeasurementStart: {
                 start = Instant.now()
-                self.upstream.resetRequestIDs()
+                upstream.resetRequestIDs()
                 tokenCallsBefore = self.tokenServer.callCount
-                rejectedBefore = self.upstream.rejected.load(ordering: .relaxed)
+                rejectedBefore = upstream.rejected.load(ordering: .relaxed)
                 cpuBefore = proxies.map(\.cpuSeconds).reduce(0, +)
                 if let expireEvery {
                     // No revocation in the last moments: a storm nobody sends a request into is not a storm.
@@ -270,7 +372,7 @@ final class Bench {
         // A revocation just before the end is refreshed a moment later: let that call land.
         usleep(300_000)
         let tokenCalls = self.tokenServer.callCount - tokenCallsBefore
-        let rejected = self.upstream.rejected.load(ordering: .relaxed) - rejectedBefore
+        let rejected = upstream.rejected.load(ordering: .relaxed) - rejectedBefore
         let refreshInstants = self.tokenServer.callInstants.filter { $0 >= start }
         let statuses = result.statuses
         let client401s = statuses[401] ?? 0
@@ -293,7 +395,7 @@ final class Bench {
             tokenCalls: proxies.isEmpty ? 0 : tokenCalls,
             expiryEvents: expiryInstants.count,
             replays: max(0, rejected - client401s),
-            maxTimesSeenUpstream: self.upstream.requestIDStatistics.maximum,
+            maxTimesSeenUpstream: upstream.requestIDStatistics.maximum,
             proxyPeakRSSMiB: proxies.map(\.memory.peakMiB).max(),
             proxyCPUSeconds: proxies.isEmpty ? nil : cpuAfter - cpuBefore,
             series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),

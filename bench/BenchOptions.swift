@@ -4,6 +4,14 @@ import BearerCore
 struct BenchOptions: Equatable {
     enum Scenario: String, CaseIterable {
         case direct, steady, expiry, proactive, fleet
+        /// Base-URL requests through the proxy to an https mock API: what intercept is compared with.
+        case steadyTLS = "steady-tls"
+        /// The same requests from `https_proxy` clients: CONNECT, TLS terminated by the proxy, keep-alive inside.
+        case intercept
+        /// A new tunnel per request: CONNECT, a full handshake with the cached leaf, one request, close.
+        case newTunnels = "new-tunnels"
+        /// intercept's load through mitmproxy (regular mode, a one-line addon setting the header).
+        case mitmproxy
 
         /// What `all` and the default run: every scenario that needs nothing but this bench.
         static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
@@ -25,6 +33,8 @@ struct BenchOptions: Equatable {
     var proxyWorkers: Int?
     var target: String?
     var withNginx = false
+    /// Run mitmproxy beside intercept (needs mitmdump).
+    var withMitmproxy = false
     var upstreamPort = 0
     var staticToken = "bench-static-token"
     var idleConnections = 0
@@ -74,7 +84,7 @@ struct BenchOptions: Equatable {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry, proactive or fleet, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels or mitmproxy, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
@@ -97,6 +107,7 @@ struct BenchOptions: Equatable {
             case "--proxy-workers": options.proxyWorkers = try integer(name)
             case "--target": options.target = try value(name)
             case "--with-nginx": options.withNginx = true
+            case "--with-mitmproxy": options.withMitmproxy = true
             case "--upstream-port": options.upstreamPort = try integer(name, minimum: 0)
             case "--static-token": options.staticToken = try value(name)
             case "--idle-connections": options.idleConnections = try integer(name, minimum: 0)
@@ -106,6 +117,13 @@ struct BenchOptions: Equatable {
             case "-h", "--help": options.isHelp = true
             default: throw ParseError(description: "Unknown option '\(name)'")
             }
+        }
+        // intercept is reported beside steady-tls (the same requests as base-URL requests), with the
+        // cost of new tunnels, and beside mitmproxy when asked.
+        if let intercept = options.scenarios.firstIndex(of: .intercept) {
+            if !options.scenarios.contains(.steadyTLS) { options.scenarios.insert(.steadyTLS, at: intercept) }
+            if !options.scenarios.contains(.newTunnels) { options.scenarios.append(.newTunnels) }
+            if options.withMitmproxy && !options.scenarios.contains(.mitmproxy) { options.scenarios.append(.mitmproxy) }
         }
         return options
     }
@@ -117,8 +135,9 @@ struct BenchOptions: Equatable {
         USAGE: bearer-bench [<options>]
 
         OPTIONS:
-          --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet
-                                  (default: all, which is every one but fleet)
+          --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet,
+                                  intercept (with steady-tls and new-tunnels), steady-tls, new-tunnels,
+                                  mitmproxy (default: all, which is direct, steady, expiry, proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
           --connections <n>       Keep-alive client connections (default: 64)
@@ -134,6 +153,7 @@ struct BenchOptions: Equatable {
           --target <url>          Also measure steady load at another proxy (e.g. nginx injecting
                                   'Authorization: Bearer <static token>' towards --upstream-port)
           --with-nginx            Start nginx as that other proxy (needs nginx installed)
+          --with-mitmproxy        With intercept: the same load through mitmproxy (needs mitmdump)
           --upstream-port <port>  Port of the mock upstream (default: any free port)
           --static-token <token>  A token the mock upstream always accepts (default: bench-static-token)
           --idle-connections <n>  Also hold n idle keep-alive connections and report the proxy's RSS

@@ -63,6 +63,7 @@ enum BenchReport {
         }
         lines.append("")
         lines += Self.ratioLines(ratios, rounds: settings.rounds)
+        lines += Self.perCoreLines(summaries)
         if let idle {
             lines.append(
                 "idle: \(idle.established) of \(idle.connections) keep-alive connections held; proxy RSS \(format(idle.proxyRSSMiB, 1)) MiB"
@@ -101,6 +102,17 @@ enum BenchReport {
             lines.append("one round: how noisy this machine is was not measured; compare with --repeat 3 or more")
         }
         return lines
+    }
+
+    /// With the https scenarios: what one core of the proxy does (requests, or for new-tunnels
+    /// tunnels, per second of its CPU), the goal the per-core comparisons are made on.
+    static func perCoreLines(_ summaries: [ScenarioSummary]) -> [String] {
+        let tlsNames: Set = ["steady-tls", "intercept", "new-tunnels"]
+        let figures = summaries.filter { tlsNames.contains($0.name) }.compactMap { summary in
+            summary.requestsPerProxyCore.map { "\(summary.name) \(grouped($0.median))" }
+        }
+        guard !figures.isEmpty else { return [] }
+        return ["per proxy core (requests, or tunnels, per second of its CPU): " + figures.joined(separator: ", ")]
     }
 
     /// Every figure, rounded to what it was measured with (`Precision`), so that no value carries float
@@ -144,6 +156,9 @@ enum BenchReport {
                 object["refreshes_per_expiry"] = jsonNumber(summary.refreshesPerExpiry.map(Precision.ratio))
                 object["proxy_peak_rss_mib"] = jsonNumber(summary.proxyPeakRSSMiB.map(Precision.mebibytes))
                 object["proxy_cpu_s"] = jsonNumber(summary.proxyCPUSeconds.map(Precision.cpuSeconds))
+                object["requests_per_proxy_cpu_second"] = jsonNumber(
+                    summary.requestsPerProxyCore.map { Precision.rate($0.median) }
+                )
                 return object
             },
             "ratios": Dictionary(uniqueKeysWithValues: ratios.map { ($0.key, Precision.ratio($0.spread.median)) }),

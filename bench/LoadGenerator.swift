@@ -16,6 +16,19 @@ final class LoadGenerator: Sendable {
         /// Path, or an absolute URL for a forward proxy.
         var requestTarget: String
         var extraHeaders: String
+        /// What an `https_proxy` client does first: CONNECT, then TLS inside the tunnel.
+        var tunnel: Tunnel? = nil
+        /// Each connection carries one request and is then closed and opened again (with a tunnel:
+        /// CONNECT and a full handshake every time), so what is measured is new connections.
+        var reconnectsAfterEachResponse = false
+    }
+
+    /// A CONNECT tunnel and the TLS session inside it.
+    struct Tunnel: Sendable {
+        var authority: String
+        /// A client context; the bench does not verify (the client's CPU is not what is measured).
+        var tls: TLSContext
+        var serverName: String
     }
 
     struct Result: Sendable {
@@ -206,6 +219,19 @@ final class LoadConnection: StreamConnectionDelegate {
     private var inFlight: [Instant] = []
     private var currentStatus = 0
     private var isStopped = false
+    private var phase: Phase = .connecting
+    /// When the current connection was opened: a new tunnel's latency runs from here.
+    private var openedAt = Instant.now()
+
+    /// Where the connection is before its requests can go.
+    private enum Phase {
+        case connecting
+        /// CONNECT sent, its answer awaited.
+        case tunnelling
+        /// The TLS handshake inside the tunnel is running.
+        case handshaking
+        case ready
+    }
 
     init(id: Int, target: LoadGenerator.Target, pipeline: Int, state: LoadGenerator.LoopState) {
         self.id = id
@@ -217,11 +243,13 @@ final class LoadConnection: StreamConnectionDelegate {
     func open() {
         guard !self.isStopped else { return }
         do throws(IOError) {
+            self.openedAt = Instant.now()
             let (fd, connected) = try Socket.connect(to: self.target.address)
             let stream = StreamConnection(fd: fd, loop: self.state.loop, isConnecting: !connected)
             self.stream = stream
             self.parser = HTTPResponseParser(maximumHeadBytes: 64 * 1024)
             self.inFlight.removeAll()
+            self.phase = .connecting
             stream.start(delegate: self)
             if connected { self.streamConnected(stream) }
         } catch {
@@ -253,17 +281,50 @@ final class LoadConnection: StreamConnectionDelegate {
                 buffer.writeString(self.target.extraHeaders)
                 buffer.writeStaticString("\r\n")
             }
-            self.inFlight.append(now)
+            // A new tunnel's latency includes its CONNECT and handshake.
+            self.inFlight.append(self.target.reconnectsAfterEachResponse ? self.openedAt : now)
         }
         stream.flush()
     }
 
+    /// TCP is up (then, with a tunnel, CONNECT goes first), or the tunnel's TLS handshake completed.
     func streamConnected(_ connection: StreamConnection) {
+        if self.phase == .connecting, let tunnel = self.target.tunnel {
+            self.phase = .tunnelling
+            connection.write(Array("CONNECT \(tunnel.authority) HTTP/1.1\r\nHost: \(tunnel.authority)\r\n\r\n".utf8))
+            connection.flush()
+            return
+        }
+        self.phase = .ready
         self.parser.expectResponse(to: .get)
         self.sendRequests()
     }
 
+    /// The answer to CONNECT: 200, then TLS inside the tunnel.
+    private func tunnelAnswered(_ connection: StreamConnection, _ tunnel: LoadGenerator.Tunnel) {
+        let end = connection.inbound.withUnsafeReadableBytes { bytes -> Int? in
+            guard bytes.count >= 4 else { return nil }
+            return (0...(bytes.count - 4)).first {
+                bytes[$0] == 13 && bytes[$0 + 1] == 10 && bytes[$0 + 2] == 13 && bytes[$0 + 3] == 10
+            }
+        }
+        guard let end else { return }
+        let isEstablished = connection.inbound.withUnsafeReadableBytes { $0.starts(with: Array("HTTP/1.1 200".utf8)) }
+        connection.inbound.moveReaderIndex(forwardBy: end + 4)
+        guard isEstablished, let session = tunnel.tls.makeConnection(serverName: tunnel.serverName, sessionKey: nil)
+        else {
+            self.fail("CONNECT refused")
+            return
+        }
+        self.phase = .handshaking
+        connection.startTLS(session)
+    }
+
     func streamReceived(_ connection: StreamConnection) {
+        if self.phase == .tunnelling, let tunnel = self.target.tunnel {
+            self.tunnelAnswered(connection, tunnel)
+            return
+        }
         while !self.isStopped {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
@@ -288,6 +349,12 @@ final class LoadConnection: StreamConnectionDelegate {
                 let sentAt = self.inFlight.isEmpty ? Instant.now() : self.inFlight.removeFirst()
                 self.state.record(status: self.currentStatus, sentAt: sentAt, completedAt: Instant.now())
                 self.parser.expectResponse(to: .get)
+                if self.target.reconnectsAfterEachResponse {
+                    connection.close()
+                    self.stream = nil
+                    self.open()
+                    return
+                }
                 if self.inFlight.isEmpty { self.sendRequests() }
             }
         }

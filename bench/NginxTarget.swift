@@ -11,22 +11,17 @@ final class NginxTarget {
     var url: String { "http://127.0.0.1:\(self.port)/bench" }
 
     static func start(upstreamPort: Int, token: String, log: (String) -> Void) throws -> NginxTarget {
-        guard
-            let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            })
-        else {
-            throw BenchError("--with-nginx: nginx is not installed (apt-get install nginx)")
-        }
+        let nginx = try executable(
+            ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"],
+            missing: "--with-nginx: nginx is not installed (apt-get install nginx)"
+        )
         let target = try NginxTarget(binary: nginx, upstreamPort: upstreamPort, token: token)
         log("nginx: proxy_pass to the mock upstream with a static token on port \(target.port)")
         return target
     }
 
     private init(binary: String, upstreamPort: Int, token: String) throws {
-        self.directory = NSTemporaryDirectory() + "bearer-bench-nginx-\(getpid())"
-        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
-        self.port = try freePort()
+        (self.directory, self.port) = try comparisonWorkspace("nginx")
         let config = """
             worker_processes 1;
             worker_rlimit_nofile 65536;
@@ -95,6 +90,21 @@ enum BlockingProbe {
         }
         return result == 0
     }
+}
+
+/// A folder of its own and a free port, for a program the bench compares the proxy with.
+func comparisonWorkspace(_ name: String) throws -> (directory: String, port: Int) {
+    let directory = NSTemporaryDirectory() + "bearer-bench-\(name)-\(getpid())"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return (directory, try freePort())
+}
+
+/// The first of `candidates` that is an executable file; else the error `missing`.
+func executable(_ candidates: [String], missing: String) throws -> String {
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw BenchError(missing)
+    }
+    return found
 }
 
 func freePort() throws -> Int {

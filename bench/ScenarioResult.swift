@@ -25,6 +25,12 @@ struct ScenarioResult {
 
     var errorCount: Int { self.errors.values.reduce(0, +) }
 
+    /// Requests per second of the proxy's CPU (nil without a proxy).
+    var requestsPerProxyCPUSecond: Double? {
+        guard let cpu = self.proxyCPUSeconds, cpu > 0 else { return nil }
+        return Double(self.requests) / cpu
+    }
+
     var refreshesPerExpiry: Double? {
         self.expiryEvents > 0 ? Double(self.tokenCalls) / Double(self.expiryEvents) : nil
     }

@@ -55,6 +55,13 @@ struct ScenarioSummary {
     /// Whether the load went through the proxy (the token columns mean something).
     var isThroughProxy: Bool { self.rounds[0].proxyPeakRSSMiB != nil }
 
+    /// Requests (new-tunnels: tunnels) per second of the proxy's CPU, per round: what one core of it
+    /// does, whatever else the machine was busy with.
+    var requestsPerProxyCore: Spread? {
+        let values = self.rounds.compactMap(\.requestsPerProxyCPUSecond)
+        return values.isEmpty ? nil : Spread(values)
+    }
+
     var refreshesPerExpiry: Double? {
         self.expiryEvents > 0 ? Double(self.tokenCalls) / Double(self.expiryEvents) : nil
     }
@@ -110,6 +117,14 @@ struct RatioSummary: Equatable {
             )
         }
         definitions += [
+            (
+                "intercept_over_steady_tls", "intercept / steady-tls throughput",
+                { throughput($0["intercept"], $0["steady-tls"]) }
+            ),
+            (
+                "intercept_over_mitmproxy", "intercept / mitmproxy throughput",
+                { throughput($0["intercept"], $0["mitmproxy"]) }
+            ),
             ("expiry_over_steady", "expiry / steady throughput", { throughput($0["expiry"], $0["steady"]) }),
             (
                 "expiry_p99_over_steady_p99", "expiry p99 / steady p99",

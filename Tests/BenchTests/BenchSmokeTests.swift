@@ -34,6 +34,22 @@ import Testing
     }
 }
 
+/// The https scenarios against the built proxy: through intercepted tunnels every request is
+/// answered 200 with the token (the mock API accepts no other), and new tunnels complete.
+@Suite struct BenchInterceptSmokeTests {
+    @Test func interceptAndNewTunnelsCompleteEveryRequestWithTheToken() throws {
+        let bench = try shortBench(connections: 8) { $0.proxyWorkers = 1 }
+        defer { bench.shutdown() }
+        for scenario in [BenchOptions.Scenario.steadyTLS, .intercept, .newTunnels] {
+            let result = try bench.run(scenario)
+            #expect(result.requests > 0, "\(result.name) completed no request")
+            #expect(result.statuses.isEmpty, "\(result.name): answers other than 2xx: \(result.statuses)")
+            #expect(result.errorCount == 0, "\(result.name): \(result.errors)")
+            #expect(result.proxyCPUSeconds ?? 0 > 0)
+        }
+    }
+}
+
 /// The fleet scenario against the built proxy and Debian's redis-server: its invariants, never its speed.
 @Suite(
     .enabled(

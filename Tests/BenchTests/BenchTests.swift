@@ -74,6 +74,21 @@ import Testing
         #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--proxies", "0"]) }
     }
 
+    @Test func interceptRunsBesideSteadyTLSAndNewTunnelsAndMitmproxyWhenAsked() throws {
+        #expect(
+            try BenchOptions.parse(["--scenario", "intercept"]).scenarios == [.steadyTLS, .intercept, .newTunnels]
+        )
+        #expect(
+            try BenchOptions.parse(["--with-mitmproxy", "--scenario", "intercept"]).scenarios
+                == [.steadyTLS, .intercept, .newTunnels, .mitmproxy]
+        )
+        #expect(try BenchOptions.parse(["--scenario", "new-tunnels"]).scenarios == [.newTunnels])
+        #expect(
+            try BenchOptions.parse(["--scenario", "all", "--with-mitmproxy"]).scenarios
+                == BenchOptions.Scenario.standard
+        )
+    }
+
     @Test func rejectsBadOptions() {
         #expect(throws: BenchOptions.ParseError(description: "Unknown option '--conections'")) {
             try BenchOptions.parse(["--conections", "1"])
@@ -226,6 +241,38 @@ import Testing
         let rounds = Self.rounds().map { $0 + [Self.result("nginx", rps: 40_000, p99: 2500, proxied: false)] }
         let labels = RatioSummary.compute(rounds, comparison: "nginx").map(\.label)
         #expect(labels.contains("steady / nginx throughput"))
+    }
+
+    @Test func theHTTPSScenariosAreComparedAndReportedPerProxyCore() {
+        let rounds = [
+            [
+                Self.result("steady-tls", rps: 40_000, p99: 2000),
+                Self.result("intercept", rps: 30_000, p99: 2500),
+                Self.result("new-tunnels", rps: 1_000, p99: 90_000),
+                Self.result("mitmproxy", rps: 1_000, p99: 50_000, proxied: false),
+            ]
+        ]
+        let ratios = RatioSummary.compute(rounds, comparison: nil)
+        #expect(ratios.first { $0.key == "intercept_over_steady_tls" }?.spread.median == 0.75)
+        #expect(ratios.first { $0.key == "intercept_over_mitmproxy" }?.spread.median == 30)
+        let table = BenchReport.table(
+            ScenarioSummary.group(rounds),
+            ratios: ratios,
+            idle: nil,
+            settings: .init(connections: 64, durationSeconds: 10, warmupSeconds: 2, rounds: 1)
+        )
+        #expect(table.contains("intercept / steady-tls throughput  0.75"))
+        #expect(table.contains("intercept / mitmproxy throughput   30.00"))
+        // 10 s of requests for 5 s of proxy CPU each.
+        #expect(
+            table.contains(
+                "per proxy core (requests, or tunnels, per second of its CPU): steady-tls 80,000, intercept 60,000, new-tunnels 2,000"
+            )
+        )
+        #expect(
+            !BenchReport.table(ScenarioSummary.group(Self.rounds()), ratios: [], idle: nil, settings: Self.settings)
+                .contains("per proxy core")
+        )
     }
 
     @Test func bareOutputNamesGoUnderBenchResults() {
