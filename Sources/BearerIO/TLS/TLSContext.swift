@@ -123,6 +123,9 @@ package final class TLSContext: @unchecked Sendable {
         _ = cos_ctx_set_modes(context)
         _ = cos_ctx_set_options(context)
         _ = cos_ctx_use_server_session_cache(context, Self.serverSessionCacheSize)
+        // One TLS 1.3 ticket per handshake, not OpenSSL's two: a client resumes with one, and each
+        // ticket is a session encoded, encrypted and sent (measured: new tunnels per CPU second).
+        _ = SSL_CTX_set_num_tickets(context, 1)
         let sessionIDContext = Array("bearer-proxy".utf8)
         _ = SSL_CTX_set_session_id_context(context, sessionIDContext, UInt32(sessionIDContext.count))
         SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
