@@ -28,7 +28,7 @@ let package = Package(
         ),
         .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
-        // COpenSSL: the TLS tests drive the server side with OpenSSL's own client (memory BIOs over a socket).
+        // BearerMocks and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
         .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerMocks
 import COpenSSL
 import Glibc
 import Synchronization
@@ -124,7 +125,7 @@ final class MidStreamTLSHarness {
     /// `pieceSize`) and the clear answer was read: the handshake can go on.
     func opened(
         _ harness: MidStreamTLSHarness,
-        _ options: MemoryTLSClient.Options = .init(),
+        _ options: MemoryTLSClient.Options = .init(caFile: TLSFixtureFiles.caFile),
         pieceSize: Int = 0
     ) throws -> MemoryTLSClient {
         let socket = try harness.connect()
@@ -172,12 +173,15 @@ final class MidStreamTLSHarness {
     @Test(arguments: IOBackend.allCases)
     func answersOnlyHTTP11WithALPN(io: IOBackend) throws {
         for (offered, expected) in [(["h2", "http/1.1"], "http/1.1"), ([], nil)] as [([String], String?)] {
-            let client = try self.opened(try MidStreamTLSHarness(io), .init(alpn: offered))
+            let client = try self.opened(
+                try MidStreamTLSHarness(io),
+                .init(caFile: TLSFixtureFiles.caFile, alpn: offered)
+            )
             try client.finishHandshake()
             #expect(client.negotiatedProtocol == expected, "offered \(offered)")
         }
         let harness = try MidStreamTLSHarness(io)
-        let h2Only = try self.opened(harness, .init(alpn: ["h2"]))
+        let h2Only = try self.opened(harness, .init(caFile: TLSFixtureFiles.caFile, alpn: ["h2"]))
         #expect(throws: MemoryTLSClient.Failure.self) { try h2Only.finishHandshake() }
         #expect(waitUntil { harness.server.observed.closed == 1 })
         #expect(harness.server.observed.connected == 0)
@@ -194,7 +198,10 @@ final class MidStreamTLSHarness {
 
     @Test(arguments: IOBackend.allCases)
     func refusesAClientOfferingNothingNewerThanTLS11(io: IOBackend) throws {
-        #expect(try self.serverFailure(io, .init(maximumVersion: Int(TLS1_1_VERSION))) == .protocolVersion)
+        #expect(
+            try self.serverFailure(io, .init(caFile: TLSFixtureFiles.caFile, maximumVersion: Int(TLS1_1_VERSION)))
+                == .protocolVersion
+        )
     }
 
     @Test(arguments: IOBackend.allCases)
@@ -209,7 +216,7 @@ final class MidStreamTLSHarness {
     func aClientClosingDuringTheHandshakeIsReported(io: IOBackend) throws {
         let harness = try MidStreamTLSHarness(io)
         let socket = try harness.connect()
-        let hello = MemoryTLSClient(socket: socket).clientHello()
+        let hello = MemoryTLSClient(socket: socket, .init(caFile: TLSFixtureFiles.caFile)).clientHello()
         socket.send(Array("HELLO\n".utf8) + hello.prefix(20))
         socket.shutdownWrite()
         #expect(waitUntil { harness.server.observed.closed == 1 })
@@ -227,7 +234,7 @@ final class MidStreamTLSHarness {
         let session = try #require(first.session)
         defer { SSL_SESSION_free(session) }
 
-        let second = try self.opened(harness, .init(session: session))
+        let second = try self.opened(harness, .init(caFile: TLSFixtureFiles.caFile, session: session))
         try second.finishHandshake()
         #expect(second.wasSessionReused)
         #expect(waitUntil { harness.server.observed.connected == 2 })

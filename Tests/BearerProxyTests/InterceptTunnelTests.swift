@@ -98,6 +98,33 @@ final class InterceptFixture {
         fixture.session.expectNoSecretsInLogs()
     }
 
+    /// Clients that do not wait for the 200 send their ClientHello with the CONNECT head: read with
+    /// it, it is the first of the handshake. At once, and in 7-byte pieces.
+    @Test(arguments: IOBackend.allCases, [0, 7])
+    func aClientHelloSentWithTheConnectHeadStartsTheHandshake(io: IOBackend, pieceSize: Int) throws {
+        let fixture = try InterceptFixture(io: io)
+        #expect(fixture.session.waitForTokenCalls(1))
+        let connection = try fixture.session.client()
+        let tls = MemoryTLSClient(socket: connection, .init(caFile: fixture.caFile))
+        let authority = fixture.upstreamAuthority
+        let opening = Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8) + tls.clientHello()
+        if pieceSize == 0 {
+            connection.send(opening)
+        } else {
+            for start in stride(from: 0, to: opening.count, by: pieceSize) {
+                connection.send(Array(opening[start..<min(start + pieceSize, opening.count)]))
+                usleep(2_000)
+            }
+        }
+        #expect(try connection.readHead().status == 200)
+        tls.feed(connection.takeBuffered())
+        try tls.finishHandshake()
+        tls.write("GET /v1/early HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        #expect(String(decoding: tls.read(count: 12).bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        #expect(fixture.upstream.requests.last?.target == "/v1/early")
+        #expect(fixture.upstream.requests.last?.header("authorization") == "Bearer mock-access-1")
+    }
+
     /// The handshake presents the leaf for the CONNECT host and the intermediate that signed it.
     @Test func theHandshakeSendsLeafAndIntermediate() throws {
         let fixture = try InterceptFixture()

@@ -3,49 +3,59 @@ import COpenSSL
 import Foundation
 import Glibc
 
-@testable import BearerIO
-
-/// The TLS fixtures of the whole suite (Tests/Fixtures/tls).
-enum TLSFixtureFiles {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fixtures/tls")
-    static var caFile: String { directory.appendingPathComponent("ca.pem").path }
-
-    static func serverContext() throws -> TLSContext {
-        try TLSContext.server(
-            certificateChainFile: directory.appendingPathComponent("server.pem").path,
-            privateKeyFile: directory.appendingPathComponent("server.key").path
-        )
-    }
+/// A blocking byte stream a test holds: a socket, a connection through a proxy.
+package protocol BlockingByteChannel {
+    func send(_ bytes: [UInt8])
+    /// What one read returns; empty at the end of the stream or after the receive timeout.
+    func receiveSome() -> [UInt8]
+    func shutdownWrite()
 }
 
-/// A TLS client for tests: OpenSSL's own memory BIOs over a blocking socket (not the library's
+extension BlockingHTTPClient: BlockingByteChannel {
+    package func receiveSome() -> [UInt8] { self.readSome() ?? [] }
+}
+
+/// A TLS client for tests: OpenSSL's own memory BIOs over a blocking channel (not the library's
 /// `TLSBufferBIO`), so the server side is checked by code it does not share, and the handshake's
-/// bytes go out in whatever pieces a test wants.
-final class MemoryTLSClient {
-    struct Options {
+/// bytes go out in whatever pieces, and with whatever before them, a test wants.
+package final class MemoryTLSClient {
+    package struct Options {
         /// Verify the server against this CA (nil: the system store, which does not know the test CA).
-        var caFile: String? = TLSFixtureFiles.caFile
-        var serverName = "localhost"
-        var alpn: [String] = ["http/1.1"]
+        package var caFile: String?
+        package var serverName = "localhost"
+        package var alpn: [String] = ["http/1.1"]
         /// TLS1_1_VERSION to offer nothing newer than TLS 1.1.
-        var maximumVersion: Int? = nil
+        package var maximumVersion: Int? = nil
         /// A session from an earlier connection, offered for resumption.
-        var session: OpaquePointer? = nil
+        package var session: OpaquePointer? = nil
+
+        package init(
+            caFile: String?,
+            serverName: String = "localhost",
+            alpn: [String] = ["http/1.1"],
+            maximumVersion: Int? = nil,
+            session: OpaquePointer? = nil
+        ) {
+            self.caFile = caFile
+            self.serverName = serverName
+            self.alpn = alpn
+            self.maximumVersion = maximumVersion
+            self.session = session
+        }
     }
 
-    enum Failure: Error, Equatable {
+    package enum Failure: Error, Equatable {
         case handshake(String)
         case closed
     }
 
-    let socket: BlockingSocket
+    package let socket: any BlockingByteChannel
     private let context: OpaquePointer
     private let ssl: OpaquePointer
     private let input: OpaquePointer
     private let output: OpaquePointer
 
-    init(socket: BlockingSocket, _ options: Options = Options()) {
+    package init(socket: any BlockingByteChannel, _ options: Options) {
         self.socket = socket
         self.context = SSL_CTX_new(TLS_client_method())!
         if let maximum = options.maximumVersion {
@@ -72,13 +82,13 @@ final class MemoryTLSClient {
     }
 
     /// Runs the handshake as far as it goes without the server's answer: the ClientHello.
-    func clientHello() -> [UInt8] {
+    package func clientHello() -> [UInt8] {
         _ = SSL_do_handshake(self.ssl)
         return self.takeOutput()
     }
 
     /// Sends what the handshake produced and feeds it the server's bytes until it completes.
-    func finishHandshake() throws(Failure) {
+    package func finishHandshake() throws(Failure) {
         while true {
             let result = SSL_do_handshake(self.ssl)
             self.socket.send(self.takeOutput())
@@ -94,19 +104,19 @@ final class MemoryTLSClient {
     }
 
     /// Bytes of the server's that arrived with something else (they are the handshake's).
-    func feed(_ bytes: [UInt8]) {
+    package func feed(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
         _ = bytes.withUnsafeBytes { BIO_write(self.input, $0.baseAddress, Int32($0.count)) }
     }
 
-    func write(_ text: String) {
+    package func write(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { SSL_write(self.ssl, $0.baseAddress, Int32($0.count)) }
         self.socket.send(self.takeOutput())
     }
 
     /// Reads `count` decrypted bytes, or fewer when the server ends the session.
-    func read(count: Int) -> (bytes: [UInt8], sawCloseNotify: Bool) {
+    package func read(count: Int) -> (bytes: [UInt8], sawCloseNotify: Bool) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while received.count < count {
@@ -129,7 +139,7 @@ final class MemoryTLSClient {
         return (received, false)
     }
 
-    var negotiatedProtocol: String? {
+    package var negotiatedProtocol: String? {
         var data: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(self.ssl, &data, &length)
@@ -137,13 +147,13 @@ final class MemoryTLSClient {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
-    var version: String { String(cString: SSL_get_version(self.ssl)) }
-    var wasSessionReused: Bool { SSL_session_reused(self.ssl) == 1 }
+    package var version: String { String(cString: SSL_get_version(self.ssl)) }
+    package var wasSessionReused: Bool { SSL_session_reused(self.ssl) == 1 }
     /// The session to offer next time (one reference, the caller's to free).
-    var session: OpaquePointer? { SSL_get1_session(self.ssl) }
+    package var session: OpaquePointer? { SSL_get1_session(self.ssl) }
 
     /// The certificates the server sent, leaf first, as subject names.
-    var peerChainSubjects: [String] {
+    package var peerChainSubjects: [String] {
         guard let chain = SSL_get_peer_cert_chain(self.ssl) else { return [] }
         return (0..<OPENSSL_sk_num(chain)).map { index in
             let certificate = OpaquePointer(OPENSSL_sk_value(chain, index))
@@ -159,27 +169,5 @@ final class MemoryTLSClient {
         var bytes = [UInt8](repeating: 0, count: pending)
         _ = bytes.withUnsafeMutableBytes { BIO_read(self.output, $0.baseAddress, Int32(pending)) }
         return bytes
-    }
-}
-
-extension BlockingSocket {
-    /// One read: what has arrived (empty at the end of the stream or after the receive timeout).
-    func receiveSome() -> [UInt8] {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let count = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
-        return count > 0 ? Array(chunk[0..<count]) : []
-    }
-
-    /// Sends `bytes` in pieces of `size`, each its own segment (TCP_NODELAY, a pause between).
-    func sendInPieces(_ bytes: [UInt8], size: Int) {
-        var one: Int32 = 1
-        setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var offset = 0
-        while offset < bytes.count {
-            let end = min(offset + size, bytes.count)
-            self.send(Array(bytes[offset..<end]))
-            offset = end
-            usleep(2_000)
-        }
     }
 }

@@ -1,0 +1,43 @@
+import BearerCore
+import BearerMocks
+import COpenSSL
+import Foundation
+import Glibc
+
+@testable import BearerIO
+
+/// The TLS fixtures of the whole suite (Tests/Fixtures/tls).
+enum TLSFixtureFiles {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/tls")
+    static var caFile: String { directory.appendingPathComponent("ca.pem").path }
+
+    static func serverContext() throws -> TLSContext {
+        try TLSContext.server(
+            certificateChainFile: directory.appendingPathComponent("server.pem").path,
+            privateKeyFile: directory.appendingPathComponent("server.key").path
+        )
+    }
+}
+
+extension BlockingSocket: BlockingByteChannel {
+    /// One read: what has arrived (empty at the end of the stream or after the receive timeout).
+    func receiveSome() -> [UInt8] {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
+        return count > 0 ? Array(chunk[0..<count]) : []
+    }
+
+    /// Sends `bytes` in pieces of `size`, each its own segment (TCP_NODELAY, a pause between).
+    func sendInPieces(_ bytes: [UInt8], size: Int) {
+        var one: Int32 = 1
+        setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + size, bytes.count)
+            self.send(Array(bytes[offset..<end]))
+            offset = end
+            usleep(2_000)
+        }
+    }
+}
