@@ -122,6 +122,11 @@ struct RatioSummary: Equatable {
                 { throughput($0["intercept"], $0["steady-tls"]) }
             ),
             (
+                // On a shared machine the proxy's CPU per request moves less than its throughput.
+                "intercept_over_steady_tls_per_core", "intercept / steady-tls per proxy core",
+                { ratio($0["intercept"]?.requestsPerProxyCPUSecond, $0["steady-tls"]?.requestsPerProxyCPUSecond) }
+            ),
+            (
                 "intercept_over_mitmproxy", "intercept / mitmproxy throughput",
                 { throughput($0["intercept"], $0["mitmproxy"]) }
             ),

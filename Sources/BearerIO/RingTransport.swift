@@ -38,6 +38,7 @@ final class RingTransport {
     }
 
     var waitsForWritable: Bool { self.sending == .waitsForWritable }
+    /// Bytes handed to the kernel that it may still be reading.
     var bytesInFlight: Int { self.sendBuffer.readableBytes }
 
     /// Hands what is buffered to the ring as one send, unless one is in flight (its completion sends

@@ -21,14 +21,6 @@ enum StreamTransport {
         }
     }
 
-    /// Bytes handed to the kernel that it may still be reading (an io_uring send in flight).
-    var bytesInFlight: Int {
-        switch self {
-        case .readiness: 0
-        case .ring(let ring): ring.bytesInFlight
-        }
-    }
-
     /// Whether epoll's readable events are how this transport reads (else the ring delivers bytes).
     var readsOnReadiness: Bool {
         if case .readiness = self { return true }

@@ -255,14 +255,20 @@ import Testing
         let ratios = RatioSummary.compute(rounds, comparison: nil)
         #expect(ratios.first { $0.key == "intercept_over_steady_tls" }?.spread.median == 0.75)
         #expect(ratios.first { $0.key == "intercept_over_mitmproxy" }?.spread.median == 30)
+        #expect(ratios.first { $0.key == "intercept_over_steady_tls_per_core" }?.spread.median == 0.75)
         let table = BenchReport.table(
             ScenarioSummary.group(rounds),
             ratios: ratios,
             idle: nil,
             settings: .init(connections: 64, durationSeconds: 10, warmupSeconds: 2, rounds: 1)
         )
-        #expect(table.contains("intercept / steady-tls throughput  0.75"))
-        #expect(table.contains("intercept / mitmproxy throughput   30.00"))
+        let lines = table.split(separator: "\n")
+        for (label, value) in [
+            ("intercept / steady-tls throughput", "0.75"), ("intercept / steady-tls per proxy core", "0.75"),
+            ("intercept / mitmproxy throughput", "30.00"),
+        ] {
+            #expect(lines.contains { $0.hasPrefix(label + " ") && $0.hasSuffix(" " + value) }, "\(label) \(value)")
+        }
         // 10 s of requests for 5 s of proxy CPU each.
         #expect(
             table.contains(
