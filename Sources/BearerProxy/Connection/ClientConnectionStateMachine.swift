@@ -116,6 +116,7 @@ struct ClientConnectionStateMachine {
         case relay
     }
 
+    @inline(__always)
     var clientInput: ClientInput {
         switch self.state {
         case .idle, .readingHead: .head
@@ -135,6 +136,7 @@ struct ClientConnectionStateMachine {
         case relay
     }
 
+    @inline(__always)
     var upstreamInput: UpstreamInput {
         switch self.state {
         case .exchange(let exchange): exchange.isSent ? .response : .none
@@ -145,6 +147,7 @@ struct ClientConnectionStateMachine {
     }
 
     /// When the connection gives up on what it waits for; nil when it waits for nothing time-bound.
+    @inline(__always)
     var deadline: Instant? {
         switch self.state {
         case .idle(let since): since + self.settings.clientIdleTimeout
