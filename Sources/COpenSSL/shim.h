@@ -43,6 +43,8 @@ static inline GENERAL_SUBTREE *cos_subtree_at(const STACK_OF(GENERAL_SUBTREE) *s
 static const int COS_MBSTRING_UTF8 = MBSTRING_UTF8;
 
 static inline unsigned long cos_error_reason(unsigned long error) { return ERR_GET_REASON(error); }
+/* A server picks from its own order of TLS 1.3 ciphersuites, not the client's. */
+static inline uint64_t cos_ctx_prefer_server_ciphers(SSL_CTX *ctx) { return SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE); }
 /* A BIO over the stream connection's buffers: "no bytes yet, ask again" and its reset. */
 static inline void cos_bio_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
 static inline void cos_bio_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }

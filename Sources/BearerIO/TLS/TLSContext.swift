@@ -126,6 +126,13 @@ package final class TLSContext: @unchecked Sendable {
         // One TLS 1.3 ticket per handshake, not OpenSSL's two: a client resumes with one, and each
         // ticket is a session encoded, encrypted and sent (measured: new tunnels per CPU second).
         _ = SSL_CTX_set_num_tickets(context, 1)
+        // AES-128-GCM first: as strong as TLS needs, and cheaper per record than AES-256 (OpenSSL's
+        // default first choice) for the small records of API traffic.
+        _ = SSL_CTX_set_ciphersuites(
+            context,
+            "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+        )
+        _ = cos_ctx_prefer_server_ciphers(context)
         let sessionIDContext = Array("bearer-proxy".utf8)
         _ = SSL_CTX_set_session_id_context(context, sessionIDContext, UInt32(sessionIDContext.count))
         SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
