@@ -125,12 +125,7 @@ import Testing
 
     /// The child reaches an inject host over https through HTTPS_PROXY, trusting SSL_CERT_FILE: the
     /// proxy terminates the CONNECT tunnel's TLS with a leaf from the local CA and adds the token.
-    @Test(
-        .disabled(
-            "needs the intercepted CONNECT data path (branch i18-tls): main answers TLS inside the tunnel by closing it"
-        )
-    )
-    func theChildReachesAnInjectHostOverHTTPSThroughTheProxy() throws {
+    @Test func theChildReachesAnInjectHostOverHTTPSThroughTheProxy() throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/tls")
         let tls = try TLSContext.server(
