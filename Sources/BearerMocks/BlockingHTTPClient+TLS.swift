@@ -88,13 +88,7 @@ extension BlockingHTTPClient {
 
     /// The certificates the server sent, leaf first, as subject names (`/CN=…`).
     package var peerCertificateSubjects: [String] {
-        guard let tls = self.tls, let chain = SSL_get_peer_cert_chain(tls.ssl) else { return [] }
-        return (0..<OPENSSL_sk_num(chain)).map { index in
-            let certificate = OpaquePointer(OPENSSL_sk_value(chain, index))
-            let name = X509_NAME_oneline(X509_get_subject_name(certificate), nil, 0)!
-            defer { CRYPTO_free(name, #fileID, #line) }
-            return String(cString: name)
-        }
+        self.tls.map { peerCertificateChainSubjects(of: $0.ssl) } ?? []
     }
 
     /// The issuer of the server's leaf (`/CN=…`).
@@ -106,14 +100,7 @@ extension BlockingHTTPClient {
         return String(cString: name)
     }
 
-    package var negotiatedProtocol: String? {
-        guard let tls = self.tls else { return nil }
-        var data: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(tls.ssl, &data, &length)
-        guard let data, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
-    }
+    package var negotiatedProtocol: String? { self.tls.flatMap { negotiatedApplicationProtocol(of: $0.ssl) } }
 
     package var wasSessionReused: Bool { self.tls.map { SSL_session_reused($0.ssl) == 1 } ?? false }
 

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerIO
 import COpenSSL
 import Foundation
 import Glibc
@@ -139,13 +140,7 @@ package final class MemoryTLSClient {
         return (received, false)
     }
 
-    package var negotiatedProtocol: String? {
-        var data: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(self.ssl, &data, &length)
-        guard let data, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
-    }
+    package var negotiatedProtocol: String? { negotiatedApplicationProtocol(of: self.ssl) }
 
     package var version: String { String(cString: SSL_get_version(self.ssl)) }
     package var wasSessionReused: Bool { SSL_session_reused(self.ssl) == 1 }
@@ -153,15 +148,7 @@ package final class MemoryTLSClient {
     package var session: OpaquePointer? { SSL_get1_session(self.ssl) }
 
     /// The certificates the server sent, leaf first, as subject names.
-    package var peerChainSubjects: [String] {
-        guard let chain = SSL_get_peer_cert_chain(self.ssl) else { return [] }
-        return (0..<OPENSSL_sk_num(chain)).map { index in
-            let certificate = OpaquePointer(OPENSSL_sk_value(chain, index))
-            let name = X509_NAME_oneline(X509_get_subject_name(certificate), nil, 0)!
-            defer { CRYPTO_free(name, #file, #line) }
-            return String(cString: name)
-        }
-    }
+    package var peerChainSubjects: [String] { peerCertificateChainSubjects(of: self.ssl) }
 
     private func takeOutput() -> [UInt8] {
         let pending = Int(BIO_ctrl_pending(self.output))
@@ -170,4 +157,10 @@ package final class MemoryTLSClient {
         _ = bytes.withUnsafeMutableBytes { BIO_read(self.output, $0.baseAddress, Int32(pending)) }
         return bytes
     }
+}
+
+/// The certificates `ssl`'s peer sent, leaf first, as subject names (`/CN=…`).
+package func peerCertificateChainSubjects(of ssl: OpaquePointer) -> [String] {
+    guard let chain = SSL_get_peer_cert_chain(ssl) else { return [] }
+    return (0..<OPENSSL_sk_num(chain)).map { subjectLine(of: OpaquePointer(OPENSSL_sk_value(chain, $0))) }
 }

@@ -141,9 +141,7 @@ final class InterceptFixture {
         defer { fclose(file) }
         let certificate = try #require(PEM_read_X509(file, nil, nil, nil))
         defer { X509_free(certificate) }
-        let name = X509_NAME_oneline(X509_get_subject_name(certificate), nil, 0)!
-        defer { CRYPTO_free(name, #fileID, #line) }
-        return String(cString: name)
+        return subjectLine(of: certificate)
     }
 
     @Test(arguments: IOBackend.allCases)

@@ -61,7 +61,7 @@ extension TLSConnection {
 }
 
 /// A certificate's subject as one line, `/O=…/CN=…`.
-func subjectLine(of certificate: OpaquePointer) -> String {
+package func subjectLine(of certificate: OpaquePointer) -> String {
     guard let name = X509_get_subject_name(certificate) else { return "?" }
     var buffer = [CChar](repeating: 0, count: 256)
     guard X509_NAME_oneline(name, &buffer, Int32(buffer.count)) != nil else { return "?" }

@@ -171,13 +171,7 @@ package final class TLSConnection {
     }
 
     /// The protocol ALPN agreed on, if any.
-    package var negotiatedProtocol: String? {
-        var data: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(self.ssl, &data, &length)
-        guard let data, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
-    }
+    package var negotiatedProtocol: String? { negotiatedApplicationProtocol(of: self.ssl) }
 
     // MARK: Failures in words
 
@@ -238,6 +232,15 @@ package final class TLSConnection {
         if code == COS_SSL_ERROR_WANT_READ { return self.hasReceivedEnd }
         return Int32(cos_error_reason(ERR_peek_last_error())) == COS_SSL_R_UNEXPECTED_EOF_WHILE_READING
     }
+}
+
+/// The protocol ALPN agreed on for `ssl` (any `SSL*`: the proxy's sessions, the tests' clients), if any.
+package func negotiatedApplicationProtocol(of ssl: OpaquePointer) -> String? {
+    var data: UnsafePointer<UInt8>?
+    var length: UInt32 = 0
+    SSL_get0_alpn_selected(ssl, &data, &length)
+    guard let data, length > 0 else { return nil }
+    return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
 }
 
 /// Why a TLS session failed, in words for a person; the server role's cases name what the client did.
