@@ -1,12 +1,12 @@
 import BearerCore
+import BearerIO
 import Foundation
 import Glibc
 import Synchronization
 
 /// The real `bearer-proxy` binary, run as a child with a generated config; its /proc figures.
 final class ChildProxy: @unchecked Sendable {
-    let process = Process()
-    private let stderrPipe = Pipe()
+    let process: ChildProcess
     private let output = Locked<String>("")
     let configPath: String
 
@@ -25,18 +25,38 @@ final class ChildProxy: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.configPath = directory + "/proxy.conf"
         try config.write(toFile: self.configPath, atomically: true, encoding: .utf8)
-        self.process.executableURL = URL(fileURLWithPath: binary)
-        self.process.arguments = ["--config", self.configPath]
-        self.process.standardError = self.stderrPipe
-        self.process.standardOutput = FileHandle.nullDevice
-        self.stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            self?.output.withLock { $0 += text }
+        let errors = makeClosingPipe()
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer {
+            close(null)
+            close(errors.write)
         }
-        try self.process.run()
+        do {
+            self.process = try ChildProcess(
+                [binary, "--config", self.configPath],
+                stdout: null,
+                stderr: errors.write
+            )
+        } catch {
+            close(errors.read)
+            throw error
+        }
+        // The reader owns the pipe's end and closes it once the proxy's stderr ends.
+        let output = self.output
+        _ = spawnThread(name: "proxy-stderr") {
+            var chunk = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let count = read(errors.read, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                let text = String(decoding: chunk[..<count], as: UTF8.self)
+                output.withLock { $0 += text }
+            }
+            close(errors.read)
+        }
     }
 
-    var pid: Int32 { self.process.processIdentifier }
+    var pid: Int32 { self.process.pid }
     var standardError: String { self.output.withLock { $0 } }
 
     /// The port from the `listening on` line, waiting at most `timeout`.
@@ -58,7 +78,7 @@ final class ChildProxy: @unchecked Sendable {
         let deadline = Instant.now() + .seconds(15)
         while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
         if self.process.isRunning { kill(self.pid, SIGKILL) }
-        self.process.waitUntilExit()
+        _ = self.process.waitUntilExit()
         try? FileManager.default.removeItem(
             atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path
         )

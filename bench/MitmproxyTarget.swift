@@ -1,4 +1,5 @@
 import BearerCore
+import BearerIO
 import Foundation
 import Glibc
 
@@ -6,7 +7,7 @@ import Glibc
 /// intercepting proxy without bearer-proxy's narrowness costs, for intercept's comparison. It makes its
 /// own CA in a folder of the bench's; the load generator does not verify, as for bearer-proxy.
 final class MitmproxyTarget {
-    let process = Process()
+    private(set) var process: ChildProcess?
     let directory: String
     let port: Int
 
@@ -28,17 +29,17 @@ final class MitmproxyTarget {
 
             """
         try addon.write(toFile: self.directory + "/addon.py", atomically: true, encoding: .utf8)
-        self.process.executableURL = URL(fileURLWithPath: binary)
-        self.process.arguments = [
-            "--mode", "regular", "--listen-host", "127.0.0.1", "--listen-port", "\(self.port)",
+        let arguments = [
+            binary, "--mode", "regular", "--listen-host", "127.0.0.1", "--listen-port", "\(self.port)",
             "--set", "confdir=\(self.directory)", "--set", "ssl_verify_upstream_trusted_ca=\(caFile)",
             "--set", "termlog_verbosity=error", "--set", "flow_detail=0", "-s", self.directory + "/addon.py",
         ]
-        self.process.standardOutput = FileHandle.nullDevice
-        self.process.standardError = FileHandle.nullDevice
-        try self.process.run()
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(null) }
+        let process = try ChildProcess(arguments, stdout: null, stderr: null)
+        self.process = process
         let deadline = Instant.now() + .seconds(30)
-        while Instant.now() < deadline && self.process.isRunning {
+        while Instant.now() < deadline && process.isRunning {
             if (try? BlockingProbe.connect(port: self.port)) == true { return }
             usleep(50_000)
         }
@@ -47,11 +48,9 @@ final class MitmproxyTarget {
     }
 
     func stop() {
-        if self.process.isRunning {
-            kill(self.process.processIdentifier, SIGTERM)
-            let deadline = Instant.now() + .seconds(10)
-            while self.process.isRunning && Instant.now() < deadline { usleep(20_000) }
-            if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+        if let process = self.process, process.isRunning {
+            process.signal(SIGTERM)
+            if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
         }
         try? FileManager.default.removeItem(atPath: self.directory)
     }

@@ -1,10 +1,11 @@
 import BearerCore
+import BearerIO
 import Foundation
 import Glibc
 
 /// nginx as a reverse proxy injecting a static bearer token, for a side-by-side steady comparison.
 final class NginxTarget {
-    let process = Process()
+    private(set) var process: ChildProcess?
     let directory: String
     let port: Int
 
@@ -51,12 +52,13 @@ final class NginxTarget {
             }
             """
         try config.write(toFile: self.directory + "/nginx.conf", atomically: true, encoding: .utf8)
-        self.process.executableURL = URL(fileURLWithPath: binary)
-        self.process.arguments = [
-            "-p", self.directory, "-c", self.directory + "/nginx.conf", "-e", self.directory + "/error.log",
-        ]
-        self.process.standardError = FileHandle.nullDevice
-        try self.process.run()
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(null) }
+        self.process = try ChildProcess(
+            [binary, "-p", self.directory, "-c", self.directory + "/nginx.conf", "-e", self.directory + "/error.log"],
+            stdout: 1,
+            stderr: null
+        )
         let deadline = Instant.now() + .seconds(10)
         while Instant.now() < deadline {
             if (try? BlockingProbe.connect(port: self.port)) == true { return }
@@ -66,12 +68,10 @@ final class NginxTarget {
     }
 
     func stop() {
-        guard self.process.isRunning else { return }
-        kill(self.process.processIdentifier, SIGQUIT)
-        let deadline = Instant.now() + .seconds(10)
-        while self.process.isRunning && Instant.now() < deadline { usleep(20_000) }
-        if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+        guard let process = self.process, process.isRunning else { return }
+        process.signal(SIGQUIT)
         // nginx's worker is the master's child; SIGQUIT ends both.
+        if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
     }
 }
 

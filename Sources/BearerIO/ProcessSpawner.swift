@@ -1,3 +1,4 @@
+import CBearerLinux
 import Glibc
 
 /// Why a program could not be started: `posix_spawnp`'s error, as a sentence.
@@ -16,7 +17,8 @@ package struct SpawnFailure: Error, CustomStringConvertible {
 /// this process blocks the others for its signal thread). With `ownProcessGroup` the child leads a
 /// new group, so `kill(-pid, …)` reaches everything it starts.
 ///
-/// `environment` (`NAME=value` strings) replaces this process's for the child. With
+/// `environment` (`NAME=value` strings) replaces this process's for the child; `directory` is the
+/// folder it starts in (default: this process's). With
 /// `keepsIgnoredSignals`, only SIGPIPE (which this process ignores for itself) is reset: a signal
 /// this process was started with ignored stays ignored, as for a shell's child — a program wrapped
 /// under `nohup` keeps ignoring SIGHUP.
@@ -26,12 +28,14 @@ package func spawnProcess(
     stdout: Int32,
     stderr: Int32,
     environment: [String]? = nil,
+    directory: String? = nil,
     ownProcessGroup: Bool = false,
     keepsIgnoredSignals: Bool = false
 ) throws(SpawnFailure) -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
+    if let directory { cbl_spawn_add_chdir(&actions, directory) }
     if let stdin {
         posix_spawn_file_actions_adddup2(&actions, stdin, 0)
     } else {

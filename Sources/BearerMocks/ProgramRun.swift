@@ -1,6 +1,6 @@
 import BearerCore
+import BearerIO
 import Dispatch
-import Foundation
 import Glibc
 
 /// What a program the tests ran printed, and how it ended.
@@ -12,44 +12,50 @@ package struct ProgramOutcome: Sendable {
 
 /// Runs `arguments` (the program's path first) in `directory`, with no input, and reads both its
 /// outputs to their end; a program that outlives `timeout` is killed by its PID. It gets this
-/// process's environment, or exactly `environment` when given.
-///
-/// Outputs are read with read(2), retried on EINTR: FileHandle's reader traps on it.
+/// process's environment, or exactly `environment` when given. `status` is the shell's `$?`
+/// (128 + N for a program killed by signal N).
 package func runProgram(
     _ arguments: [String],
     in directory: String? = nil,
     environment: [String: String]? = nil,
     timeout: Duration
 ) throws -> ProgramOutcome {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    if let environment { process.environment = environment }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
+    let output = makeClosingPipe()
+    let errors = makeClosingPipe()
+    let child: ChildProcess
+    do {
+        child = try ChildProcess(
+            arguments,
+            stdout: output.write,
+            stderr: errors.write,
+            environment: environment,
+            directory: directory
+        )
+    } catch {
+        for fd in [output.read, output.write, errors.read, errors.write] { close(fd) }
+        throw error
+    }
+    close(output.write)
+    close(errors.write)
     let finished = DispatchGroup()
     let collected = Locked<([UInt8], [UInt8])>(([], []))
-    for (pipe, isError) in [(output, false), (errors, true)] {
+    for (fd, isError) in [(output.read, false), (errors.read, true)] {
         finished.enter()
         DispatchQueue.global().async {
-            let bytes = readToEnd(pipe.fileHandleForReading.fileDescriptor)
+            let bytes = readToEnd(fd)
+            close(fd)
             collected.withLock { if isError { $0.1 = bytes } else { $0.0 = bytes } }
             finished.leave()
         }
     }
     if finished.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .timedOut {
-        kill(process.processIdentifier, SIGKILL)
+        child.signal(SIGKILL)
         finished.wait()
     }
-    process.waitUntilExit()
+    let termination = child.waitUntilExit()
     let (out, err) = collected.withLock { $0 }
     return ProgramOutcome(
-        status: process.terminationStatus,
+        status: termination.shellStatus,
         standardOutput: String(decoding: out, as: UTF8.self),
         standardError: String(decoding: err, as: UTF8.self)
     )

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -18,4 +19,7 @@ int cbl_cpu_count(void) {
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
     return CPU_COUNT(&set);
+}
+int cbl_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
 }

@@ -453,9 +453,9 @@ let staticTokenAdvice =
             if let client = try? BlockingHTTPClient(connectingTo: address, timeout: .seconds(2)) { held.append(client) }
         }
         usleep(300_000)
-        let cpuBefore = processCPUSeconds(shell.process.processIdentifier)
+        let cpuBefore = processCPUSeconds(shell.process.pid)
         usleep(1_500_000)
-        let cpuUsed = processCPUSeconds(shell.process.processIdentifier) - cpuBefore
+        let cpuUsed = processCPUSeconds(shell.process.pid) - cpuBefore
         #expect(cpuUsed < 0.5, "the proxy burned \(cpuUsed)s of CPU in 1.5s while out of descriptors")
         #expect(waitUntil { shell.standardError.contains("accept failed") })
         held.removeAll()

@@ -224,8 +224,10 @@ struct MutualTLSTests {
 /// `openssl s_server` asking for a client certificate from `clientCA` (and refusing a connection
 /// without one), serving a status page on a free loopback port; stopped by its PID.
 final class OpenSSLServer {
-    let process = Process()
+    let process: ChildProcess
     let port: Int
+    /// The server's stdin: held open so it does not read an end of input and quit.
+    private let input = makeClosingPipe()
 
     init(clientCA: String, arguments: [String]) throws {
         let executable = try #require(TestKeyMaterial.executable, "needs the openssl command (apt-get install openssl)")
@@ -234,23 +236,26 @@ final class OpenSSLServer {
         let probe = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         self.port = try #require(Socket.localAddress(probe)?.port)
         Socket.close(probe)
-        self.process.executableURL = URL(fileURLWithPath: executable)
-        self.process.arguments =
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(null) }
+        self.process = try ChildProcess(
             [
-                "s_server", "-accept", "127.0.0.1:\(self.port)", "-cert", E2ETLSFixtures.serverCertificate, "-key",
-                E2ETLSFixtures.serverKey, "-CAfile", clientCA, "-Verify", "2", "-verify_return_error", "-www", "-quiet",
-            ] + arguments
-        self.process.standardOutput = FileHandle.nullDevice
-        self.process.standardError = FileHandle.nullDevice
-        self.process.standardInput = Pipe()
-        try self.process.run()
+                executable, "s_server", "-accept", "127.0.0.1:\(self.port)", "-cert",
+                E2ETLSFixtures.serverCertificate, "-key", E2ETLSFixtures.serverKey, "-CAfile", clientCA, "-Verify",
+                "2", "-verify_return_error", "-www", "-quiet",
+            ] + arguments,
+            stdin: self.input.read,
+            stdout: null,
+            stderr: null
+        )
         let address = SocketAddress(ipAddress: "127.0.0.1", port: self.port)!
         #expect(waitUntil { (try? BlockingHTTPClient(connectingTo: address)) != nil }, "s_server did not listen")
     }
 
-    /// SIGKILL: the tests' threads block SIGTERM, and a child inherits that mask.
     func stop() {
-        kill(self.process.processIdentifier, SIGKILL)
-        self.process.waitUntilExit()
+        self.process.signal(SIGKILL)
+        _ = self.process.waitUntilExit()
+        close(self.input.read)
+        close(self.input.write)
     }
 }

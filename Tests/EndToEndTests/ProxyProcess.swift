@@ -9,9 +9,7 @@ import Testing
 ///
 /// Tests end only the processes they started, by PID, and always within a bounded wait.
 final class ProxyProcess: @unchecked Sendable {
-    let process = Process()
-    private let stderrPipe = Pipe()
-    private let stdoutPipe = Pipe()
+    let process: ChildProcess
     private let output = Locked<CapturedOutput>(CapturedOutput())
     private var readers: [pthread_t] = []
     /// Signalled by each reader once its stream has ended.
@@ -37,67 +35,69 @@ final class ProxyProcess: @unchecked Sendable {
     /// developer's own ~/.config/bearer-proxy/proxy.conf never leaks into a test. It reads
     /// `standardInput` (default: nothing, so a child that would ask a question never waits on the
     /// terminal the tests were started from). With `unreadStandardError`, stderr goes into that pipe
-    /// instead, which the test may leave unread (`standardError` stays empty).
+    /// instead, which the test may leave unread (`standardError` stays empty). The child starts with
+    /// no signal blocked (Swift Testing's threads block nearly every one, and a child would inherit
+    /// that): spawnProcess sees to it, as a shell or systemd would.
     init(
         _ arguments: [String],
         environment: [String: String] = [:],
         inheritsEnvironment: Bool = true,
-        standardInput: FileHandle = .nullDevice,
+        standardInput: FileHandle? = nil,
         launcher: [String]? = nil,
         unreadStandardError: Pipe? = nil
     ) throws {
-        if let launcher {
-            self.process.executableURL = URL(fileURLWithPath: launcher[0])
-            self.process.arguments = Array(launcher.dropFirst()) + [Self.binaryURL.path] + arguments
-        } else {
-            self.process.executableURL = Self.binaryURL
-            self.process.arguments = arguments
-        }
+        let argv = (launcher.map { $0 + [Self.binaryURL.path] } ?? [Self.binaryURL.path]) + arguments
         var env = inheritsEnvironment ? ProcessInfo.processInfo.environment : [:]
         env["XDG_CONFIG_HOME"] = "/nonexistent/bearer-e2e-config"
         env.merge(environment) { _, given in given }
-        self.process.environment = env
-        self.process.standardInput = standardInput
-        self.process.standardError = unreadStandardError ?? self.stderrPipe
-        self.process.standardOutput = self.stdoutPipe
-        // A child inherits its parent thread's signal mask, and Swift Testing's threads block nearly
-        // every signal: spawn with none blocked, as a shell or systemd would, or SIGTERM would be held
-        // back until the proxy itself chose to wait for it.
-        var none = sigset_t()
-        sigemptyset(&none)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_SETMASK, &none, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        try self.process.run()
-        self.readers = [Self.collect(self.stdoutPipe, into: self.output, ended: self.streamEnded) { $0.stdout += $1 }]
-        if unreadStandardError == nil {
+        let stdout = makeClosingPipe()
+        let stderr = unreadStandardError == nil ? makeClosingPipe() : nil
+        do {
+            self.process = try ChildProcess(
+                argv,
+                stdin: standardInput?.fileDescriptor,
+                stdout: stdout.write,
+                stderr: stderr?.write ?? unreadStandardError!.fileHandleForWriting.fileDescriptor,
+                environment: env
+            )
+        } catch {
+            for fd in [stdout.read, stdout.write, stderr?.read, stderr?.write].compactMap({ $0 }) { close(fd) }
+            throw error
+        }
+        close(stdout.write)
+        // Only the child may hold the write end: the test's reader sees the end of the stream
+        // when the child exits (Foundation's Process closed the parent's copy the same way).
+        try? unreadStandardError?.fileHandleForWriting.close()
+        self.readers = [Self.collect(stdout.read, into: self.output, ended: self.streamEnded) { $0.stdout += $1 }]
+        if let stderr {
+            close(stderr.write)
             self.readers.append(
-                Self.collect(self.stderrPipe, into: self.output, ended: self.streamEnded) { $0.stderr += $1 }
+                Self.collect(stderr.read, into: self.output, ended: self.streamEnded) { $0.stderr += $1 }
             )
         }
     }
 
     deinit {
         if self.process.isRunning {
-            kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
+            self.process.signal(SIGKILL)
+            _ = self.process.waitUntilExit()
         }
         self.joinReaders()
     }
 
     /// Reads one of the child's streams with read(2) until it ends, on a thread of its own.
     ///
-    /// The thread holds the pipe, so its descriptor stays open until the last read: a
-    /// `readabilityHandler` could still be reading when the handle was closed and its number reused
-    /// by a test's socket, and Foundation ends the process on the error that read gets.
+    /// The thread owns the descriptor and closes it after the last read: closed by anyone else, its
+    /// number could be reused by a test's socket while the read still runs.
     private static func collect(
-        _ pipe: Pipe,
+        _ fd: Int32,
         into output: Locked<CapturedOutput>,
         ended: DispatchSemaphore,
         append: @escaping @Sendable (inout CapturedOutput, String) -> Void
     ) -> pthread_t {
         spawnThread(name: "child-output") {
-            readUntilEnd(pipe.fileHandleForReading.fileDescriptor) { text in output.withLock { append(&$0, text) } }
+            readUntilEnd(fd) { text in output.withLock { append(&$0, text) } }
+            close(fd)
             ended.signal()
         }
     }
@@ -133,17 +133,21 @@ final class ProxyProcess: @unchecked Sendable {
     }
 
     func signal(_ number: Int32) {
-        kill(self.process.processIdentifier, number)
+        self.process.signal(number)
     }
 
-    /// Waits (bounded) for the process to exit; nil if it did not.
-    func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
-        let deadline = Instant.now() + timeout
-        while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
-        if self.process.isRunning { return nil }
+    /// Waits (bounded) for the process to end; nil if it did not.
+    func waitForTermination(timeout: Duration = .seconds(20)) -> ChildTermination? {
+        guard let termination = self.process.wait(timeout: timeout) else { return nil }
         // The child is gone: what it wrote is read once its streams end.
         self.joinReaders()
-        return self.process.terminationStatus
+        return termination
+    }
+
+    /// Waits (bounded) for the process to end: its exit status, or the shell's 128 + N when signal
+    /// N killed it; nil if it did not end.
+    func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
+        self.waitForTermination(timeout: timeout)?.shellStatus
     }
 
     /// Runs the binary to completion (for --check, --help, bad configs).

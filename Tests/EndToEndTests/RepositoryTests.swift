@@ -1,3 +1,4 @@
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -65,17 +66,13 @@ import Testing
         try script.write(toFile: bin + "/swift", atomically: true, encoding: .utf8)
         chmod(bin + "/swift", 0o755)
 
-        let process = Process()
-        process.executableURL = Self.root.appendingPathComponent(".ci/test")
-        process.arguments = ["--filter", "SomeSuite"]
-        process.environment = ["PATH": "\(bin):/usr/bin:/bin"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == status, "the tests' status is lost: \(text)")
+        let outcome = try runProgram(
+            [Self.root.appendingPathComponent(".ci/test").path, "--filter", "SomeSuite"],
+            environment: ["PATH": "\(bin):/usr/bin:/bin"],
+            timeout: .seconds(60)
+        )
+        let text = outcome.standardOutput
+        #expect(outcome.status == status, "the tests' status is lost: \(text)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.first == "swift test --disable-xctest --filter SomeSuite")
         #expect(Array(lines.dropFirst().dropLast()) == output, "the run's output is passed through as it is")

@@ -51,16 +51,15 @@ import Testing
                 usleep(UInt32(delay.nanoseconds / 1000))
             }
             proxy.signal(signal)
-            let status = proxy.waitForExit()
+            let termination = proxy.waitForTermination()
             let context = "round \(round), signal \(signal) \(moment)"
-            #expect(status != nil, "\(context): still running")
+            #expect(termination != nil, "\(context): still running")
             #expect(!FileManager.default.fileExists(atPath: path), "\(context): the socket file was left behind")
             // Exit 0 (a clean stop); or, when the signal came before the program's first instruction
             // ran, death by that signal, as for any program.
-            let reason = proxy.process.isRunning ? nil : proxy.process.terminationReason
             #expect(
-                (reason == .exit && status == 0) || (reason == .uncaughtSignal && status == signal),
-                "\(context): exit status \(status.map(String.init) ?? "-") (\(String(describing: reason))); stderr: \(proxy.standardError)"
+                termination == .exited(status: 0) || termination == .killed(signal: signal),
+                "\(context): ended \(String(describing: termination)); stderr: \(proxy.standardError)"
             )
             unlink(path)
         }

@@ -1,4 +1,5 @@
 // What Glibc's Swift module does not export: epoll, eventfd, accept4, pipe2, thread names, CPU affinity,
+// a spawned child's working directory,
 // and a few constants as values. Every function is a one-line forward to libc; no logic lives here.
 #ifndef C_BEARER_LINUX_H
 #define C_BEARER_LINUX_H
@@ -9,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <spawn.h>
 
 static inline int cbl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 static inline int cbl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
@@ -118,5 +120,7 @@ int cbl_socket(int domain, int type);
 int cbl_pipe_cloexec(int fds[2]);
 int cbl_set_thread_name(const char *name);
 int cbl_cpu_count(void);
+/// The child of `posix_spawn` starts in `path` (glibc 2.29's posix_spawn_file_actions_addchdir_np).
+int cbl_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
 
 #endif
