@@ -87,8 +87,11 @@ import Testing
         ]
         for line in Self.documentedKeys where line.key != "upstream" {
             var diagnostics = ConfigurationDiagnostics()
+            // A key of [session NAME] sections only is tried in one.
+            let isNamedSessionKey = Configuration.keys.first { $0.name == line.key }?.scope == .namedSession
+            let section = isNamedSessionKey ? "[session example]\nupstream = https://api.example.com\n" : ""
             let entries = ConfigFileParser.parse(
-                "\(line.key) = \(line.value)",
+                "\(section)\(line.key) = \(line.value)",
                 fileName: "proxy.conf",
                 environment: environment,
                 into: &diagnostics

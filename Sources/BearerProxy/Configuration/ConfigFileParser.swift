@@ -9,12 +9,34 @@ package struct ConfigEntry: Equatable, Sendable {
     /// The `${NAME}`s the value was expanded from, in order: `bearer-proxy run` keeps those of
     /// secret keys out of the wrapped program's environment.
     package var variables: [String] = []
+    /// The `[session NAME]` the line is under; nil outside any section (the default session, and
+    /// the process-wide keys).
+    package var section: ConfigSection?
 
-    package init(key: String, value: String, place: String, variables: [String] = []) {
+    package init(
+        key: String,
+        value: String,
+        place: String,
+        variables: [String] = [],
+        section: ConfigSection? = nil
+    ) {
         self.key = key
         self.value = value
         self.place = place
         self.variables = variables
+        self.section = section
+    }
+}
+
+/// A `[session NAME]` line: the session's name, and where its section starts.
+package struct ConfigSection: Hashable, Sendable {
+    package var name: String
+    /// `file:line` of the `[session NAME]` line.
+    package var place: String
+
+    package init(name: String, place: String) {
+        self.name = name
+        self.place = place
     }
 }
 
@@ -25,6 +47,10 @@ package struct ConfigEntry: Equatable, Sendable {
 /// written after the value, which would otherwise become part of it (and fail far from its cause, or
 /// not at all). A value may be wrapped in double quotes to keep leading or trailing blanks, or a ` #`.
 /// A key given twice is an error naming both lines: silently letting the last one win hides edits.
+///
+/// A `[session NAME]` line starts a named session (README, "Several APIs in one proxy"): the lines up
+/// to the next such line are its keys (`ConfigEntry.section`); the lines before the first are the
+/// default session's and the process-wide ones. A key may be given once per section.
 package enum ConfigFileParser {
     /// The first mistake, thrown (for callers that stop at one).
     package static func parse(
@@ -46,25 +72,46 @@ package enum ConfigFileParser {
         into diagnostics: inout ConfigurationDiagnostics
     ) -> [ConfigEntry] {
         var entries: [ConfigEntry] = []
-        var firstPlace: [String: String] = [:]
+        /// Where each key was first given, by section ("" outside any).
+        var firstPlace: [String: [String: String]] = [:]
+        var sections = SectionReader()
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let place = "\(fileName):\(offset + 1)"
             do throws(ConfigurationError) {
-                guard let entry = try Self.parseLine(rawLine, place: place, environment: environment) else { continue }
-                if let first = firstPlace[entry.key] {
+                if let header = sections.read(rawLine, place: place) {
+                    if let empty = header.endedEmpty { diagnostics.lineError(Self.emptySection(empty)) }
+                    if let error = header.error { diagnostics.lineError(error) }
+                    continue
+                }
+                guard var entry = try Self.parseLine(rawLine, place: place, environment: environment) else { continue }
+                entry.section = sections.current
+                sections.noteKeyLine()
+                let scope = entry.section?.name ?? ""
+                if let first = firstPlace[scope]?[entry.key] {
                     throw ConfigurationError(
                         place: place,
                         key: entry.key,
                         message: "given twice, on \(first) and \(place) (keep one)"
                     )
                 }
-                firstPlace[entry.key] = place
+                firstPlace[scope, default: [:]][entry.key] = place
                 entries.append(entry)
             } catch {
+                sections.noteKeyLine()
                 diagnostics.lineError(error)
             }
         }
+        if let empty = sections.finish() { diagnostics.lineError(Self.emptySection(empty)) }
         return entries
+    }
+
+    /// A `[session NAME]` line with no key line after it before the next section or the end.
+    private static func emptySection(_ section: ConfigSection) -> ConfigurationError {
+        ConfigurationError(
+            place: section.place,
+            key: nil,
+            message: "[session \(section.name)] has no keys (give it upstream with listen or mount, or inject_hosts)"
+        )
     }
 
     /// One line: nil for a blank or comment line.
@@ -73,13 +120,18 @@ package enum ConfigFileParser {
         place: String,
         environment: [String: String]
     ) throws(ConfigurationError) -> ConfigEntry? {
-        let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        let line = Self.trimmed(rawLine)
         if line.isEmpty || line.hasPrefix("#") { return nil }
         guard let equals = line.firstIndex(of: "=") else {
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            // `session github`: a section header without its brackets.
+            let header =
+                words.count == 2 && words[0].lowercased() == "session" && SectionReader.isValidName(words[1])
+                ? " (did you mean '[session \(words[1])]'?)" : ""
             throw ConfigurationError(
                 place: place,
                 key: nil,
-                message: "expected 'key = value' (the line is not shown: it may hold a secret)"
+                message: "expected 'key = value' (the line is not shown: it may hold a secret)\(header)"
             )
         }
         let key = line[..<equals].trimmingCharacters(in: .whitespaces)
@@ -143,7 +195,12 @@ package enum ConfigFileParser {
         zip(value, value.dropFirst()).contains { $0.isWhitespace && $1 == "#" }
     }
 
-    private static func preview(_ text: String) -> String {
+    /// The line without its surrounding blanks and a Windows line end.
+    static func trimmed(_ rawLine: Substring) -> String {
+        rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+    }
+
+    static func preview(_ text: String) -> String {
         text.count > 40 ? String(text.prefix(40)) + "…" : text
     }
 }

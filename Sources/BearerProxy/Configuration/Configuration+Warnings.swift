@@ -97,7 +97,9 @@ extension Configuration {
                     + " token (add \(upstream.host))"
             )
         }
-        if self.accessToken == nil && !self.canRefresh && self.sessionStore.endpoint == nil {
+        // A default session left empty beside named ones is no mistake: it takes no requests.
+        let isUnused = self.upstream == nil && self.injectHosts == nil && !self.sessions.isEmpty
+        if self.accessToken == nil && !self.canRefresh && self.sessionStore.endpoint == nil && !isUnused {
             diagnostics.warning(
                 nil,
                 "no token source: requests are forwarded without an Authorization header (set \(Self.keysThatAddAToken))",

@@ -72,6 +72,12 @@ package struct Configuration: Sendable {
     package var caFile: String?
     package var tlsInsecureSkipVerify = false
 
+    /// `mount`: a named session's path prefix on the main listener (`/github`), without a trailing `/`.
+    package var mount: String?
+    /// The `[session NAME]` sections, in file order; this configuration is the default session's
+    /// (README, "Several APIs in one proxy"). Empty in a named session's own configuration.
+    package var sessions: [SessionConfiguration] = []
+
     /// Where each key was set, so that rules checked after every key is read (and start-up's
     /// warnings) name the line.
     package var settingPlaces = SettingPlaces()

@@ -14,13 +14,20 @@
 /// Name in the message every key the rule reads: a finding that names a key whose own line was
 /// wrong is dropped, because it follows from that line (a mistyped token_url must not also be
 /// reported as "needs token_url").
+///
+/// With `[session NAME]` sections the rules run once per session (`Configuration.forEverySession`),
+/// each with that session's places and failed lines; a named session's findings about a process-wide
+/// key are dropped, since the same rule on the default session reports them once.
 package struct ConfigurationDiagnostics: Sendable {
     package private(set) var errors: [ConfigurationError] = []
     package private(set) var warnings: [ConfigurationWarning] = []
-    /// Keys whose own line had an error: findings that name them are consequences, not news.
-    private var failedKeys: Set<String> = []
+    /// Keys whose own line had an error, by section (nil: outside any): findings that name them are
+    /// consequences, not news.
+    private var failedKeys: [String?: Set<String>] = [:]
     /// Where the rules' findings are placed: set once every key is read.
     var places: SettingPlaces
+    /// The named session whose rules run now; nil for the default session's (and the whole file's).
+    private(set) var section: String?
 
     package init(places: SettingPlaces = SettingPlaces()) {
         self.places = places
@@ -28,21 +35,33 @@ package struct ConfigurationDiagnostics: Sendable {
 
     /// A line's own mistake (its syntax, or its value), at that line. `meant` is the key an unknown
     /// one probably stands for: findings about it are consequences too.
-    mutating func lineError(_ error: ConfigurationError, meant: String? = nil) {
-        for key in [error.key, meant].compactMap(\.self) { self.failedKeys.insert(key) }
+    /// `section`: the `[session NAME]` the line is in (nil: outside any).
+    mutating func lineError(_ error: ConfigurationError, meant: String? = nil, section: String? = nil) {
+        for key in [error.key, meant].compactMap(\.self) { self.failedKeys[section, default: []].insert(key) }
         self.errors.append(error)
     }
 
     /// A rule about settings together that the configuration breaks: the proxy does not start.
     mutating func error(_ key: String?, _ message: String, alsoAt others: [String] = []) {
-        guard !self.followsFromAFailedLine(key, message) else { return }
+        guard !self.followsFromAFailedLine(key, message), !self.isTheDefaultSessionsToReport(key) else { return }
         self.errors.append(ConfigurationError(place: self.place(key, others), key: key, message: message))
+    }
+
+    /// A rule about several settings' lines (two sessions', say): placed where it says, reported as is.
+    mutating func error(at place: String, _ key: String?, _ message: String) {
+        self.errors.append(ConfigurationError(place: place, key: key, message: message))
     }
 
     /// A setting that works, but surely not as meant (or not safely): the proxy starts, and says so.
     mutating func warning(_ key: String?, _ message: String, alsoAt others: [String] = []) {
-        guard !self.followsFromAFailedLine(key, message) else { return }
+        guard !self.followsFromAFailedLine(key, message), !self.isTheDefaultSessionsToReport(key) else { return }
         self.warnings.append(ConfigurationWarning(place: self.place(key, others), key: key, message: message))
+    }
+
+    /// The rules that follow run for `section`'s session (nil: the default one), placed at `places`.
+    mutating func enter(section: String?, places: SettingPlaces) {
+        self.section = section
+        self.places = places
     }
 
     /// The errors in file order (then the flags' and the file-wide ones), each once.
@@ -67,9 +86,20 @@ package struct ConfigurationDiagnostics: Sendable {
     }
 
     private func followsFromAFailedLine(_ key: String?, _ message: String) -> Bool {
-        if let key, self.failedKeys.contains(key) { return true }
+        var failed = self.failedKeys[self.section] ?? []
+        if self.section != nil {
+            // The file's process-wide lines are every session's.
+            failed.formUnion((self.failedKeys[nil] ?? []).filter(Configuration.isProcessWide))
+        }
+        if let key, failed.contains(key) { return true }
         let words = Set(message.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
-        return !self.failedKeys.isDisjoint(with: words)
+        return !failed.isDisjoint(with: words)
+    }
+
+    /// A named session's finding about a process-wide key: the default session's rules find it too.
+    private func isTheDefaultSessionsToReport(_ key: String?) -> Bool {
+        guard self.section != nil, let key else { return false }
+        return Configuration.isProcessWide(key)
     }
 
     /// Stable: findings on one line keep the order the checks made them in.

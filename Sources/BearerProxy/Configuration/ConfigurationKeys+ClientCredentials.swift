@@ -5,20 +5,26 @@ extension Configuration {
     /// The keys of service accounts and locked-down APIs: signing keys, JWT bearer claims, a
     /// service-account file, a TLS client certificate, resource indicators.
     static let clientCredentialKeys: [ConfigurationKey] = [
-        fileKey("client_key_file", \.credentials.keyFile) { $0.credentials.key.map { "\($0)" } },
-        textKey("client_key_id", \.credentials.keyID),
-        textKey("assertion_issuer", \.credentials.assertionIssuer),
-        textKey("assertion_subject", \.credentials.assertionSubject),
-        fileKey("service_account_file", \.credentials.serviceAccountFile) { $0.credentials.serviceAccount?.summary },
-        fileKey("tls_client_cert", \.credentials.tlsCertificateFile) { config in
+        fileKey("client_key_file", scope: .session, \.credentials.keyFile) { $0.credentials.key.map { "\($0)" } },
+        textKey("client_key_id", scope: .session, \.credentials.keyID),
+        textKey("assertion_issuer", scope: .session, \.credentials.assertionIssuer),
+        textKey("assertion_subject", scope: .session, \.credentials.assertionSubject),
+        fileKey("service_account_file", scope: .session, \.credentials.serviceAccountFile) {
+            $0.credentials.serviceAccount?.summary
+        },
+        fileKey("tls_client_cert", scope: .session, \.credentials.tlsCertificateFile) { config in
             config.credentials.tlsCertificate.map {
                 "\($0.subject); \($0.certificateCount == 1 ? "1 certificate" : "\($0.certificateCount) certificates")"
             }
         },
-        fileKey("tls_client_key", \.credentials.tlsKeyFile) { config in
+        fileKey("tls_client_key", scope: .session, \.credentials.tlsKeyFile) { config in
             config.credentials.tlsCertificate.map { "\($0.key.kind)" }
         },
-        ConfigurationKey("resource", show: { $0.resources.isEmpty ? nil : $0.resources.joined(separator: ", ") }) {
+        ConfigurationKey(
+            "resource",
+            scope: .session,
+            show: { $0.resources.isEmpty ? nil : $0.resources.joined(separator: ", ") }
+        ) {
             value,
             config in
             let resources = ValueParsers.list(value)
@@ -35,11 +41,13 @@ extension Configuration {
     /// A path to a file read at start; `--check` shows the path and, once read, what it holds.
     static func fileKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         _ path: WritableKeyPath<Configuration, String?> & Sendable,
         holding: @escaping @Sendable (Configuration) -> String?
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
+            scope: scope,
             show: { config in config[keyPath: path].map { path in holding(config).map { "\(path) (\($0))" } ?? path } }
         ) { value, config in
             guard !value.isEmpty else { return "expected a file path" }

@@ -2,44 +2,56 @@ extension Configuration {
     /// Every key the config file accepts, in the order `--check` prints them.
     static let keys: [ConfigurationKey] =
         Self.proxyKeys + Self.jsonAndLoginKeys + Self.sessionStoreKeys + Self.interceptKeys
-        + Self.clientCredentialKeys
+        + Self.clientCredentialKeys + Self.namedSessionKeys
 
     /// The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
     static let jsonAndLoginKeys: [ConfigurationKey] = [
-        ConfigurationKey("token_format", show: { $0.tokenFormat.rawValue }) { value, config in
+        ConfigurationKey("token_format", scope: .session, show: { $0.tokenFormat.rawValue }) { value, config in
             guard let format = TokenFormat(rawValue: value) else { return "expected form or json, got '\(value)'" }
             config.tokenFormat = format
             return nil
         },
-        templateKey("token_body", \.jsonBackend.tokenBody, default: .defaultTokenBody),
-        urlKey("login_url", example: "https://api.example.com/api/auth/login", \.jsonBackend.loginURL),
-        templateKey("login_body", \.jsonBackend.loginBody, default: .defaultLoginBody),
-        urlKey("logout_url", example: "https://api.example.com/api/auth/logout", \.jsonBackend.logoutURL),
-        fieldKey("token_field", \.jsonBackend.fields.token),
-        fieldKey("refresh_token_field", \.jsonBackend.fields.refreshToken),
-        fieldKey("expires_field", \.jsonBackend.fields.expires),
-        urlKey("authorization_url", example: "https://auth.example.com/oauth/authorize", \.login.authorizationURL),
+        templateKey("token_body", scope: .session, \.jsonBackend.tokenBody, default: .defaultTokenBody),
+        urlKey("login_url", scope: .session, example: "https://api.example.com/api/auth/login", \.jsonBackend.loginURL),
+        templateKey("login_body", scope: .session, \.jsonBackend.loginBody, default: .defaultLoginBody),
+        urlKey(
+            "logout_url",
+            scope: .session,
+            example: "https://api.example.com/api/auth/logout",
+            \.jsonBackend.logoutURL
+        ),
+        fieldKey("token_field", scope: .session, \.jsonBackend.fields.token),
+        fieldKey("refresh_token_field", scope: .session, \.jsonBackend.fields.refreshToken),
+        fieldKey("expires_field", scope: .session, \.jsonBackend.fields.expires),
+        urlKey(
+            "authorization_url",
+            scope: .session,
+            example: "https://auth.example.com/oauth/authorize",
+            \.login.authorizationURL
+        ),
         urlKey(
             "device_authorization_url",
+            scope: .session,
             example: "https://auth.example.com/oauth/device/code",
             \.login.deviceAuthorizationURL
         ),
-        ConfigurationKey("redirect_port", show: { "\($0.login.redirectPort)" }) { value, config in
+        ConfigurationKey("redirect_port", scope: .session, show: { "\($0.login.redirectPort)" }) { value, config in
             guard let port = Int(value), (0...65535).contains(port) else {
                 return "expected a port from 0 to 65535 (0: any free port), got '\(value)'"
             }
             config.login.redirectPort = port
             return nil
         },
-        durationKey("login_timeout", \.login.timeout),
+        durationKey("login_timeout", scope: .session, \.login.timeout),
     ]
 
     static func urlKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         example: String,
         _ path: WritableKeyPath<Configuration, UpstreamURL?> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, show: { $0[keyPath: path]?.description }) { value, config in
+        ConfigurationKey(name, scope: scope, show: { $0[keyPath: path]?.description }) { value, config in
             switch UpstreamURL.parse(value) {
             case .success(let url):
                 config[keyPath: path] = url
@@ -53,11 +65,13 @@ extension Configuration {
     /// A JSON template; `--check` shows it with literal string values masked (they may be secrets).
     static func templateKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         _ path: WritableKeyPath<Configuration, JSONTemplate?> & Sendable,
         default defaultTemplate: JSONTemplate
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
+            scope: scope,
             carriesSecrets: true,
             show: { $0.tokenFormat == .json ? ($0[keyPath: path] ?? defaultTemplate).maskedDescription : nil }
         ) { value, config in
@@ -73,10 +87,12 @@ extension Configuration {
 
     static func fieldKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         _ path: WritableKeyPath<Configuration, JSONFieldPath?> & Sendable
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
+            scope: scope,
             show: { $0.tokenFormat == .json ? ($0[keyPath: path]?.description ?? "(searched by name)") : nil }
         ) { value, config in
             guard let field = JSONFieldPath(value) else {

@@ -14,7 +14,7 @@ extension Configuration {
                 return "the URL \(error.reason) (expected redis://[user:password@]host:port[/db] or rediss://…)"
             }
         },
-        ConfigurationKey("session_name", show: { $0.sessionStore.name }) { value, config in
+        ConfigurationKey("session_name", scope: .session, show: { $0.sessionStore.name }) { value, config in
             guard Self.isValidSessionName(value) else {
                 return "expected 1 to 64 letters, digits, '.', '_' or '-', got '\(value)'"
             }

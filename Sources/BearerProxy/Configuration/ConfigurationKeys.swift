@@ -14,16 +14,38 @@ struct ConfigurationKey: Sendable {
     /// The effective value as `--check` prints it (nil: not set). Secrets print as `<redacted>`.
     let show: @Sendable (Configuration) -> String?
     let apply: @Sendable (String, inout Configuration) -> String?
+    /// Whether the key configures the process or one session.
+    let scope: Scope
+
+    /// Where a key may be set (README, "Several APIs in one proxy").
+    ///
+    /// A process-wide key configures the one process and is set outside any section. A session key
+    /// configures one session: the default session outside any section, a named one under its
+    /// `[session NAME]`. A key becomes a session key by giving its entry `scope: .session`; then each
+    /// session holds its own value, because each session is a `Configuration` of its own: a named
+    /// session's starts from the defaults, takes the file's process-wide lines, then its section's
+    /// (`Configuration.build(from:into:)`). Whatever uses a session key at run time must read it from
+    /// the session's configuration (`SessionConfiguration.configuration`), not from the root.
+    enum Scope: Equatable, Sendable {
+        /// Outside any section only: a line of it in a section is an error saying the key is process-wide.
+        case process
+        /// Anywhere: the default session's outside any section, a named session's in its section.
+        case session
+        /// In a `[session NAME]` section only (`mount`).
+        case namedSession
+    }
 
     /// `apply` returns nil on success, or what was expected.
     init(
         _ name: String,
+        scope: Scope = .process,
         secret: Bool = false,
         carriesSecrets: Bool? = nil,
         show: @escaping @Sendable (Configuration) -> String?,
         _ apply: @escaping @Sendable (String, inout Configuration) -> String?
     ) {
         self.name = name
+        self.scope = scope
         self.isSecret = secret
         self.carriesSecrets = carriesSecrets ?? secret
         self.show = show
@@ -33,7 +55,11 @@ struct ConfigurationKey: Sendable {
 
 extension Configuration {
     static let proxyKeys: [ConfigurationKey] = [
-        ConfigurationKey("listen", show: { $0.listen.map(\.description).joined(separator: ", ") }) { value, config in
+        ConfigurationKey(
+            "listen",
+            scope: .session,
+            show: { $0.listen.isEmpty ? nil : $0.listen.map(\.description).joined(separator: ", ") }
+        ) { value, config in
             var addresses: [ListenAddressSpec] = []
             for item in ValueParsers.list(value) {
                 do throws(AddressParseError) {
@@ -46,7 +72,7 @@ extension Configuration {
             config.listen = addresses
             return nil
         },
-        ConfigurationKey("upstream", show: { $0.upstream?.description }) { value, config in
+        ConfigurationKey("upstream", scope: .session, show: { $0.upstream?.description }) { value, config in
             switch UpstreamURL.parse(value) {
             case .success(let url):
                 config.upstream = url
@@ -55,7 +81,11 @@ extension Configuration {
                 return "'\(value)' \(error.reason) (expected e.g. https://api.example.com/v2)"
             }
         },
-        ConfigurationKey("inject_hosts", show: { $0.effectiveInjectHosts.map(\.description).joined(separator: ", ") }) {
+        ConfigurationKey(
+            "inject_hosts",
+            scope: .session,
+            show: { $0.effectiveInjectHosts.map(\.description).joined(separator: ", ") }
+        ) {
             value,
             config in
             var patterns: [HostPattern] = []
@@ -75,7 +105,9 @@ extension Configuration {
             config.otherHosts = policy
             return nil
         },
-        ConfigurationKey("access_token", secret: true, show: { $0.accessToken.map { "\($0)" } }) { value, config in
+        ConfigurationKey("access_token", scope: .session, secret: true, show: { $0.accessToken.map { "\($0)" } }) {
+            value,
+            config in
             guard !value.isEmpty, !value.contains(where: { $0.isWhitespace || $0.isNewline }) else {
                 return "expected a token without spaces (the value is not shown)"
             }
@@ -137,7 +169,7 @@ extension Configuration {
             }
             return nil
         },
-        ConfigurationKey("revocation_url", show: { $0.revocationURL?.description }) { value, config in
+        ConfigurationKey("revocation_url", scope: .session, show: { $0.revocationURL?.description }) { value, config in
             switch UpstreamURL.parse(value) {
             case .success(let url):
                 config.revocationURL = url
@@ -146,13 +178,13 @@ extension Configuration {
                 return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/revoke)"
             }
         },
-        secretKey("refresh_token", \.refreshToken),
-        ConfigurationKey("refresh_token_file", show: { $0.refreshTokenFile }) { value, config in
+        secretKey("refresh_token", scope: .session, \.refreshToken),
+        ConfigurationKey("refresh_token_file", scope: .session, show: { $0.refreshTokenFile }) { value, config in
             guard !value.isEmpty else { return "expected a file path" }
             config.refreshTokenFile = expandHome(value)
             return nil
         },
-        ConfigurationKey("token_url", show: { $0.tokenURL.map(\.description) }) { value, config in
+        ConfigurationKey("token_url", scope: .session, show: { $0.tokenURL.map(\.description) }) { value, config in
             switch UpstreamURL.parse(value) {
             case .success(let url):
                 config.tokenURL = url
@@ -161,27 +193,28 @@ extension Configuration {
                 return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/token)"
             }
         },
-        ConfigurationKey("grant_type", show: { $0.effectiveGrantType.rawValue }) { value, config in
+        ConfigurationKey("grant_type", scope: .session, show: { $0.effectiveGrantType.rawValue }) { value, config in
             guard let grant = GrantType(rawValue: value) else {
                 return "expected refresh_token, client_credentials, password or jwt_bearer, got '\(value)'"
             }
             config.grantType = grant
             return nil
         },
-        textKey("client_id", \.clientID),
-        secretKey("client_secret", \.clientSecret),
-        textKey("scope", \.scope),
-        textKey("audience", \.audience),
-        textKey("username", \.username),
-        secretKey("password", \.password),
-        ConfigurationKey("client_auth", show: { $0.clientAuthentication.rawValue }) { value, config in
+        textKey("client_id", scope: .session, \.clientID),
+        secretKey("client_secret", scope: .session, \.clientSecret),
+        textKey("scope", scope: .session, \.scope),
+        textKey("audience", scope: .session, \.audience),
+        textKey("username", scope: .session, \.username),
+        secretKey("password", scope: .session, \.password),
+        ConfigurationKey("client_auth", scope: .session, show: { $0.clientAuthentication.rawValue }) { value, config in
             guard let method = ClientAuthentication(rawValue: value) else {
                 return "expected basic, post, private_key_jwt or tls_client_auth, got '\(value)'"
             }
             config.clientAuthentication = method
             return nil
         },
-        ConfigurationKey("token_command", show: { $0.tokenCommand.map { $0.joined(separator: " ") } }) {
+        ConfigurationKey("token_command", scope: .session, show: { $0.tokenCommand.map { $0.joined(separator: " ") } })
+        {
             value,
             config in
             guard let argv = splitCommandLine(value), !argv.isEmpty else {
@@ -190,7 +223,8 @@ extension Configuration {
             config.tokenCommand = argv
             return nil
         },
-        ConfigurationKey("refresh_on", show: { $0.refreshOn.map(String.init).joined(separator: ",") }) {
+        ConfigurationKey("refresh_on", scope: .session, show: { $0.refreshOn.map(String.init).joined(separator: ",") })
+        {
             value,
             config in
             let statuses = ValueParsers.list(value).map { Int($0) }
@@ -200,15 +234,15 @@ extension Configuration {
             config.refreshOn = statuses.map { $0! }
             return nil
         },
-        durationKey("refresh_skew", allowZero: true, \.refreshSkew),
-        ConfigurationKey("max_refreshes", show: { "\($0.maxRefreshes)" }) { value, config in
+        durationKey("refresh_skew", scope: .session, allowZero: true, \.refreshSkew),
+        ConfigurationKey("max_refreshes", scope: .session, show: { "\($0.maxRefreshes)" }) { value, config in
             guard let count = Int(value), count >= 1 else { return "expected a positive number, got '\(value)'" }
             config.maxRefreshes = count
             return nil
         },
-        durationKey("refresh_window", \.refreshWindow),
+        durationKey("refresh_window", scope: .session, \.refreshWindow),
         durationKey("refresh_timeout", \.refreshTimeout),
-        sizeKey("replay_body_limit", \.replayBodyLimit),
+        sizeKey("replay_body_limit", scope: .session, \.replayBodyLimit),
         sizeKey("replay_memory_limit", \.replayMemoryLimit),
         ConfigurationKey(
             "accept_hosts",
@@ -255,9 +289,12 @@ extension Configuration {
         },
     ]
 
-    static func textKey(_ name: String, _ path: WritableKeyPath<Configuration, String?> & Sendable) -> ConfigurationKey
-    {
-        ConfigurationKey(name, show: { $0[keyPath: path] }) { value, config in
+    static func textKey(
+        _ name: String,
+        scope: ConfigurationKey.Scope = .process,
+        _ path: WritableKeyPath<Configuration, String?> & Sendable
+    ) -> ConfigurationKey {
+        ConfigurationKey(name, scope: scope, show: { $0[keyPath: path] }) { value, config in
             guard !value.isEmpty else { return "expected a value" }
             config[keyPath: path] = value
             return nil
@@ -266,9 +303,12 @@ extension Configuration {
 
     static func secretKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         _ path: WritableKeyPath<Configuration, Secret<String>?> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, secret: true, show: { $0[keyPath: path].map { "\($0)" } }) { value, config in
+        ConfigurationKey(name, scope: scope, secret: true, show: { $0[keyPath: path].map { "\($0)" } }) {
+            value,
+            config in
             guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
                 return "expected a single-line value (the value is not shown)"
             }
@@ -279,10 +319,11 @@ extension Configuration {
 
     static func durationKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         allowZero: Bool = false,
         _ path: WritableKeyPath<Configuration, Duration> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, show: { formatDuration($0[keyPath: path]) }) { value, config in
+        ConfigurationKey(name, scope: scope, show: { formatDuration($0[keyPath: path]) }) { value, config in
             guard let duration = ValueParsers.duration(value), duration > .zero || (allowZero && duration == .zero)
             else {
                 return "invalid duration '\(value)' (expected e.g. 500ms, 30s, 5m)"
@@ -294,10 +335,11 @@ extension Configuration {
 
     static func sizeKey(
         _ name: String,
+        scope: ConfigurationKey.Scope = .process,
         minimum: Int = 0,
         _ path: WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, show: { formatSize($0[keyPath: path]) }) { value, config in
+        ConfigurationKey(name, scope: scope, show: { formatSize($0[keyPath: path]) }) { value, config in
             guard let size = ValueParsers.size(value), size >= minimum else {
                 return
                     "invalid size '\(value)' (expected e.g. 64KiB, 1MiB\(minimum > 0 ? ", at least \(minimum) bytes" : ""))"
@@ -326,10 +368,12 @@ extension Configuration {
         self.warnAboutSettingsWithoutEffect(into: &diagnostics)
     }
 
-    /// What start-up logs at warn and `--check` prints: settings that work, but surely not as meant.
+    /// What start-up logs at warn and `--check` prints: settings that work, but surely not as meant,
+    /// in every session.
     package var warnings: [ConfigurationWarning] {
         var diagnostics = ConfigurationDiagnostics(places: self.settingPlaces)
-        self.validate(into: &diagnostics)
+        var copy = self
+        copy.forEverySession(&diagnostics) { session, diagnostics in session.validate(into: &diagnostics) }
         return diagnostics.sortedWarnings
     }
 
@@ -377,28 +421,73 @@ extension Configuration {
     }
 
     /// Applies settings in order (file first, then flags), so later ones win. A line with an unknown
-    /// key or a bad value is recorded and leaves its setting at the default.
+    /// key, a bad value or a key that does not belong where it is is recorded and leaves its setting
+    /// at the default.
+    ///
+    /// The lines outside any section make this configuration, the default session's. Each `[session
+    /// NAME]` makes one of `sessions`: the defaults of a named session, then the file's process-wide
+    /// lines (so that it holds the same process-wide values; their mistakes are reported once, for
+    /// the default session), then its own section's lines.
     package static func build(
         from entries: [ConfigEntry],
         into diagnostics: inout ConfigurationDiagnostics
     ) -> Configuration {
-        var config = Configuration()
+        let topLevel = entries.filter { $0.section == nil }
+        var config = Self.applying(topLevel, to: Configuration(), into: &diagnostics)
+        let processWide = topLevel.filter { Self.isProcessWide($0.key) }
+        var sections: [ConfigSection] = []
+        for case let section? in entries.map(\.section) where !sections.contains(section) {
+            sections.append(section)
+        }
+        for section in sections {
+            var reportedForTheDefaultSession = ConfigurationDiagnostics()
+            let start = Self.applying(
+                processWide,
+                to: Self.namedSessionDefaults(section.name),
+                into: &reportedForTheDefaultSession
+            )
+            let session = Self.applying(
+                entries.filter { $0.section == section },
+                to: start,
+                section: section,
+                into: &diagnostics
+            )
+            config.sessions.append(
+                SessionConfiguration(name: section.name, place: section.place, configuration: session)
+            )
+            config.secretVariables.formUnion(session.secretVariables)
+        }
+        return config
+    }
+
+    /// `start` with `entries` applied, each of them in `section` (nil: outside any).
+    private static func applying(
+        _ entries: [ConfigEntry],
+        to start: Configuration,
+        section: ConfigSection? = nil,
+        into diagnostics: inout ConfigurationDiagnostics
+    ) -> Configuration {
+        var config = start
         for entry in entries {
             guard let key = Self.keys.first(where: { $0.name == entry.key }) else {
                 let meant = Self.closestKey(to: entry.key)
                 let suggestion = meant.map { " (did you mean '\($0)'?)" } ?? ""
                 diagnostics.lineError(
                     ConfigurationError(place: entry.place, key: entry.key, message: "unknown key\(suggestion)"),
-                    meant: meant
+                    meant: meant,
+                    section: section?.name
                 )
                 continue
             }
-            if let expected = key.apply(entry.value, &config) {
-                diagnostics.lineError(ConfigurationError(place: entry.place, key: entry.key, message: expected))
+            guard let expected = Self.misplacement(of: key, in: section) ?? key.apply(entry.value, &config) else {
+                config.settingPlaces.byKey[entry.key] = entry.place
+                if key.carriesSecrets { config.secretVariables.formUnion(entry.variables) }
                 continue
             }
-            config.settingPlaces.byKey[entry.key] = entry.place
-            if key.carriesSecrets { config.secretVariables.formUnion(entry.variables) }
+            diagnostics.lineError(
+                ConfigurationError(place: entry.place, key: entry.key, message: expected),
+                section: section?.name
+            )
         }
         return config
     }

@@ -19,7 +19,7 @@ package enum ConfigurationLoader {
         }
         let (config, found) = Self.read(text, fileName: path, overrides: options.overrides, environment: environment)
         var diagnostics = found
-        if !options.isDemo && config.upstream == nil {
+        if !options.isDemo && config.upstream == nil && config.sessions.isEmpty {
             let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
             diagnostics.error(
                 "upstream",
@@ -51,9 +51,16 @@ package enum ConfigurationLoader {
             config.intercept.caDirectory = InterceptSettings.defaultCADirectory(environment: environment)
         }
         config.settingPlaces.file = fileName
-        diagnostics.places = config.settingPlaces
-        config.loadKeyFiles(into: &diagnostics)
-        config.validate(into: &diagnostics)
+        for index in config.sessions.indices {
+            config.sessions[index].configuration.intercept.caDirectory = config.intercept.caDirectory
+            // A finding about a named session as a whole is placed at its [session NAME] line.
+            config.sessions[index].configuration.settingPlaces.file = config.sessions[index].place
+        }
+        config.forEverySession(&diagnostics) { session, diagnostics in
+            session.loadKeyFiles(into: &diagnostics)
+            session.validate(into: &diagnostics)
+        }
+        config.validateSessions(into: &diagnostics)
         return (config, diagnostics)
     }
 
@@ -66,17 +73,23 @@ package enum ConfigurationLoader {
         return options.isDemo ? nil : DefaultConfigFile.existingPath(environment: environment)
     }
 
-    /// The effective configuration as `key = value` lines, secrets masked (`--check`).
+    /// The effective configuration as `key = value` lines, secrets masked (`--check`): every key of
+    /// the default session and the process, then each named session's keys under its `[session NAME]`.
     package static func report(_ config: Configuration) -> String {
-        var lines: [String] = []
-        for key in Configuration.keys {
-            let value = key.show(config)
-            if key.isSecret {
-                lines.append("\(key.name) = \(value == nil ? "(not set)" : "<redacted>")")
-            } else {
-                lines.append("\(key.name) = \(value ?? "(not set)")")
-            }
+        var lines = Self.lines(of: config, keys: Configuration.keys.filter { $0.scope != .namedSession })
+        for session in config.sessions {
+            lines.append("")
+            lines.append("[session \(session.name)]")
+            lines += Self.lines(of: session.configuration, keys: Configuration.keys.filter { $0.scope != .process })
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func lines(of config: Configuration, keys: [ConfigurationKey]) -> [String] {
+        keys.map { key in
+            let value = key.show(config)
+            if key.isSecret { return "\(key.name) = \(value == nil ? "(not set)" : "<redacted>")" }
+            return "\(key.name) = \(value ?? "(not set)")"
+        }
     }
 }
