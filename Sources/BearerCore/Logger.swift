@@ -29,10 +29,20 @@ package struct Logger: Sendable {
 
     package var level: Level
     package let sink: LogSink
+    /// `key=value` pairs every line of this logger carries before its own, formatted once.
+    private var context = ""
 
     package init(level: Level, sink: LogSink) {
         self.level = level
         self.sink = sink
+    }
+
+    /// This logger with `key=value` on each of its lines, ahead of the line's own metadata: a
+    /// component that serves one of several (a named session) says which on every line.
+    package func with(_ key: String, _ value: String) -> Logger {
+        var logger = self
+        logger.context += " \(key)=\(logfmtValue(value))"
+        return logger
     }
 
     /// A logger that drops everything (tests of pieces that log as a side effect).
@@ -44,13 +54,13 @@ package struct Logger: Sendable {
         _ metadata: @autoclosure () -> KeyValuePairs<String, String> = [:]
     ) {
         guard level >= self.level else { return }
-        self.sink.write(Self.format(level: level, message: message(), metadata: metadata()))
+        self.sink.write(Self.format(level: level, message: message(), context: self.context, metadata: metadata()))
     }
 
     /// An info line printed whatever the level: the ready line (`listening on ADDR`) that scripts
     /// and tests wait for must appear even with `log_level = error`.
     package func announce(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
-        self.sink.write(Self.format(level: .info, message: message, metadata: metadata))
+        self.sink.write(Self.format(level: .info, message: message, context: self.context, metadata: metadata))
     }
 
     package func debug(
@@ -81,12 +91,18 @@ package struct Logger: Sendable {
         self.log(.error, message(), metadata())
     }
 
-    static func format(level: Level, message: String, metadata: KeyValuePairs<String, String>) -> String {
+    static func format(
+        level: Level,
+        message: String,
+        context: String = "",
+        metadata: KeyValuePairs<String, String>
+    ) -> String {
         var line = formatTimestamp(wallClockSeconds())
         line += " "
         line += level.name
         line += " "
         line += message
+        line += context
         for (key, value) in metadata {
             line += " "
             line += key

@@ -2,12 +2,13 @@ import BearerCore
 import BearerIO
 import Synchronization
 
-/// What every connection of a running proxy shares: configuration, routes, the token session.
+/// What every connection of a running proxy shares: configuration, routes, the sessions.
 package final class ProxyRuntime: Sendable {
     package let configuration: Configuration
     package let router: Router
     package let requestGuard: RequestGuard
-    package let session: TokenSession
+    /// Every session: the default one first, then the named ones in file order (`NamedSession.index`).
+    package let sessions: [NamedSession]
     /// The one way out: upstreams, tunnels, token endpoints.
     package let connector: OutboundConnector
     package let logger: Logger
@@ -28,11 +29,19 @@ package final class ProxyRuntime: Sendable {
         return sink.droppedLines + accessLog.droppedLines
     }
 
+    /// The default session's token session (the one session of a file without sections).
+    package var session: TokenSession { self.sessions[0].tokens }
+
+    /// Whether the configuration has `[session NAME]` sections: then logs, the access log, `/status`
+    /// and `/metrics` say which session each line or figure is about (a file without sections keeps
+    /// the shapes it always had).
+    package var namesSessions: Bool { self.sessions.count > 1 }
+
     package init(
         configuration: Configuration,
         router: Router,
         requestGuard: RequestGuard,
-        session: TokenSession,
+        sessions: [NamedSession],
         connector: OutboundConnector,
         accessLog: LogSink? = nil,
         interceptCertificates: InterceptCertificates? = nil,
@@ -43,7 +52,7 @@ package final class ProxyRuntime: Sendable {
         self.configuration = configuration
         self.router = router
         self.requestGuard = requestGuard
-        self.session = session
+        self.sessions = sessions
         self.connector = connector
         self.logger = logger
         self.replayBudget = ReplayMemoryBudget(limit: configuration.replayMemoryLimit)
@@ -66,15 +75,19 @@ final class LoopContext {
     @exclusivity(unchecked) var metrics = LoopMetrics()
     /// This loop's access log lines, written in batches (nil: no access log).
     let accessLog: AccessLogBuffer?
-    /// The token line this loop's requests carry while the session says it stands (no lock).
-    @exclusivity(unchecked) var tokenCache = TokenSession.LoopTokenCache()
+    /// The token line this loop's requests of each session carry while that session says it stands
+    /// (no lock), by `NamedSession.index`.
+    @exclusivity(unchecked) var tokenCaches: [TokenSession.LoopTokenCache]
     /// Client connections open on this loop, for shutdown.
     @exclusivity(unchecked) var clients: [ObjectIdentifier: ClientConnection] = [:]
 
     init(loop: EventLoop, runtime: ProxyRuntime) {
         self.loop = loop
         self.runtime = runtime
-        self.accessLog = runtime.accessLog.map { AccessLogBuffer(sink: $0, loop: loop) }
+        self.accessLog = runtime.accessLog.map {
+            AccessLogBuffer(sink: $0, loop: loop, namesSessions: runtime.namesSessions)
+        }
+        self.tokenCaches = Array(repeating: TokenSession.LoopTokenCache(), count: runtime.sessions.count)
     }
 }
 

@@ -8,12 +8,16 @@ import Synchronization
 /// A running proxy: its listening sockets, one accept path per event loop, and the shared runtime.
 package final class ProxyServer: Sendable {
     package let runtime: ProxyRuntime
+    /// The main listener's addresses (`listen`), as bound.
     package let boundAddresses: [SocketAddress]
+    /// The named sessions' own listeners' addresses (their `listen`), as bound, in file order.
+    package let sessionAddresses: [(session: String, address: SocketAddress)]
     private let group: EventLoopGroup
     private let ownsGroup: Bool
-    private let listenFDs: [Int32]
+    /// Every listening socket: the main listener's, then the named sessions' own.
+    private let listeners: [BoundListener]
     private let contexts: Locked<[UnsafeTransfer<LoopContext>]>
-    private let listeners: Locked<[UnsafeTransfer<Listener>]>
+    private let accepting: Locked<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
     private let areListenersClosed = Atomic<Bool>(false)
     private let lastAcceptErrorLog = Atomic<Int64>(0)
@@ -31,6 +35,13 @@ package final class ProxyServer: Sendable {
         package var description: String
     }
 
+    /// A listening socket, and the session whose own listener it is (nil: the main listener).
+    struct BoundListener: Sendable {
+        let fd: Int32
+        let address: SocketAddress
+        let sessionIndex: Int?
+    }
+
     /// Binds every listen address and starts accepting on every loop of `group` (a new group with
     /// `workers` loops when nil). Returns once all loops accept. Unix socket files are created through
     /// `socketFiles`, so that a signal arriving meanwhile can remove them (see `UnixSocketFiles`).
@@ -43,40 +54,54 @@ package final class ProxyServer: Sendable {
         tlsFactory: (any TLSConnectionFactory)? = nil,
         socketFiles: UnixSocketFiles = UnixSocketFiles()
     ) throws(StartError) -> ProxyServer {
-        guard let upstream = configuration.upstream else { throw StartError(description: "no upstream configured") }
-        var fds: [Int32] = []
-        var addresses: [SocketAddress] = []
+        guard configuration.upstream != nil || !configuration.sessions.isEmpty else {
+            throw StartError(description: "no upstream configured")
+        }
+        let sessionConfigurations = configuration.everySession
+        var bound: [BoundListener] = []
         /// Undoes what was bound when start-up fails half-way.
         func closeListeners() {
-            for fd in fds { Socket.close(fd) }
+            for listener in bound { Socket.close(listener.fd) }
             socketFiles.removeAll()
         }
         do throws(StartError) {
-            for spec in configuration.listen {
-                let address = try Self.resolveListenAddress(spec)
-                do throws(IOError) {
-                    let fd = try Self.listen(on: address, socketFiles: socketFiles)
-                    fds.append(fd)
-                    addresses.append(Socket.localAddress(fd) ?? address)
-                } catch {
-                    throw Self.listenFailure(spec, error, flag: "--listen")
+            for (index, session) in sessionConfigurations.enumerated() {
+                for spec in session.configuration.listen {
+                    let address = try Self.resolveListenAddress(spec)
+                    do throws(IOError) {
+                        let fd = try Self.listen(on: address, socketFiles: socketFiles)
+                        let local = Socket.localAddress(fd) ?? address
+                        bound.append(BoundListener(fd: fd, address: local, sessionIndex: index == 0 ? nil : index))
+                    } catch {
+                        throw index == 0
+                            ? Self.listenFailure(spec, error, flag: "--listen")
+                            : Self.listenFailure(spec, error, flag: "listen", key: "[session \(session.name)] listen ")
+                    }
                 }
             }
         } catch {
             closeListeners()
             throw error
         }
-        let store: RefreshTokenStore?
+        var stores: [RefreshTokenStore?] = []
         do throws(RefreshTokenStore.StoreError) {
-            store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
-            try store?.requireFolder()
+            for session in sessionConfigurations {
+                let store = try RefreshTokenStore(
+                    token: session.configuration.refreshToken,
+                    path: session.configuration.refreshTokenFile
+                )
+                try store.requireFolder()
+                stores.append(store)
+            }
         } catch {
             closeListeners()
             throw StartError(description: error.description)
         }
         let tls: any TLSConnectionFactory
+        var endpointTLS: [any TLSConnectionFactory] = []
         do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLS()
+            tls = try configuration.outboundTLSForEverySession()
+            for session in sessionConfigurations { endpointTLS.append(try session.configuration.outboundTLS()) }
         } catch {
             closeListeners()
             throw StartError(description: error.description)
@@ -125,8 +150,6 @@ package final class ProxyServer: Sendable {
                 logger.warn(warning.message, ["at": warning.place])
             }
         }
-        let names = ProxyNames(boundAddresses: addresses, acceptHosts: configuration.acceptHosts)
-        let router = Router(configuration: configuration, upstream: upstream, names: names)
         let loops = group ?? EventLoopGroup(count: configuration.workers, io: configuration.io)
         if let reason = loops.loops.lazy.compactMap(\.ringUnavailableReason).first {
             // Containers often refuse io_uring (Docker's default seccomp profile does): only a user
@@ -143,32 +166,29 @@ package final class ProxyServer: Sendable {
             tls: tlsFactory ?? tls,
             connectTimeout: configuration.upstreamConnectTimeout
         )
-        let endpoints = EndpointCaller(configuration: configuration, loop: loops.loops[0], connector: connector)
-        let source = Self.makeTokenSource(configuration, store: store, endpoints: endpoints, logger: logger)
-        let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
-            SessionStore(
-                endpoint: endpoint,
-                name: configuration.sessionStore.name,
-                lockTimeout: configuration.refreshTimeout,
-                commandTimeout: configuration.upstreamConnectTimeout,
-                loop: loops.loops[0],
-                connector: connector,
+        let sessions = sessionConfigurations.enumerated().map { index, session in
+            Self.makeSession(
+                session,
+                index: index,
+                namesSessions: sessionConfigurations.count > 1,
+                store: stores[index],
+                endpoints: OutboundConnector(
+                    resolver: Resolver(),
+                    tls: tlsFactory ?? endpointTLS[index],
+                    connectTimeout: configuration.upstreamConnectTimeout
+                ),
+                sessionStoreConnector: connector,
+                // Each session's token calls and timer on a loop of their own, the default's on the first.
+                loop: loops.loops[index % loops.loops.count],
                 logger: logger
             )
         }
-        let session = TokenSession(
-            configuration: configuration,
-            source: source,
-            store: store,
-            sessionStore: sessionStore,
-            logger: logger,
-            timers: loops.loops[0]
-        )
+        let names = ProxyNames(boundAddresses: bound.map(\.address), acceptHosts: configuration.acceptHosts)
         let runtime = ProxyRuntime(
             configuration: configuration,
-            router: router,
+            router: Router(configuration: configuration, sessions: sessions, names: names),
             requestGuard: RequestGuard(configuration: configuration, names: names),
-            session: session,
+            sessions: sessions,
             connector: connector,
             accessLog: accessLog,
             interceptCertificates: interceptCertificates,
@@ -176,20 +196,18 @@ package final class ProxyServer: Sendable {
         )
         let server = ProxyServer(
             runtime: runtime,
-            addresses: addresses,
+            listeners: bound,
             group: loops,
             ownsGroup: group == nil,
-            fds: fds,
             socketFiles: socketFiles
         )
         server.startAccepting()
         if let adminFD, let adminAddress {
-            let revocation = TokenRevocation(configuration: configuration, client: endpoints)
             let admin = AdminServer(
                 fd: adminFD,
                 address: adminAddress,
                 runtime: runtime,
-                revocation: revocation,
+                sessionAddresses: server.sessionAddresses,
                 loops: loops.loops,
                 socketFiles: socketFiles,
                 contexts: { server.contexts.withLock { $0 } }
@@ -197,8 +215,8 @@ package final class ProxyServer: Sendable {
             admin.start()
             server.admin.withLock { $0 = admin }
         }
-        server.logStart(source: source)
-        session.start()
+        server.logStart()
+        for session in sessions { session.tokens.start() }
         return server
     }
 
@@ -214,7 +232,7 @@ package final class ProxyServer: Sendable {
         do throws(LocalCAError) {
             return try InterceptCertificates.start(
                 caDirectory: directory,
-                permitting: configuration.effectiveInjectHosts,
+                permitting: configuration.everySession.flatMap(\.configuration.effectiveInjectHosts),
                 logger: logger
             )
         } catch {
@@ -222,46 +240,24 @@ package final class ProxyServer: Sendable {
         }
     }
 
-    static func makeTokenSource(
-        _ configuration: Configuration,
-        store: RefreshTokenStore?,
-        endpoints: EndpointCaller,
-        logger: Logger
-    ) -> TokenSource? {
-        if configuration.tokenFormat == .json && configuration.canRefresh {
-            return JSONTokenSource(configuration: configuration, store: store, client: endpoints, logger: logger)
-        }
-        if let url = configuration.tokenURL {
-            return OAuth2TokenSource(
-                configuration: configuration,
-                url: url,
-                store: store,
-                client: endpoints,
-                logger: logger
-            )
-        }
-        if let argv = configuration.tokenCommand {
-            return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)
-        }
-        return nil
-    }
-
     private init(
         runtime: ProxyRuntime,
-        addresses: [SocketAddress],
+        listeners: [BoundListener],
         group: EventLoopGroup,
         ownsGroup: Bool,
-        fds: [Int32],
         socketFiles: UnixSocketFiles
     ) {
         self.runtime = runtime
-        self.boundAddresses = addresses
+        self.listeners = listeners
+        self.boundAddresses = listeners.filter { $0.sessionIndex == nil }.map(\.address)
+        self.sessionAddresses = listeners.compactMap { listener in
+            listener.sessionIndex.map { (runtime.sessions[$0].name, listener.address) }
+        }
         self.group = group
         self.ownsGroup = ownsGroup
-        self.listenFDs = fds
         self.socketFiles = socketFiles
         self.contexts = Locked([])
-        self.listeners = Locked([])
+        self.accepting = Locked([])
     }
 
     /// A listening socket; a unix socket's file is recorded in `socketFiles` as it is created.
@@ -301,22 +297,10 @@ package final class ProxyServer: Sendable {
         }
     }
 
-    /// One line with the effective settings (nothing secret), for whoever reads the log later.
-    private func logStart(source: TokenSource?) {
+    /// One line with the effective settings (nothing secret), for whoever reads the log later, and
+    /// with named sessions one more for each of them.
+    private func logStart() {
         let configuration = self.runtime.configuration
-        let tokens: String
-        if let source {
-            switch (configuration.tokenFormat, configuration.tokenURL) {
-            case (.json, _): tokens = "json backend: \(source.logDescription)"
-            case (.form, .some):
-                tokens =
-                    "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
-                    + configuration.signingSummary
-            case (.form, .none): tokens = "token_command \(source.logDescription)"
-            }
-        } else {
-            tokens = configuration.accessToken == nil ? "none" : "static access_token"
-        }
         self.runtime.logger.info(
             "starting",
             [
@@ -324,7 +308,7 @@ package final class ProxyServer: Sendable {
                 "upstream": configuration.upstream?.description ?? "-",
                 "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
                 "other_hosts": configuration.otherHosts.rawValue,
-                "tokens": tokens,
+                "tokens": Self.tokens(of: self.runtime.sessions[0]),
                 "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
                 "workers": "\(configuration.workers)",
                 "io": self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll",
@@ -337,6 +321,39 @@ package final class ProxyServer: Sendable {
                 } ?? "off",
             ]
         )
+        for session in self.runtime.sessions.dropFirst() {
+            let settings = session.configuration
+            self.runtime.logger.info(
+                "session",
+                [
+                    "session": session.name,
+                    "upstream": settings.upstream?.description ?? "-",
+                    "mount": settings.mount ?? "-",
+                    "listen": settings.listen.isEmpty ? "-" : settings.listen.map(\.description).joined(separator: ","),
+                    "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
+                    "tokens": Self.tokens(of: session),
+                    "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
+                    "tls_client_cert": settings.credentials.tlsCertificate?.subject ?? "none",
+                    "session_store": settings.sessionStore.endpoint == nil
+                        ? "off" : "session=\(settings.sessionStore.name)",
+                ]
+            )
+        }
+    }
+
+    /// Where a session's tokens come from, for the start-up lines.
+    private static func tokens(of session: NamedSession) -> String {
+        let configuration = session.configuration
+        guard let source = session.tokens.source else {
+            return configuration.accessToken == nil ? "none" : "static access_token"
+        }
+        switch (configuration.tokenFormat, configuration.tokenURL) {
+        case (.json, _): return "json backend: \(source.logDescription)"
+        case (.form, .some):
+            return "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
+                + configuration.signingSummary
+        case (.form, .none): return "token_command \(source.logDescription)"
+        }
     }
 
     private func startAccepting() {
@@ -345,16 +362,19 @@ package final class ProxyServer: Sendable {
             loop.execute {
                 let context = LoopContext(loop: loop, runtime: self.runtime)
                 self.contexts.withLock { $0.append(UnsafeTransfer(context)) }
-                for fd in self.listenFDs {
-                    let isUnix = self.boundAddresses[self.listenFDs.firstIndex(of: fd)!].isUnix
+                for bound in self.listeners {
+                    let isUnix = bound.address.isUnix
+                    let session = bound.sessionIndex.map { self.runtime.sessions[$0] }
                     let listener = Listener(
-                        fd: fd,
+                        fd: bound.fd,
                         loop: loop,
-                        onAccept: { clientFD in self.accept(clientFD, isUnix: isUnix, context: context) },
+                        onAccept: { clientFD in
+                            self.accept(clientFD, isUnix: isUnix, listenerSession: session, context: context)
+                        },
                         onAcceptError: { error in self.logAcceptError(error) }
                     )
                     listener.start()
-                    self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
+                    self.accepting.withLock { $0.append(UnsafeTransfer(listener)) }
                 }
                 ready.signal()
             }
@@ -378,11 +398,16 @@ package final class ProxyServer: Sendable {
         )
     }
 
-    private func accept(_ fd: Int32, isUnix: Bool, context: LoopContext) {
+    private func accept(_ fd: Int32, isUnix: Bool, listenerSession: NamedSession?, context: LoopContext) {
         if !isUnix { Socket.setNoDelay(fd) }
         let stream = StreamConnection(fd: fd, loop: context.loop, isConnecting: false)
         let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
-        let client = ClientConnection(stream: stream, context: context, isFromUnixSocket: isUnix)
+        let client = ClientConnection(
+            stream: stream,
+            context: context,
+            isFromUnixSocket: isUnix,
+            listenerSession: listenerSession
+        )
         client.start()
         if open > self.runtime.configuration.maxConnections { client.rejectOverCapacity() }
     }
@@ -400,7 +425,7 @@ package final class ProxyServer: Sendable {
         let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {
-                for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
+                for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
@@ -422,9 +447,9 @@ package final class ProxyServer: Sendable {
     /// stopped watching them (a descriptor number closed twice could be another file's by then).
     private func closeListeningSockets() {
         guard !self.areListenersClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for (index, fd) in self.listenFDs.enumerated() {
-            Socket.close(fd)
-            if case .unix(let path) = self.boundAddresses[index] { self.socketFiles.remove(path) }
+        for listener in self.listeners {
+            Socket.close(listener.fd)
+            if case .unix(let path) = listener.address { self.socketFiles.remove(path) }
         }
     }
 
@@ -433,12 +458,12 @@ package final class ProxyServer: Sendable {
         guard !self.isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let admin = self.admin.withLock { $0 }
         admin?.stop()
-        // Before the loops' round below, which then also waits for its timers to be cancelled.
-        self.runtime.session.stop()
+        // Before the loops' round below, which then also waits for their timers to be cancelled.
+        for session in self.runtime.sessions { session.tokens.stop() }
         let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {
-                for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
+                for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
@@ -450,7 +475,7 @@ package final class ProxyServer: Sendable {
             }
         }
         for _ in self.group.loops { done.wait() }
-        self.runtime.session.sessionStore?.stop()
+        for session in self.runtime.sessions { session.tokens.sessionStore?.stop() }
         self.closeListeningSockets()
         if self.ownsGroup { self.group.shutdown() }
         admin?.closeSocket()

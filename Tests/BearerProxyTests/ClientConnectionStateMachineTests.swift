@@ -28,7 +28,7 @@ typealias Action = ClientConnectionStateMachine.Action
         let names = ProxyNames(boundAddresses: [Self.proxy], acceptHosts: configuration.acceptHosts)
         let rules = ConnectionMachine.Rules(
             settings: .init(configuration),
-            router: Router(configuration: configuration, upstream: configuration.upstream!, names: names),
+            router: Router(configuration: configuration, sessions: [.standalone(configuration)], names: names),
             requestGuard: RequestGuard(configuration: configuration, names: names)
         )
         return ConnectionMachine(rules: rules, isFromUnixSocket: false, now: at(0))
@@ -74,10 +74,14 @@ typealias Action = ClientConnectionStateMachine.Action
         )
     }
 
+    /// The default session as the machine's routes name it (sessions are equal by name and place).
+    static let session = NamedSession.standalone(Self.configuration())
+
     static let upstreamTarget = Target(
         origin: upstream,
         authority: Array("api.test:8000".utf8),
         pathPrefix: [],
+        session: session,
         injectsToken: true
     )
 
@@ -96,7 +100,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 framing: framing,
                 keepAlive: keepAlive,
                 clientVersion: .http11,
-                acceptedGeneration: generation,
+                accepted: generation.map { AcceptedToken(session: Self.session, generation: $0) },
                 releasesReplayBytes: releases
             )
         )
@@ -145,7 +149,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.responseEnded(upstreamSentMore: false, now: at(3)))
         #expect(
             actions == [
-                .requestToken,
+                .requestToken(Self.session),
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(Self.get),
                 Self.forward(Self.ok, .contentLength(2), generation: 1),
@@ -185,11 +189,11 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(
             actions == [
                 .reserveReplayBody(10),
-                .requestToken,
+                .requestToken(Self.session),
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(Self.post10),
                 .forwardRequestBody(chunked: false),
-                .reportRejection(generation: 1, isReplay: false, isReplayable: true),
+                .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true),
                 .discardResponse(reusable: false, next: .wait),
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: true),
                 Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
@@ -215,8 +219,10 @@ typealias Action = ClientConnectionStateMachine.Action
         // A body within replay_body_limit reserves its size; the close gives it back.
         #expect(
             actions == [
-                .reserveReplayBody(10), .requestToken, .none,
-                .close(.clientGone(cancelsWaiter: 3, releasesReplayBytes: 10)), .none, .none, .none,
+                .reserveReplayBody(10), .requestToken(Self.session), .none,
+                .close(
+                    .clientGone(cancelsWaiter: ParkedRequest(session: Self.session, id: 3), releasesReplayBytes: 10)
+                ), .none, .none, .none,
             ]
         )
         #expect(machine.isClosed)
@@ -249,7 +255,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aContentLengthBodyTheBudgetRefusesIsForwardedWithoutACopy() {
         var machine = Self.machine()
         #expect(machine.requestHeadReceived(Self.post10, now: at(0)) == .reserveReplayBody(10))
-        #expect(machine.replayBodyReserved(10, granted: false, now: at(0)) == .requestToken)
+        #expect(machine.replayBodyReserved(10, granted: false, now: at(0)) == .requestToken(Self.session))
         Self.started(&machine, Self.post10)
         #expect(
             Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
@@ -258,14 +264,14 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = machine.requestEnded(now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(generation: 1, isReplay: false, isReplayable: false),
+                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: false),
             "forwarded without a copy: the 401 goes to the client"
         )
     }
 
     @Test func aChunkedBodyReservesAsItGrowsAndGivesItBackWithTheStatus() {
         var machine = Self.machine { $0.replayBodyLimit = 1 << 20 }
-        #expect(machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken, "nothing to reserve yet")
+        #expect(machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken(Self.session), "nothing to reserve yet")
         Self.started(&machine, Self.chunkedPost)
         #expect(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .reserveReplayBody(65536))
         #expect(machine.replayBodyReserved(65536, granted: true, now: at(0)) == .none)
@@ -293,7 +299,7 @@ typealias Action = ClientConnectionStateMachine.Action
         )
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(generation: 1, isReplay: false, isReplayable: false)
+                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: false)
         )
     }
 
@@ -338,16 +344,16 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.requestHeadReceived(Self.get, now: at(0.3)))
         #expect(
             actions == [
-                .requestToken,
+                .requestToken(Self.session),
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(Self.get),
-                .reportRejection(generation: 1, isReplay: false, isReplayable: true),
+                .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true),
                 .discardResponse(reusable: true, next: .connect(Self.upstream)),
                 Self.send(Self.get, authorization: Self.line2),
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
                 .forwardResponseBody(chunked: false),
                 Self.end(Self.get, replay: true),
-                .requestToken,
+                .requestToken(Self.session),
             ]
         )
     }
@@ -381,7 +387,7 @@ typealias Action = ClientConnectionStateMachine.Action
                     .init(
                         error: .session(failure),
                         closesConnection: false,
-                        cancelsWaiter: 9,
+                        cancelsWaiter: ParkedRequest(session: Self.session, id: 9),
                         record: .init(head: Self.get, startedAt: at(0), target: Self.upstreamTarget),
                         endsExchange: true
                     )
@@ -442,7 +448,7 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = machine.upstreamReady(isReused: false, now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(generation: 1, isReplay: false, isReplayable: true)
+                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true)
         )
         _ = machine.rejectionAnswered(.replay(line: Self.line2, generation: 2), now: at(0.1))
         _ = machine.upstreamReady(isReused: false, now: at(0.2))
@@ -453,7 +459,7 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = Self.bytes("x") { machine.requestBodyReceived($0, now: at(0.4)) }
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.5))
-                == .reportRejection(generation: 2, isReplay: true, isReplayable: false)
+                == .reportRejection(Self.session, generation: 2, isReplay: true, isReplayable: false)
         )
     }
 
@@ -509,10 +515,15 @@ typealias Action = ClientConnectionStateMachine.Action
         let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstreamTarget)
         #expect(
             actions == [
-                .requestToken,
+                .requestToken(Self.session),
                 .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
                 Self.send(head),
-                .switchProtocols(switching, record, acceptedGeneration: 1, releasesReplayBytes: 0),
+                .switchProtocols(
+                    switching,
+                    record,
+                    accepted: AcceptedToken(session: Self.session, generation: 1),
+                    releasesReplayBytes: 0
+                ),
                 .shutDownUpstreamWrite,
                 .close(.relayEnded),
             ]
@@ -558,7 +569,7 @@ typealias Action = ClientConnectionStateMachine.Action
         by machine: inout ConnectionMachine,
         now: Instant
     ) -> ConnectionMachine.RequestToSend? {
-        #expect(machine.requestHeadReceived(head, now: now) == .requestToken)
+        #expect(machine.requestHeadReceived(head, now: now) == .requestToken(Self.session))
         _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: now)
         guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: now) else {
             Issue.record("expected the request to be sent")

@@ -22,7 +22,9 @@ import Testing
         ("127.0.0.1", 9000, false),
     ])
     func matchesLikeTheStringPatterns(_ host: String, _ port: Int, _ expected: Bool) {
-        let patterns: [HostPattern] = [.host("api.example.com"), .subdomains(of: "internal.test"), .hostAndPort("::1", 9000)]
+        let patterns: [HostPattern] = [
+            .host("api.example.com"), .subdomains(of: "internal.test"), .hostAndPort("::1", 9000),
+        ]
         #expect(self.matches(patterns, host, port) == expected)
     }
 
@@ -32,7 +34,7 @@ import Testing
         configuration.upstream = upstream
         let router = Router(
             configuration: configuration,
-            upstream: upstream,
+            sessions: [.standalone(configuration)],
             names: ProxyNames(boundAddresses: [], acceptHosts: [])
         )
         var parser = HTTPRequestParser()

@@ -16,18 +16,22 @@ final class AccessLogBuffer {
     @exclusivity(unchecked) private var isFlushScheduled = false
     /// `YYYY-MM-DDTHH:MM:SS.` for the second of the last line: formatted once per second.
     @exclusivity(unchecked) private var secondPrefix: (second: Int, bytes: [UInt8]) = (-1, [])
+    /// With named sessions each line says which session the request was for (`session=`).
+    private let namesSessions: Bool
 
     static let flushThreshold = 64 * 1024
     /// Longer paths are cut in the log (with `…`): a line stays readable, a buffer stays bounded.
     static let pathLimit = 512
 
     /// `loop` outlives its buffer (the loop context holds both).
-    init(sink: LogSink, loop: EventLoop) {
+    init(sink: LogSink, loop: EventLoop, namesSessions: Bool = false) {
         self.sink = sink
         self.loop = loop
+        self.namesSessions = namesSessions
     }
 
-    /// `time info request method=… host=… path=… status=… bytes=… duration_ms=… replayed=yes|no`
+    /// `time info request method=… host=… path=… status=… bytes=… duration_ms=… replayed=yes|no`,
+    /// with named sessions ` session=NAME` after the host (`-`: no session's, an other host).
     ///
     /// The same shape as every other line of the log (time, level, constant message, metadata), so
     /// that one parser reads a stream that holds both. The level is always info: a request answered is
@@ -37,6 +41,7 @@ final class AccessLogBuffer {
     func append(
         head: RequestHead?,
         host: [UInt8]?,
+        session: [UInt8]? = nil,
         status: Int,
         bodyBytes: Int,
         duration: Duration,
@@ -56,6 +61,10 @@ final class AccessLogBuffer {
             head.bytes.withUnsafeBytes { self.writeValue(UnsafeRawBufferPointer(rebasing: $0[authority.host])) }
         } else {
             self.buffer.writeByte(UInt8(ascii: "-"))
+        }
+        if self.namesSessions {
+            self.buffer.writeStaticString(" session=")
+            if let session { self.buffer.writeBytes(session) } else { self.buffer.writeByte(UInt8(ascii: "-")) }
         }
         self.buffer.writeStaticString(" path=")
         if let head {

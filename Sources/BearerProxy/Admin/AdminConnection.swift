@@ -5,7 +5,8 @@ import Foundation
 
 /// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
 /// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
-/// page cannot log the user out or read their session. Confined to its loop.
+/// page cannot log the user out or read their session. `?session=NAME` names the session refresh
+/// and logout act on (none: the default session). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
     let stream: StreamConnection
     let server: AdminServer
@@ -62,7 +63,9 @@ final class AdminConnection: StreamConnectionDelegate {
             self.respond(refusal.status, refusal.message + "\n")
             return
         }
-        let path = String(head.string(head.target).split(separator: "?", maxSplits: 1).first ?? "")
+        let parts = head.string(head.target).split(separator: "?", maxSplits: 1)
+        let path = String(parts.first ?? "")
+        let query = parts.count > 1 ? String(parts[1]) : ""
         let method = head.string(head.methodRange)
         let runtime = self.server.runtime
         switch (method, path) {
@@ -71,15 +74,21 @@ final class AdminConnection: StreamConnectionDelegate {
         case ("GET", "/metrics"):
             self.isBusy = true
             self.server.gatherLoopMetrics(from: self.stream.loop) { loops in
-                let session = runtime.session
+                let sessions = runtime.sessions.map { session in
+                    SessionFigures(
+                        name: runtime.namesSessions ? session.name : nil,
+                        metrics: session.tokens.metrics,
+                        parked: session.tokens.parkedCount,
+                        generation: session.tokens.generation,
+                        store: session.tokens.sessionStore?.status
+                    )
+                }
                 var text = renderMetrics(
                     loops: loops,
-                    session: session.metrics,
-                    parked: session.parkedCount,
-                    generation: session.generation,
+                    sessions: sessions,
                     openConnections: runtime.openConnections.load(ordering: .relaxed)
                 )
-                if let store = session.sessionStore { text += renderStoreMetrics(store.status) }
+                text += renderStoreMetrics(sessions)
                 text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
                 text += renderInterceptMetrics(
                     leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0,
@@ -91,9 +100,9 @@ final class AdminConnection: StreamConnectionDelegate {
         case ("GET", "/status"):
             self.respond(200, self.statusJSON(), contentType: "application/json")
         case ("POST", "/refresh"):
-            self.refresh()
+            if let session = self.session(named: query) { self.refresh(session) }
         case ("POST", "/logout"):
-            self.logOut()
+            if let session = self.session(named: query) { self.logOut(session) }
         case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
             let allowed = Self.allowedMethods(path)
@@ -110,6 +119,25 @@ final class AdminConnection: StreamConnectionDelegate {
         }
     }
 
+    /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name
+    /// that is no session's) or 400 (another parameter).
+    private func session(named query: String) -> NamedSession? {
+        let sessions = self.server.runtime.sessions
+        guard !query.isEmpty else { return sessions[0] }
+        let known = sessions.map(\.name).joined(separator: ", ")
+        guard query.hasPrefix("session="), !query.contains("&") else {
+            self.respond(400, "bearer-proxy: the only parameter is session=NAME (the sessions are \(known))\n")
+            return nil
+        }
+        let name = query.dropFirst("session=".count)
+        guard let session = sessions.first(where: { $0.name == name }) else {
+            let shown = oneLine(String(name), limit: 64)
+            self.respond(404, "bearer-proxy: there is no session '\(shown)' (the sessions are \(known))\n")
+            return nil
+        }
+        return session
+    }
+
     /// What each admin endpoint answers to, as an `Allow` value.
     private static func allowedMethods(_ path: String) -> String {
         switch path {
@@ -119,14 +147,36 @@ final class AdminConnection: StreamConnectionDelegate {
         }
     }
 
+    /// The default session's fields at the top level (as in a file without sections), and with
+    /// named sessions every session's under `sessions`, keyed by name.
     private func statusJSON() -> String {
-        let status = self.server.runtime.session.status
+        let runtime = self.server.runtime
+        var object = Self.status(of: runtime.sessions[0])
+        object["open_connections"] = runtime.openConnections.load(ordering: .relaxed)
+        if runtime.namesSessions {
+            var sessions: [String: Any] = [:]
+            for session in runtime.sessions {
+                var fields = Self.status(of: session)
+                fields["mount"] = session.configuration.mount ?? NSNull()
+                let listeners = self.server.sessionListeners(session)
+                fields["listen"] = listeners.isEmpty ? NSNull() : listeners.joined(separator: ", ")
+                sessions[session.name] = fields
+            }
+            object["sessions"] = sessions
+        }
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// A session's `/status` fields: never a token.
+    private static func status(of session: NamedSession) -> [String: Any] {
+        let status = session.tokens.status
         var object: [String: Any] = [
             "state": status.state,
             "token_generation": status.generation,
             "parked_requests": status.parked,
-            "open_connections": self.server.runtime.openConnections.load(ordering: .relaxed),
-            "upstream": self.server.runtime.configuration.upstream?.description ?? "",
+            "upstream": session.configuration.upstream?.description ?? "",
         ]
         object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? NSNull()
         object["token_expires_at"] =
@@ -136,7 +186,7 @@ final class AdminConnection: StreamConnectionDelegate {
                 ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
             } ?? NSNull()
         object["failure"] = status.failure ?? NSNull()
-        if let store = self.server.runtime.session.sessionStore?.status {
+        if let store = session.tokens.sessionStore?.status {
             // The store's URL with its password as <redacted>: enough to tell which Redis, nothing to log in with.
             object["session_store"] =
                 [
@@ -144,16 +194,14 @@ final class AdminConnection: StreamConnectionDelegate {
                     "generation": store.generation, "last_error": store.lastError ?? NSNull(),
                 ] as [String: Any]
         }
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self) + "\n"
+        return object
     }
 
-    private func refresh() {
+    private func refresh(_ session: NamedSession) {
         let loop = self.stream.loop
         let this = UnsafeTransfer(self)
         self.isBusy = true
-        let started = self.server.runtime.session.forceRefresh(trigger: "admin") { outcome in
+        let started = session.tokens.forceRefresh(trigger: "admin") { outcome in
             loop.execute {
                 let connection = this.value
                 connection.isBusy = false
@@ -177,15 +225,19 @@ final class AdminConnection: StreamConnectionDelegate {
         }
         if !started {
             self.isBusy = false
-            self.respond(409, "bearer-proxy: there is nothing to refresh with (set token_url or token_command)\n")
+            let whose = session.index == 0 ? "" : " in [session \(session.name)]"
+            self.respond(
+                409,
+                "bearer-proxy: there is nothing to refresh with (set token_url or token_command\(whose))\n"
+            )
         }
     }
 
-    private func logOut() {
+    private func logOut(_ session: NamedSession) {
         let loop = self.stream.loop
         let this = UnsafeTransfer(self)
-        let refreshToken = self.server.runtime.session.logOut()
-        guard let revocation = self.server.revocation, let refreshToken else {
+        let refreshToken = session.tokens.logOut()
+        guard let revocation = session.revocation, let refreshToken else {
             self.respond(200, #"{"logged_out":true,"revoked":false}"# + "\n", contentType: "application/json")
             return
         }

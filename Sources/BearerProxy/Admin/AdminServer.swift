@@ -8,8 +8,9 @@ final class AdminServer: Sendable {
     let runtime: ProxyRuntime
     let requestGuard: RequestGuard
     let isUnixSocket: Bool
-    let revocation: TokenRevocation?
     let address: SocketAddress
+    /// The named sessions' own listeners, as bound (for `/status`).
+    let sessionAddresses: [(session: String, address: SocketAddress)]
     private let fd: Int32
     private let loops: [EventLoop]
     private let socketFiles: UnixSocketFiles
@@ -20,7 +21,7 @@ final class AdminServer: Sendable {
         fd: Int32,
         address: SocketAddress,
         runtime: ProxyRuntime,
-        revocation: TokenRevocation?,
+        sessionAddresses: [(session: String, address: SocketAddress)] = [],
         loops: [EventLoop],
         socketFiles: UnixSocketFiles,
         contexts: @escaping @Sendable () -> [UnsafeTransfer<LoopContext>]
@@ -28,7 +29,7 @@ final class AdminServer: Sendable {
         self.fd = fd
         self.address = address
         self.runtime = runtime
-        self.revocation = revocation
+        self.sessionAddresses = sessionAddresses
         self.loops = loops
         self.socketFiles = socketFiles
         self.contexts = contexts
@@ -67,6 +68,11 @@ final class AdminServer: Sendable {
     func closeSocket() {
         Socket.close(self.fd)
         if case .unix(let path) = self.address { self.socketFiles.remove(path) }
+    }
+
+    /// The addresses `session`'s own listener is bound to.
+    func sessionListeners(_ session: NamedSession) -> [String] {
+        self.sessionAddresses.filter { $0.session == session.name }.map(\.address.description)
     }
 
     /// Collects every loop's counters (each on its own loop), then calls `completion` on `home`.

@@ -3,7 +3,8 @@ import BearerIO
 /// Every metric the proxy exports, in one place, with bounded label values.
 ///
 /// Counters touched per request live per event loop (`LoopMetrics`, no atomics on the data path) and
-/// are summed when `/metrics` is scraped; session figures live with the session, under its lock.
+/// are summed when `/metrics` is scraped; session figures live with the session, under its lock. With
+/// named sessions every session figure carries `session="NAME"` (`SessionFigures`).
 enum MetricNames {
     static let requests = "bearer_proxy_requests_total"
     static let requestDuration = "bearer_proxy_request_duration_seconds"
@@ -50,14 +51,20 @@ struct Histogram: Sendable {
     }
 
     func render(_ name: String, help: String) -> String {
-        var text = "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+        "# HELP \(name) \(help)\n# TYPE \(name) histogram\n" + self.samples(name, labels: "")
+    }
+
+    /// The bucket, sum and count lines; `labels` (`session="x",`) go before `le`.
+    func samples(_ name: String, labels: String) -> String {
+        var text = ""
         var cumulative = 0
         for (index, bound) in histogramBuckets.enumerated() {
             cumulative += self.counts[index]
-            text += "\(name)_bucket{le=\"\(prometheusNumber(bound))\"} \(cumulative)\n"
+            text += "\(name)_bucket{\(labels)le=\"\(prometheusNumber(bound))\"} \(cumulative)\n"
         }
+        let own = labels.isEmpty ? "" : "{\(labels.dropLast())}"
         text +=
-            "\(name)_bucket{le=\"+Inf\"} \(self.count)\n\(name)_sum \(prometheusNumber(self.sum))\n\(name)_count \(self.count)\n"
+            "\(name)_bucket{\(labels)le=\"+Inf\"} \(self.count)\n\(name)_sum\(own) \(prometheusNumber(self.sum))\n\(name)_count\(own) \(self.count)\n"
         return text
     }
 }
@@ -106,14 +113,24 @@ struct SessionMetrics: Sendable {
     var refreshDuration = Histogram()
 }
 
-/// Renders a scrape: loop counters summed, session figures, gauges.
-func renderMetrics(
-    loops: LoopMetrics,
-    session: SessionMetrics,
-    parked: Int,
-    generation: Int,
-    openConnections: Int
-) -> String {
+/// One session's figures in a scrape.
+struct SessionFigures {
+    /// `session="NAME"` on each of its lines; nil for the one session of a file without sections,
+    /// whose lines carry no session label (as they did before sessions had names).
+    var name: String?
+    var metrics: SessionMetrics
+    var parked: Int
+    var generation: Int
+    var store: SessionStoreStatus?
+
+    /// `session="NAME",` to put first among a line's labels, or nothing.
+    var labelPrefix: String { self.name.map { "session=\"\($0)\"," } ?? "" }
+    /// `{session="NAME"}` for a line with no other label, or nothing.
+    var labels: String { self.name.map { "{session=\"\($0)\"}" } ?? "" }
+}
+
+/// Renders a scrape: loop counters summed, session figures (each session's), gauges.
+func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnections: Int) -> String {
     var text =
         "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
     for (index, count) in loops.requestsByClass.enumerated() {
@@ -135,24 +152,29 @@ func renderMetrics(
     )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
-    for result in [
-        "ok", "adopted", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "no_refresh_token",
-        "kept",
-    ] {
-        text += "\(MetricNames.refreshes){result=\"\(result)\"} \(session.refreshes[result] ?? 0)\n"
+    for session in sessions {
+        for result in [
+            "ok", "adopted", "rejected", "unreachable", "timeout", "rate_limited", "command_failed", "no_refresh_token",
+            "kept",
+        ] {
+            text +=
+                "\(MetricNames.refreshes){\(session.labelPrefix)result=\"\(result)\"} \(session.metrics.refreshes[result] ?? 0)\n"
+        }
     }
-    text += session.refreshDuration.render(
-        MetricNames.refreshDuration,
-        help: "Time from the start of a refresh to its end, retries included."
-    )
+    let refreshDuration = MetricNames.refreshDuration
+    text +=
+        "# HELP \(refreshDuration) Time from the start of a refresh to its end, retries included.\n# TYPE \(refreshDuration) histogram\n"
+    for session in sessions {
+        text += session.metrics.refreshDuration.samples(refreshDuration, labels: session.labelPrefix)
+    }
     text += renderLoopTurns(loops.loopTurns)
-    text += gauge(MetricNames.parked, "Requests waiting for a token now.", parked)
+    text += gauge(MetricNames.parked, "Requests waiting for a token now.", sessions.map { ($0.labels, $0.parked) })
     text += gauge(MetricNames.openConnections, "Client connections open now.", openConnections)
     text += gauge(MetricNames.poolIdle, "Idle pooled upstream connections now.", loops.poolIdle)
     text += gauge(
         MetricNames.generation,
         "Generation of the current token (increases with every new token).",
-        generation
+        sessions.map { ($0.labels, $0.generation) }
     )
     return text
 }
@@ -173,19 +195,32 @@ private func renderLoopTurns(_ turns: LoopTurnHistogram) -> String {
     return text
 }
 
-/// The session store's figures (with session_store set): commands by kind, their failures, reachability.
-func renderStoreMetrics(_ status: SessionStoreStatus) -> String {
+/// The session store's figures (with session_store set), for each session: commands by kind, their
+/// failures, reachability.
+func renderStoreMetrics(_ sessions: [SessionFigures]) -> String {
+    let stores = sessions.compactMap { session in session.store.map { (session, $0) } }
+    guard !stores.isEmpty else { return "" }
     var text =
         "# HELP \(MetricNames.storeOperations) Commands sent to the session store, by kind.\n# TYPE \(MetricNames.storeOperations) counter\n"
-    for operation in SessionStoreStatus.operationNames {
-        text += "\(MetricNames.storeOperations){operation=\"\(operation)\"} \(status.operations[operation] ?? 0)\n"
+    for (session, status) in stores {
+        for operation in SessionStoreStatus.operationNames {
+            text +=
+                "\(MetricNames.storeOperations){\(session.labelPrefix)operation=\"\(operation)\"} \(status.operations[operation] ?? 0)\n"
+        }
     }
     text +=
         "# HELP \(MetricNames.storeErrors) Session store commands that failed (unreachable, timed out, refused), by kind.\n# TYPE \(MetricNames.storeErrors) counter\n"
-    for operation in SessionStoreStatus.operationNames {
-        text += "\(MetricNames.storeErrors){operation=\"\(operation)\"} \(status.errors[operation] ?? 0)\n"
+    for (session, status) in stores {
+        for operation in SessionStoreStatus.operationNames {
+            text +=
+                "\(MetricNames.storeErrors){\(session.labelPrefix)operation=\"\(operation)\"} \(status.errors[operation] ?? 0)\n"
+        }
     }
-    text += gauge(MetricNames.storeUp, "1 while the session store is reachable.", status.state == "connected" ? 1 : 0)
+    text += gauge(
+        MetricNames.storeUp,
+        "1 while the session store is reachable.",
+        stores.map { session, status in (session.labels, status.state == "connected" ? 1 : 0) }
+    )
     return text
 }
 
@@ -222,7 +257,12 @@ private func counter(_ name: String, _ help: String, _ value: Int) -> String {
 }
 
 private func gauge(_ name: String, _ help: String, _ value: Int) -> String {
-    "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
+    gauge(name, help, [("", value)])
+}
+
+/// One gauge with a sample per label set (`{session="x"}`, or `` for none).
+private func gauge(_ name: String, _ help: String, _ samples: [(labels: String, value: Int)]) -> String {
+    "# HELP \(name) \(help)\n# TYPE \(name) gauge\n" + samples.map { "\(name)\($0.labels) \($0.value)\n" }.joined()
 }
 
 func prometheusNumber(_ value: Double) -> String {

@@ -26,11 +26,11 @@ extension ClientConnection {
                 self.runtime.replayBudget.release(bytes)
                 return
 
-            case .requestToken:
-                let answer = self.runtime.session.tokenForRequest(
+            case .requestToken(let session):
+                let answer = session.tokens.tokenForRequest(
                     loop: self.loop,
                     waiter: self,
-                    cache: &self.context.tokenCache
+                    cache: &self.context.tokenCaches[session.index]
                 )
                 action = self.machine.tokenAnswered(answer, now: now)
 
@@ -55,9 +55,9 @@ extension ClientConnection {
                 if chunked { self.upstream?.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
                 return
 
-            case .reportRejection(let generation, let isReplay, let isReplayable):
+            case .reportRejection(let session, let generation, let isReplay, let isReplayable):
                 self.context.metrics.upstreamRejections += 1
-                let answer = self.runtime.session.upstreamRejected(
+                let answer = session.tokens.upstreamRejected(
                     generation: generation,
                     isReplay: isReplay,
                     isReplayable: isReplayable,
@@ -84,8 +84,8 @@ extension ClientConnection {
 
             case .forwardResponseHead(let response):
                 self.runtime.replayBudget.release(response.releasesReplayBytes)
-                if let generation = response.acceptedGeneration {
-                    self.runtime.session.upstreamAccepted(generation: generation)
+                if let accepted = response.accepted {
+                    accepted.session.tokens.upstreamAccepted(generation: accepted.generation)
                 }
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
@@ -123,9 +123,9 @@ extension ClientConnection {
                 self.recordCompletion(record, status: 200, bytes: 0, isReplay: false)
                 return
 
-            case .switchProtocols(let head, let record, let generation, let releasesReplayBytes):
+            case .switchProtocols(let head, let record, let accepted, let releasesReplayBytes):
                 self.runtime.replayBudget.release(releasesReplayBytes)
-                if let generation { self.runtime.session.upstreamAccepted(generation: generation) }
+                if let accepted { accepted.session.tokens.upstreamAccepted(generation: accepted.generation) }
                 self.stream.withOutbound { $0.writeSwitchingProtocolsHead(head) }
                 self.recordCompletion(record, status: 101, bytes: 0, isReplay: false)
                 return
@@ -244,7 +244,7 @@ extension ClientConnection {
             self.connectAttempt = nil
             self.dropUpstream()
         }
-        if let id = response.cancelsWaiter { self.runtime.session.cancel(id) }
+        if let parked = response.cancelsWaiter { parked.session.tokens.cancel(parked.id) }
         self.runtime.replayBudget.release(response.releasesReplayBytes)
         let error = response.error
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
@@ -268,9 +268,9 @@ extension ClientConnection {
     }
 
     /// Lets go of everything the connection holds outside itself. Runs once, when the machine closes.
-    private func releaseEverything(cancelling waiter: TokenSession.WaiterID?) {
+    private func releaseEverything(cancelling waiter: ParkedRequest?) {
         self.cancelTimer()
-        if let id = waiter { self.runtime.session.cancel(id) }
+        if let parked = waiter { parked.session.tokens.cancel(parked.id) }
         self.connectAttempt?.cancel()
         self.connectAttempt = nil
         self.dropUpstream()
@@ -317,6 +317,7 @@ extension ClientConnection {
         self.context.accessLog?.append(
             head: record.head,
             host: record.target?.logName,
+            session: record.target?.session?.logName,
             status: status,
             bodyBytes: bytes,
             duration: duration,

@@ -37,7 +37,8 @@ final class ClientConnection {
     var runtime: ProxyRuntime { self.context.runtime }
     var loop: EventLoop { self.context.loop }
 
-    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool) {
+    /// `listenerSession`: accepted on that session's own listener.
+    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool, listenerSession: NamedSession? = nil) {
         let runtime = context.runtime
         self.stream = stream
         self.context = context
@@ -45,6 +46,7 @@ final class ClientConnection {
         self.machine = ClientConnectionStateMachine(
             rules: runtime.connectionRules,
             isFromUnixSocket: isFromUnixSocket,
+            listenerSession: listenerSession,
             now: context.loop.now
         )
     }

@@ -11,8 +11,8 @@ extension ClientConnectionStateMachine {
 
         // MARK: Token and upstream
 
-        /// Ask the token session for the token (`tokenForRequest`); answer with `tokenAnswered`.
-        case requestToken
+        /// Ask the session's token session for the token (`tokenForRequest`); answer with `tokenAnswered`.
+        case requestToken(NamedSession)
         /// Reserve this many bytes of the replay budget (`replay_memory_limit`, shared by every
         /// connection) for the request's body copy; answer with `replayBodyReserved`.
         case reserveReplayBody(Int)
@@ -28,8 +28,8 @@ extension ClientConnectionStateMachine {
         case forwardRequestBody(chunked: Bool)
         /// The body is complete: write the chunked terminator when `chunked`.
         case endRequestBody(chunked: Bool)
-        /// Tell the token session the upstream refused the token; answer with `rejectionAnswered`.
-        case reportRejection(generation: Int, isReplay: Bool, isReplayable: Bool)
+        /// Tell the session's token session the upstream refused the token; answer with `rejectionAnswered`.
+        case reportRejection(NamedSession, generation: Int, isReplay: Bool, isReplayable: Bool)
         /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
         /// when `reusable`, else closed), then do `next`.
         case discardResponse(reusable: Bool, next: AfterDiscard)
@@ -38,8 +38,7 @@ extension ClientConnectionStateMachine {
 
         /// Relay a 1xx head (100 Continue must reach the client at once: flush).
         case writeInformational(ResponseHead)
-        /// Write the response head; tell the token session its token worked when
-        /// `acceptedGeneration` is set.
+        /// Write the response head; tell the session its token worked when `accepted` is set.
         case forwardResponseHead(ResponseToForward)
         /// Write the response body bytes just parsed to the client (as one chunk when `chunked`).
         case forwardResponseBody(chunked: Bool)
@@ -66,7 +65,7 @@ extension ClientConnectionStateMachine {
         case countInterceptedTunnel
         /// The upstream switched to WebSocket: write its 101, relay bytes both ways from now on;
         /// give the body copy's replay budget back.
-        case switchProtocols(ResponseHead, RequestRecord, acceptedGeneration: Int?, releasesReplayBytes: Int)
+        case switchProtocols(ResponseHead, RequestRecord, accepted: AcceptedToken?, releasesReplayBytes: Int)
         /// One side of a relay finished sending: half-close the other.
         case shutDownUpstreamWrite
         case shutDownClientWrite
@@ -104,7 +103,7 @@ extension ClientConnectionStateMachine {
         var framing: ClientFraming
         var keepAlive: Bool
         var clientVersion: HTTPVersion
-        var acceptedGeneration: Int?
+        var accepted: AcceptedToken?
         /// The status is known: the body copy's replay budget goes back.
         var releasesReplayBytes = 0
     }
@@ -139,8 +138,8 @@ extension ClientConnectionStateMachine {
     struct LocalResponse: Equatable {
         var error: ProxyError
         var closesConnection: Bool
-        /// A place in the token session's queue to give up.
-        var cancelsWaiter: TokenSession.WaiterID?
+        /// A place in a session's queue to give up.
+        var cancelsWaiter: ParkedRequest?
         var record: RequestRecord?
         /// An exchange ends with it: close its upstream connection (or connection attempt).
         var endsExchange: Bool
@@ -150,7 +149,7 @@ extension ClientConnectionStateMachine {
         init(
             error: ProxyError,
             closesConnection: Bool,
-            cancelsWaiter: TokenSession.WaiterID? = nil,
+            cancelsWaiter: ParkedRequest? = nil,
             record: RequestRecord? = nil,
             endsExchange: Bool = false,
             releasesReplayBytes: Int = 0
@@ -172,9 +171,9 @@ extension ClientConnectionStateMachine {
         /// Both sides of a relay finished, or one side closed.
         case relayEnded
         /// The client is gone.
-        case clientGone(cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
+        case clientGone(cancelsWaiter: ParkedRequest?, releasesReplayBytes: Int = 0)
         /// An exchange cannot be completed (the client vanished mid-request, the upstream mid-response).
-        case aborted(reason: String, cancelsWaiter: TokenSession.WaiterID?, releasesReplayBytes: Int = 0)
+        case aborted(reason: String, cancelsWaiter: ParkedRequest?, releasesReplayBytes: Int = 0)
         /// The client started TLS inside a tunnel the proxy serves itself, with tls_intercept off.
         case tlsInsideServedTunnel(Origin?)
         /// The client sent bytes that are not TLS into a tunnel that takes only TLS (an intercepted 443).
@@ -187,7 +186,7 @@ extension ClientConnectionStateMachine {
         /// The local CA could not give a certificate for `host`.
         case interceptCertificateUnavailable(host: String, reason: String)
 
-        var cancelsWaiter: TokenSession.WaiterID? {
+        var cancelsWaiter: ParkedRequest? {
             switch self {
             case .clientGone(let id, _), .aborted(_, let id, _): id
             case .idle, .tunnelIdle, .relayEnded, .tlsInsideServedTunnel, .clearTextInsideInterceptedTunnel,

@@ -13,7 +13,10 @@ extension ClientConnectionStateMachine {
             case .routed:
                 // The whole Content-Length body, asked for with the head.
                 if granted { exchange.body = .kept(ByteBuffer(), reserved: bytes) }
-                return .requestToken
+                guard let session = exchange.target.tokenSession else {
+                    preconditionFailure("Invalid target for a token: \(exchange.target)")
+                }
+                return .requestToken(session)
             case .sent:
                 // More room for a growing (chunked) body.
                 guard case .kept(let kept, let reserved) = exchange.body else {
@@ -173,7 +176,7 @@ extension ClientConnectionStateMachine {
             }
             if case .kept(var kept, let reserved) = exchange.body {
                 let needed = kept.readableBytes + bytes.count
-                if needed > machine.settings.replayBodyLimit {
+                if needed > exchange.target.tokenSession?.replayBodyLimit ?? 0 {
                     exchange.body = .lost
                     return .releaseReplayBody(reserved)
                 }
@@ -225,7 +228,7 @@ extension ClientConnectionStateMachine {
                 return .switchProtocols(
                     head,
                     record,
-                    acceptedGeneration: exchange.token?.generation,
+                    accepted: exchange.acceptedToken,
                     releasesReplayBytes: exchange.reservedReplayBytes
                 )
             }
@@ -242,17 +245,20 @@ extension ClientConnectionStateMachine {
                 preconditionFailure("Invalid phase for a response head: \(exchange.phase)")
             }
             sent.lastActivity = now
-            if let token = exchange.token, machine.settings.refreshOn.contains(head.status) {
+            if let token = exchange.token, let session = exchange.target.tokenSession,
+                session.refreshOn.contains(head.status)
+            {
                 sent.response = .refused(head)
                 exchange.phase = .sent(sent)
                 return .reportRejection(
+                    session,
                     generation: token.generation,
                     isReplay: exchange.isReplay,
                     isReplayable: exchange.isReplayable && !exchange.isReplay
                 )
             }
             exchange.phase = .sent(sent)
-            return machine.forwardResponseHead(head, &exchange, acceptedGeneration: exchange.token?.generation)
+            return machine.forwardResponseHead(head, &exchange, accepted: exchange.acceptedToken)
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
@@ -264,7 +270,7 @@ extension ClientConnectionStateMachine {
             }
             switch answer {
             case .forwardToClient:
-                return machine.forwardResponseHead(head, &exchange, acceptedGeneration: nil)
+                return machine.forwardResponseHead(head, &exchange, accepted: nil)
             case .replay(let line, let generation):
                 exchange.token = InjectedToken(line: line, generation: generation)
                 exchange.isReplay = true
@@ -283,7 +289,7 @@ extension ClientConnectionStateMachine {
     private mutating func forwardResponseHead(
         _ head: ResponseHead,
         _ exchange: inout Exchange,
-        acceptedGeneration: Int?
+        accepted: AcceptedToken?
     ) -> Action {
         guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
         // The status is known: the body copy is no longer needed.
@@ -310,7 +316,7 @@ extension ClientConnectionStateMachine {
                 framing: framing,
                 keepAlive: !exchange.closesConnection,
                 clientVersion: version,
-                acceptedGeneration: acceptedGeneration,
+                accepted: accepted,
                 releasesReplayBytes: released
             )
         )

@@ -23,8 +23,6 @@ struct ClientConnectionStateMachine {
         /// A parked request's safety net behind the session's own `refresh_timeout`.
         var tokenWaitLimit: TimeSpan
         var tunnelIdleTimeout: TimeSpan
-        var replayBodyLimit: Int
-        var refreshOn: Set<Int>
 
         init(_ configuration: Configuration) {
             self.clientHeaderTimeout = TimeSpan(configuration.clientHeaderTimeout)
@@ -32,8 +30,6 @@ struct ClientConnectionStateMachine {
             self.upstreamTimeout = TimeSpan(configuration.upstreamTimeout)
             self.tokenWaitLimit = TimeSpan(configuration.refreshTimeout + .seconds(5))
             self.tunnelIdleTimeout = TimeSpan(configuration.tunnelIdleTimeout)
-            self.replayBodyLimit = configuration.replayBodyLimit
-            self.refreshOn = Set(configuration.refreshOn)
         }
     }
 
@@ -72,6 +68,8 @@ struct ClientConnectionStateMachine {
     let rules: Rules
     /// Accepted on a unix socket: no browser can reach it, so any Host is fine.
     let isFromUnixSocket: Bool
+    /// Accepted on a named session's own listener: its origin-form requests are that session's.
+    let listenerSession: NamedSession?
     /// Set only by the machine's own events (in this file and its extensions).
     var state: State
     /// After a CONNECT to an inject host and its first bytes: every request on this connection goes
@@ -94,9 +92,10 @@ struct ClientConnectionStateMachine {
 
     var settings: Settings { self.rules.settings }
 
-    init(rules: Rules, isFromUnixSocket: Bool, now: Instant) {
+    init(rules: Rules, isFromUnixSocket: Bool, listenerSession: NamedSession? = nil, now: Instant) {
         self.rules = rules
         self.isFromUnixSocket = isFromUnixSocket
+        self.listenerSession = listenerSession
         self.state = .idle(since: now)
     }
 
@@ -211,7 +210,7 @@ struct ClientConnectionStateMachine {
             // Inside a served tunnel, requests name their target through the tunnel, not Host.
             route = .forward(target, path: .absolute(head.target))
         } else {
-            route = self.rules.router.route(head)
+            route = self.rules.router.route(head, arrivedOn: self.listenerSession)
         }
         switch route {
         case .reject(let error):
@@ -231,14 +230,14 @@ struct ClientConnectionStateMachine {
             switch head.framing {
             case .none, .contentLength(0):
                 body = .kept(ByteBuffer(), reserved: 0)
-            case _ where !target.injectsToken:
+            case _ where target.tokenSession == nil:
                 // No token, no refresh to replay after: the body is not copied. (A pooled connection
                 // found dead before any of it went out is still resent; after, it is a 502.)
                 body = .untouched
             case .contentLength(let length):
                 // Kept only within the proxy-wide budget too: the answer decides (`replayBodyReserved`).
                 body = .untouched
-                if length <= self.settings.replayBodyLimit { reservation = length }
+                if length <= target.tokenSession?.replayBodyLimit ?? 0 { reservation = length }
             case .chunked:
                 body = .kept(ByteBuffer(), reserved: 0)
             }
@@ -254,8 +253,10 @@ struct ClientConnectionStateMachine {
             )
             self.state = .exchange(exchange)
             if reservation > 0 { return .reserveReplayBody(reservation) }
-            return target.injectsToken
-                ? .requestToken : .connectUpstream(target.origin, allowReuse: true, isReplay: false)
+            guard let session = target.tokenSession else {
+                return .connectUpstream(target.origin, allowReuse: true, isReplay: false)
+            }
+            return .requestToken(session)
         }
     }
 

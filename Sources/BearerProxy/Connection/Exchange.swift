@@ -232,9 +232,18 @@ struct Exchange {
     }
     var hasForwardedBody: Bool { self.forwardedBodyBytes > 0 }
 
-    var waiterID: TokenSession.WaiterID? {
-        if case .waitingForToken(let id, _, _) = self.phase { return id }
-        return nil
+    /// The request's place in its session's queue, while it waits there.
+    var waiterID: ParkedRequest? {
+        guard case .waitingForToken(let id, _, _) = self.phase, let session = self.target.tokenSession else {
+            return nil
+        }
+        return ParkedRequest(session: session, id: id)
+    }
+
+    /// The token the request carries, for the session to hear that it worked.
+    var acceptedToken: AcceptedToken? {
+        guard let token = self.token, let session = self.target.tokenSession else { return nil }
+        return AcceptedToken(session: session, generation: token.generation)
     }
 
     var isSent: Bool {

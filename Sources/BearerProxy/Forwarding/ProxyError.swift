@@ -26,6 +26,8 @@ package enum ProxyError: Error, Equatable, Sendable {
     case requestHeadTimeout
     case requestBodyTimeout
     case overCapacity
+    /// An origin-form path no mount matches, with no default upstream; the mounts there are.
+    case noSessionForPath(mounts: String)
     /// A request that needed a token cannot have one (refresh failed, logged out, …).
     case session(SessionFailure)
 
@@ -51,6 +53,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamConnectTimeout, .upstreamTimeout: 504
         case .requestHeadTimeout, .requestBodyTimeout: 408
         case .overCapacity: 503
+        case .noSessionForPath: 404
         case .session(let failure): failure.status
         }
     }
@@ -96,6 +99,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: the request body stopped arriving (client_idle_timeout)"
         case .overCapacity:
             "bearer-proxy: too many connections (max_connections); try again later"
+        case .noSessionForPath(let mounts):
+            "bearer-proxy: no session takes this path: it is under none of the mounts (\(mounts)) and the default session has no upstream"
         case .session(let failure):
             failure.message
         }
@@ -114,7 +119,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             (origin, "other_hosts = deny and it is not in inject_hosts")
         case .malformedRequest, .otherHostDenied, .hostRefused, .originRefused, .upstreamConnectFailed,
             .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed, .upstreamConnectTimeout,
-            .upstreamTimeout, .upstreamTLSFailed, .requestHeadTimeout, .requestBodyTimeout, .overCapacity, .session:
+            .upstreamTimeout, .upstreamTLSFailed, .requestHeadTimeout, .requestBodyTimeout, .overCapacity,
+            .noSessionForPath, .session:
             nil
         }
     }
@@ -139,6 +145,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .requestHeadTimeout: "request_head_timeout"
         case .requestBodyTimeout: "request_body_timeout"
         case .overCapacity: "over_capacity"
+        case .noSessionForPath: "no_session_for_path"
         case .session(let failure): "token_\(failure.shortName)"
         }
     }

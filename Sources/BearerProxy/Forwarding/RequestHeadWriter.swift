@@ -20,7 +20,12 @@ extension ByteBuffer {
             self.writeByte(0x20)
             switch path {
             case .prefixed(let range):
-                self.writeBytes(target.pathPrefix)
+                // A mount removed from `/github` or `/github?q` leaves nothing or a query: the path is `/`.
+                if target.pathPrefix.isEmpty && (range.isEmpty || raw[range.lowerBound] != UInt8(ascii: "/")) {
+                    self.writeByte(UInt8(ascii: "/"))
+                } else {
+                    self.writeBytes(target.pathPrefix)
+                }
                 self.writeBytes(UnsafeRawBufferPointer(rebasing: raw[range]))
             case .absolute(let range):
                 if range.isEmpty || raw[range.lowerBound] != UInt8(ascii: "/") { self.writeByte(UInt8(ascii: "/")) }

@@ -1,62 +1,50 @@
 import BearerHTTP
 import BearerIO
 
-/// Decides where a request goes and whether it carries the token (CONTRACT.md, "Routing").
+/// Decides where a request goes, for which session, and whether it carries that session's token
+/// (README, "How the target is chosen" and "Several APIs in one proxy").
 ///
-/// Origin-form requests, and absolute-form requests naming the proxy itself, go to the configured
-/// upstream with its path prefix. Absolute-form requests go to the host they name; when that is the
-/// upstream's host (with no port or the upstream's port) the upstream's scheme and port are used, so
-/// a client speaking plain HTTP to the proxy reaches an HTTPS API. The token goes only to hosts that
-/// `inject_hosts` matches.
+/// Origin-form requests, and absolute-form requests naming the proxy itself, go to the upstream of
+/// their session (the listener's, the mount's, else the default one), with its path prefix and
+/// without the mount. Absolute-form requests go to the host they name; when that is a session's
+/// upstream host (with no port or the upstream's port) the upstream's scheme and port are used, so
+/// a client speaking plain HTTP to the proxy reaches an HTTPS API. The token goes only to hosts
+/// that a session's `inject_hosts` matches, and it is that session's token.
 ///
 /// A class, immutable: every request reads it through the connections' shared rules, and reading a
 /// struct of arrays out of a class copies it, a retain for each of its fields.
 package final class Router: Sendable {
-    package let upstream: Target
-    /// Absolute-form requests to the upstream's host go here: the upstream, without its path prefix.
-    private let upstreamForAbsoluteForm: Target
-    private let upstreamHost: EncodedHost
-    private let upstreamURL: UpstreamURL
-    private let injectHosts: [HostPattern]
+    private let sessions: SessionTable
     private let otherHosts: OtherHostsPolicy
     /// tls_intercept: a CONNECT to an inject host may carry TLS the proxy terminates.
     private let intercepts: Bool
     /// The names that make an absolute-form request one for the proxy itself.
     private let names: ProxyNames
 
-    package init(configuration: Configuration, upstream: UpstreamURL, names: ProxyNames) {
-        self.upstreamURL = upstream
-        self.injectHosts = configuration.effectiveInjectHosts
+    /// `sessions`: the default session first (index 0), then the named ones.
+    package init(configuration: Configuration, sessions: [NamedSession], names: ProxyNames) {
+        self.sessions = SessionTable(sessions: sessions)
         self.otherHosts = configuration.otherHosts
         self.intercepts = configuration.intercept.isEnabled
-        let origin = upstream.origin
-        self.upstream = Target(
-            origin: origin,
-            authority: Array(origin.authority.utf8),
-            pathPrefix: Array(upstream.pathPrefix.utf8),
-            injectsToken: self.injectHosts.contains { $0.matches(host: upstream.host, port: upstream.port) }
-        )
-        self.upstreamForAbsoluteForm = Target(
-            origin: origin,
-            authority: self.upstream.authority,
-            pathPrefix: [],
-            injectsToken: self.upstream.injectsToken
-        )
-        self.upstreamHost = EncodedHost(upstream.host)
         self.names = names
     }
 
-    package func route(_ head: RequestHead) -> Route {
+    /// Where `head` goes. `listener`: the session whose own listener it arrived on (nil: the main one).
+    package func route(_ head: RequestHead, arrivedOn listener: NamedSession? = nil) -> Route {
         switch head.targetForm {
         case .origin:
-            return .forward(self.upstream, path: .prefixed(head.target))
+            return self.originForm(head, path: head.target, arrivedOn: listener)
         case .asterisk:
-            return .forward(self.upstream, path: .asterisk)
+            guard let target = listener.flatMap(self.sessions.originFormTarget(of:)) ?? self.sessions.defaultTarget
+            else {
+                return .reject(.noSessionForPath(mounts: self.sessions.mountList))
+            }
+            return .forward(target, path: .asterisk)
         case .authority(let authority):
             let host = ProxyNames.normalizedHost(head.string(authority.host))
             let port = authority.port ?? 443
             let origin = Origin(isHTTPS: false, host: host, port: port)
-            if self.injectHosts.contains(where: { $0.matches(host: host, port: port) }) {
+            if self.sessions.session(forHost: host, port: port) != nil {
                 return self.servedTunnel(host: host, port: port, namedPort: authority.port)
             }
             if self.otherHosts == .deny { return .reject(.connectDenied(origin.description)) }
@@ -64,14 +52,16 @@ package final class Router: Sendable {
         case .absolute(let absolute):
             let authority = absolute.parsedAuthority
             if self.names.contains(authority, in: head, defaultPort: absolute.isHTTPS ? 443 : 80) {
-                return .forward(self.upstream, path: .prefixed(absolute.pathAndQuery))
+                return self.originForm(head, path: absolute.pathAndQuery, arrivedOn: listener)
             }
-            // What http_proxy clients send for the API itself: the shared target, no string built.
-            let namesUpstreamPort = authority.port == nil || authority.port == self.upstreamURL.port
-            if namesUpstreamPort && head.bytes.withUnsafeBytes({ self.upstreamHost.isSpelled(by: $0, authority.host) })
-            {
-                return .forward(self.upstreamForAbsoluteForm, path: .absolute(absolute.pathAndQuery))
+            // What http_proxy clients send for an API itself: the shared target, no string built.
+            let upstream = head.bytes.withUnsafeBytes { raw in
+                self.sessions.upstreams.first { upstream in
+                    (authority.port == nil || authority.port == upstream.url.port)
+                        && upstream.host.isSpelled(by: raw, authority.host)
+                }
             }
+            if let upstream { return .forward(upstream.absoluteForm, path: .absolute(absolute.pathAndQuery)) }
             let host = ProxyNames.normalizedHost(head.string(authority.host))
             let port = authority.port ?? (absolute.isHTTPS ? 443 : 80)
             let target = self.target(host: host, port: port, namedPort: authority.port, isHTTPS: absolute.isHTTPS)
@@ -96,20 +86,36 @@ package final class Router: Sendable {
         return .serveTunnel(ServedTunnel(host: host, clear: clear, tls: tls))
     }
 
-    /// Where requests to `host:port` go: the upstream's scheme and port when it is the upstream's
-    /// host named without a port or with the upstream's port, else the scheme the client named.
-    func target(host: String, port: Int, namedPort: Int?, isHTTPS: Bool) -> Target {
-        let origin: Origin
-        if host == self.upstreamURL.host && (namedPort == nil || namedPort == self.upstreamURL.port) {
-            origin = self.upstream.origin
-        } else {
-            origin = Origin(isHTTPS: isHTTPS, host: host, port: port)
+    /// An origin-form path (`head.bytes[path]`): the listener's session, else the longest mount's
+    /// (the mount removed), else the default session's.
+    private func originForm(_ head: RequestHead, path: Range<Int>, arrivedOn listener: NamedSession?) -> Route {
+        if let listener, let target = self.sessions.originFormTarget(of: listener) {
+            return .forward(target, path: .prefixed(path))
         }
+        if self.sessions.hasMounts,
+            let (target, rest) = head.bytes.withUnsafeBytes({ self.sessions.mount(of: $0, path) })
+        {
+            return .forward(target, path: .prefixed(rest))
+        }
+        guard let target = self.sessions.defaultTarget else {
+            return .reject(.noSessionForPath(mounts: self.sessions.mountList))
+        }
+        return .forward(target, path: .prefixed(path))
+    }
+
+    /// Where requests to `host:port` go: a session's upstream scheme and port when it is that
+    /// upstream's host named without a port or with the upstream's port, else the scheme the client
+    /// named; with the token of the session whose inject_hosts match.
+    func target(host: String, port: Int, namedPort: Int?, isHTTPS: Bool) -> Target {
+        let upstream = self.sessions.upstream(host: host, namedPort: namedPort)
+        let origin = upstream?.url.origin ?? Origin(isHTTPS: isHTTPS, host: host, port: port)
+        let session = self.sessions.session(forHost: origin.host, port: origin.port)
         return Target(
             origin: origin,
-            authority: origin == self.upstream.origin ? self.upstream.authority : Array(origin.authority.utf8),
+            authority: upstream?.absoluteForm.authority ?? Array(origin.authority.utf8),
             pathPrefix: [],
-            injectsToken: self.injectHosts.contains { $0.matches(host: origin.host, port: origin.port) }
+            session: session,
+            injectsToken: session != nil
         )
     }
 }
@@ -123,25 +129,37 @@ package final class Target: Equatable, Sendable, CustomStringConvertible {
     package let authority: [UInt8]
     /// Prepended to origin-form paths.
     package let pathPrefix: [UInt8]
+    /// The session the request is for: its token, its refresh_on, its replay_body_limit. Nil for a
+    /// host no session's inject_hosts match.
+    package let session: NamedSession?
+    /// Whether the request carries the session's token (its inject_hosts match the target).
     package let injectsToken: Bool
     /// `host:port`, for the access log.
     let logName: [UInt8]
 
-    package init(origin: Origin, authority: [UInt8], pathPrefix: [UInt8], injectsToken: Bool) {
+    /// `injectsToken` needs a `session`.
+    package init(origin: Origin, authority: [UInt8], pathPrefix: [UInt8], session: NamedSession?, injectsToken: Bool) {
+        precondition(session != nil || !injectsToken, "a token without a session to take it from")
         self.origin = origin
         self.authority = authority
         self.pathPrefix = pathPrefix
+        self.session = session
         self.injectsToken = injectsToken
         self.logName = Array(origin.description.utf8)
     }
 
+    /// The session whose token the request carries.
+    var tokenSession: NamedSession? { self.injectsToken ? self.session : nil }
+
     package static func == (lhs: Target, rhs: Target) -> Bool {
         lhs === rhs
             || (lhs.origin == rhs.origin && lhs.authority == rhs.authority && lhs.pathPrefix == rhs.pathPrefix
-                && lhs.injectsToken == rhs.injectsToken)
+                && lhs.session == rhs.session && lhs.injectsToken == rhs.injectsToken)
     }
 
-    package var description: String { "\(self.origin)\(self.injectsToken ? " (token)" : "")" }
+    package var description: String {
+        "\(self.origin)\(self.injectsToken ? " (token)" : "")\(self.session.map { " (\($0))" } ?? "")"
+    }
 }
 
 package enum Route: Sendable {

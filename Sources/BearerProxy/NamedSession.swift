@@ -1,0 +1,60 @@
+import BearerCore
+
+/// One session as the running proxy holds it: its name, its token session, what its requests follow
+/// (refresh_on, replay_body_limit), and its place in every loop's token caches (README, "Several APIs
+/// in one proxy").
+///
+/// Each is independent of the others: its own token and generation, its own coalesced refresh and
+/// storm guard, its own refresh_token_file and fleet key. A class, immutable: routes point at it,
+/// and every request of a session reads it.
+package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
+    package let name: String
+    /// Its place in `ProxyRuntime.sessions`, and in each loop's token caches.
+    let index: Int
+    package let tokens: TokenSession
+    /// The session's own settings (its section's keys over the file's process-wide ones).
+    package let configuration: Configuration
+    /// Where admin `POST /logout` revokes its refresh token; nil: nowhere.
+    let revocation: TokenRevocation?
+    /// Statuses that mean its token was refused (`refresh_on`).
+    let refreshOn: Set<Int>
+    let replayBodyLimit: Int
+    /// The name as the access log writes it.
+    let logName: [UInt8]
+
+    init(
+        name: String,
+        index: Int,
+        tokens: TokenSession,
+        configuration: Configuration,
+        revocation: TokenRevocation? = nil
+    ) {
+        self.name = name
+        self.index = index
+        self.tokens = tokens
+        self.configuration = configuration
+        self.revocation = revocation
+        self.refreshOn = Set(configuration.refreshOn)
+        self.replayBodyLimit = configuration.replayBodyLimit
+        self.logName = Array(name.utf8)
+    }
+
+    /// The same session: names are unique among a proxy's sessions, and so are places.
+    package static func == (lhs: NamedSession, rhs: NamedSession) -> Bool {
+        lhs === rhs || (lhs.index == rhs.index && lhs.name == rhs.name)
+    }
+
+    package var description: String { "session \(self.name)" }
+}
+
+/// A request parked in a session's token session: whom to tell when its client goes away.
+struct ParkedRequest: Equatable {
+    let session: NamedSession
+    let id: TokenSession.WaiterID
+}
+
+/// A token a session's upstream answered with a status not in refresh_on: the storm guard's "it worked".
+struct AcceptedToken: Equatable {
+    let session: NamedSession
+    let generation: Int
+}
