@@ -183,7 +183,11 @@ package final class ProxyServer: Sendable {
                 logger: logger
             )
         }
-        let names = ProxyNames(boundAddresses: bound.map(\.address), acceptHosts: configuration.acceptHosts)
+        let names = ProxyNames(
+            boundAddresses: bound.map(\.address),
+            acceptHosts: configuration.acceptHosts,
+            listenerSessions: bound.map(\.sessionIndex)
+        )
         let runtime = ProxyRuntime(
             configuration: configuration,
             router: Router(configuration: configuration, sessions: sessions, names: names),
@@ -232,7 +236,7 @@ package final class ProxyServer: Sendable {
         do throws(LocalCAError) {
             return try InterceptCertificates.start(
                 caDirectory: directory,
-                permitting: configuration.everySession.flatMap(\.configuration.effectiveInjectHosts),
+                permitting: configuration.everyInjectHost,
                 logger: logger
             )
         } catch {

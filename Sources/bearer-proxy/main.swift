@@ -77,6 +77,10 @@ func run(_ options: CommandLineOptions) -> Int32 {
             ["upstream": configuration.upstream?.description ?? "-", "workers": "\(configuration.workers)"]
         )
     }
+    for (name, address) in server.sessionAddresses {
+        let upstream = configuration.session(named: name)?.upstream?.description ?? "-"
+        logger.announce("listening on \(address)", ["session": name, "upstream": upstream])
+    }
     if let demo {
         writeStandardError(demo.banner(proxy: server.boundAddresses[0], admin: server.adminAddress))
     }

@@ -296,6 +296,8 @@ extension DeviceAuthorizationPoller {
                   --device                Log in on another device with a code (OAuth2 device authorization,
                                           RFC 8628). The default when only device_authorization_url is set.
                   --no-browser            Print the authorization URL without opening a browser.
+                  --session <name>        The [session <name>] of the config file to log in (default: the
+                                          keys outside any section).
                   -h, --help              Show help information.
 
                 How: token_format = json logs in at login_url (a username or password missing from the config
@@ -316,10 +318,12 @@ extension DeviceAuthorizationPoller {
                 cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
                 would let two processes spend one refresh token.
 
-                USAGE: bearer-proxy logout --config <file>
+                USAGE: bearer-proxy logout --config <file> [--session <name>]
 
                 OPTIONS:
                   --config <file>         The proxy's config file.
+                  --session <name>        The [session <name>] of the config file to log out (default: the
+                                          keys outside any section).
                   -h, --help              Show help information.
 
                 """
@@ -332,6 +336,7 @@ extension DeviceAuthorizationPoller {
             Subcommand.Options(configPath: "p.conf", usesDevice: true, opensBrowser: false)
         ),
         (["--config=p.conf"], Subcommand.Options(configPath: "p.conf")),
+        (["--config", "p.conf", "--session=github"], Subcommand.Options(configPath: "p.conf", session: "github")),
         (["-h"], Subcommand.Options(isHelp: true)),
     ])
     func parsesLoginFlags(arguments: [String], expected: Subcommand.Options) throws {
@@ -340,6 +345,8 @@ extension DeviceAuthorizationPoller {
 
     @Test func refusesWhatItDoesNotKnow() {
         #expect(throws: CommandLineError.unknownOption("--device")) { try Subcommand.logout.parse(["--device"]) }
+        #expect(throws: CommandLineError.unknownOption("--session")) { try Subcommand.ca.parse(["--session", "a"]) }
+        #expect(throws: CommandLineError.missingValue("--session")) { try Subcommand.logout.parse(["--session"]) }
         #expect(throws: CommandLineError.missingValue("--config")) { try Subcommand.login.parse(["--config"]) }
         #expect(throws: CommandLineError.unexpectedArgument("now")) { try Subcommand.login.parse(["now"]) }
     }

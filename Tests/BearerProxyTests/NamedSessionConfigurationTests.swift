@@ -351,6 +351,25 @@ import Testing
         )
     }
 
+    @Test func twoNamesOfOneEnvironmentVariableAreAnError() {
+        let (_, errors, _) = self.read(
+            """
+            upstream = https://api.internal
+            [session my-api]
+            upstream = http://127.0.0.1:81
+            mount = /a
+            [session MY_api]
+            upstream = http://127.0.0.1:82
+            mount = /b
+            """
+        )
+        #expect(
+            errors == [
+                "p.conf:5: [session MY_api] and [session my-api] (p.conf:2) would both export BEARER_PROXY_URL_MY_API (bearer-proxy env and run): rename one"
+            ]
+        )
+    }
+
     @Test func sessionsSharingAStoreNeedTheirOwnFleetKeys() {
         let text = """
             upstream = https://api.internal

@@ -499,7 +499,9 @@ func keptLockLine(_ file: String) -> String {
         let device = try ProxyProcess.run(["logout", "--device"])
         #expect(device.status == 1)
         #expect(
-            device.stderr.hasPrefix("Error: Unknown option '--device'\nUsage: bearer-proxy logout --config <file>\n")
+            device.stderr.hasPrefix(
+                "Error: Unknown option '--device'\nUsage: bearer-proxy logout --config <file> [--session <name>]\n"
+            )
         )
     }
 

@@ -79,6 +79,16 @@ extension Configuration {
                 "'\(b.sessionStore.name)' is also the session_name of \(whose) (\(Self.place(of: "session_name", in: earlier))): sessions with one fleet key would share one token (set session_name in one of them)"
             )
         }
+        let variable = ClientEnvironment.urlVariable(of: later.name)
+        if earlier.name != Self.defaultSessionName, variable == ClientEnvironment.urlVariable(of: earlier.name),
+            a.mount != nil || !a.listen.isEmpty, b.mount != nil || !b.listen.isEmpty
+        {
+            diagnostics.error(
+                at: later.place,
+                nil,
+                "[session \(later.name)] and [session \(earlier.name)] (\(earlier.place)) would both export \(variable) (bearer-proxy env and run): rename one"
+            )
+        }
         if let file = b.refreshTokenFile, file == a.refreshTokenFile {
             diagnostics.error(
                 at: Self.place(of: "refresh_token_file", in: later),

@@ -28,6 +28,12 @@ extension Configuration {
             + self.sessions
     }
 
+    /// Every session's inject hosts: what the local CA's name constraints permit, and what
+    /// NO_PROXY must not bypass.
+    package var everyInjectHost: [HostPattern] {
+        self.everySession.flatMap(\.configuration.effectiveInjectHosts)
+    }
+
     /// The session called `name` (`default`: this configuration).
     package func session(named name: String) -> Configuration? {
         if name == Self.defaultSessionName { return self }

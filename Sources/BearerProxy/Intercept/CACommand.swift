@@ -35,7 +35,7 @@ enum CACommand {
     ) throws(LocalCAError) -> String {
         guard let directory = configuration.intercept.caDirectory else { throw .noDirectory }
         let files = CAFiles(directory: directory)
-        let hosts = configuration.effectiveInjectHosts
+        let hosts = configuration.everyInjectHost
         let trustStore = SystemTrustStore(environment: environment)
         let now = wallClockEpochSeconds()
         let ca: LocalCA

@@ -19,16 +19,22 @@ struct SubcommandEnvironment {
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
         }
-        let configuration: Configuration
+        let root: Configuration
         do throws(ConfigurationErrors) {
-            configuration = try ConfigurationLoader.load(loaderOptions)
+            root = try ConfigurationLoader.load(loaderOptions)
         } catch {
             // One line per error, each an `Error: …` line as the console prints the first.
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
+        let name = options.session ?? Configuration.defaultSessionName
+        guard let configuration = root.session(named: name) else {
+            let known = root.everySession.map(\.name).joined(separator: ", ")
+            throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
+        }
         guard let file = configuration.refreshTokenFile else {
+            let whose = options.session.map { " in [session \($0)]" } ?? ""
             throw .notConfigured(
-                "\(path): refresh_token_file: \(subcommand.rawValue) needs it (where the refresh token is stored)"
+                "\(configuration.settingPlaces.whole): refresh_token_file: \(subcommand.rawValue) needs it\(whose) (where the refresh token is stored)"
             )
         }
         let tls: any TLSConnectionFactory

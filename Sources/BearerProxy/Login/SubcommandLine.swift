@@ -13,6 +13,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
     /// What the subcommand's command line asked for.
     struct Options: Equatable, Sendable {
         var configPath: String?
+        /// login, logout: the `[session NAME]` whose refresh token it is (nil: the default session).
+        var session: String?
         /// login: the device authorization grant.
         var usesDevice = false
         /// login: print the authorization URL, do not open a browser.
@@ -96,6 +98,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
             case (.ca, "--bundle"): options.writesBundle = true
             case (.run, "--no-intercept"): options.intercepts = false
             case (_, _) where name == "--config": options.configPath = try value()
+            case (.login, _) where name == "--session", (.logout, _) where name == "--session":
+                options.session = try value()
             case (.env, _) where name == "--listen", (.run, _) where name == "--listen": options.listen = try value()
             case (.run, _) where name == "--admin-listen": options.adminListen = try value()
             case (.run, _) where name == "--log-level": options.logLevel = try value()
@@ -119,7 +123,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     var usageLine: String {
         switch self {
         case .login: "Usage: bearer-proxy login --config <file> [<options>]"
-        case .logout: "Usage: bearer-proxy logout --config <file>"
+        case .logout: "Usage: bearer-proxy logout --config <file> [--session <name>]"
         case .ca: "Usage: bearer-proxy ca [--config <file>] [--renew] [--bundle]"
         case .env: "Usage: bearer-proxy env [--config <file>] [--listen <addr>]"
         case .run: "Usage: bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]"
@@ -152,6 +156,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
           --device                Log in on another device with a code (OAuth2 device authorization,
                                   RFC 8628). The default when only device_authorization_url is set.
           --no-browser            Print the authorization URL without opening a browser.
+          --session <name>        The [session <name>] of the config file to log in (default: the
+                                  keys outside any section).
           -h, --help              Show help information.
 
         How: token_format = json logs in at login_url (a username or password missing from the config
@@ -168,10 +174,12 @@ package enum Subcommand: String, CaseIterable, Sendable {
         cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
         would let two processes spend one refresh token.
 
-        USAGE: bearer-proxy logout --config <file>
+        USAGE: bearer-proxy logout --config <file> [--session <name>]
 
         OPTIONS:
           --config <file>         The proxy's config file.
+          --session <name>        The [session <name>] of the config file to log out (default: the
+                                  keys outside any section).
           -h, --help              Show help information.
 
         """

@@ -39,7 +39,7 @@ package struct RequestGuard: Sendable {
         guard let authority = head.hostAuthority else { return .hostRefused("") }
         let value = head.fields[hostField].value
         if self.names.matchesExactly(value, in: head) { return nil }
-        if self.names.contains(authority, in: head, defaultPort: 80) { return nil }
+        if self.names.naming(authority, in: head, defaultPort: 80) != nil { return nil }
         return .hostRefused(head.string(value))
     }
 

@@ -15,6 +15,8 @@ import BearerIO
 /// struct of arrays out of a class copies it, a retain for each of its fields.
 package final class Router: Sendable {
     private let sessions: SessionTable
+    /// By index: the session an absolute-form request names by its own listener's port.
+    private let namedSessions: [NamedSession]
     private let otherHosts: OtherHostsPolicy
     /// tls_intercept: a CONNECT to an inject host may carry TLS the proxy terminates.
     private let intercepts: Bool
@@ -24,6 +26,7 @@ package final class Router: Sendable {
     /// `sessions`: the default session first (index 0), then the named ones.
     package init(configuration: Configuration, sessions: [NamedSession], names: ProxyNames) {
         self.sessions = SessionTable(sessions: sessions)
+        self.namedSessions = sessions
         self.otherHosts = configuration.otherHosts
         self.intercepts = configuration.intercept.isEnabled
         self.names = names
@@ -51,8 +54,14 @@ package final class Router: Sendable {
             return .tunnel(origin)
         case .absolute(let absolute):
             let authority = absolute.parsedAuthority
-            if self.names.contains(authority, in: head, defaultPort: absolute.isHTTPS ? 443 : 80) {
+            switch self.names.naming(authority, in: head, defaultPort: absolute.isHTTPS ? 443 : 80) {
+            case .listener(let session):
+                let named = session.map { self.namedSessions[$0] }
+                return self.originForm(head, path: absolute.pathAndQuery, arrivedOn: named)
+            case .acceptedHost:
                 return self.originForm(head, path: absolute.pathAndQuery, arrivedOn: listener)
+            case nil:
+                break
             }
             // What http_proxy clients send for an API itself: the shared target, no string built.
             let upstream = head.bytes.withUnsafeBytes { raw in

@@ -17,8 +17,14 @@ struct ClientEnvironment: Equatable {
     static let loopbackNames = ["localhost", "127.0.0.1", "::1"]
 
     /// `proxyURL`: `http://HOST:PORT`, the proxy's base URL, which is also its http_proxy.
-    /// `trust`: with tls_intercept on, the files clients must trust.
-    init(proxyURL: String, injectHosts: [HostPattern], trust: ClientTrustFiles?) {
+    /// `trust`: with tls_intercept on, the files clients must trust. `sessionURLs`: the base URL of
+    /// each named session with a listen or a mount (`sessionURLs(_:proxyURL:listenerURL:)`).
+    init(
+        proxyURL: String,
+        injectHosts: [HostPattern],
+        trust: ClientTrustFiles?,
+        sessionURLs: [(session: String, url: String)] = []
+    ) {
         for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
             self.variables.append(Variable(name: name, value: proxyURL))
         }
@@ -37,7 +43,32 @@ struct ClientEnvironment: Equatable {
             self.variables.append(Variable(name: "NODE_EXTRA_CA_CERTS", value: trust.root))
         }
         self.variables.append(Variable(name: "BEARER_PROXY_URL", value: proxyURL))
-        // Named sessions add BEARER_PROXY_URL_<NAME> here, one for each session with a listen or a mount.
+        for (session, url) in sessionURLs {
+            self.variables.append(Variable(name: Self.urlVariable(of: session), value: url))
+        }
+    }
+
+    /// `BEARER_PROXY_URL_<NAME>`: the name upper-cased, `-` as `_`.
+    static func urlVariable(of session: String) -> String {
+        "BEARER_PROXY_URL_" + session.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The base URL of each named session with a listen or a mount: its own listener's
+    /// (`listenerURL`: nil when it has no TCP one), else the main listener's with its mount.
+    static func sessionURLs(
+        _ configuration: Configuration,
+        proxyURL: String,
+        listenerURL: (SessionConfiguration) throws(WrapError) -> String?
+    ) throws(WrapError) -> [(session: String, url: String)] {
+        var urls: [(session: String, url: String)] = []
+        for session in configuration.sessions {
+            if let url = try listenerURL(session) {
+                urls.append((session.name, url))
+            } else if let mount = session.configuration.mount {
+                urls.append((session.name, proxyURL + mount))
+            }
+        }
+        return urls
     }
 
     /// `export NAME='value'` lines, for `eval "$(bearer-proxy env)"` in any POSIX shell.
@@ -104,7 +135,7 @@ extension ClientTrustFiles {
         let files = CAFiles(directory: directory)
         let (ca, wasCreated) = try LocalCA.open(
             files,
-            permitting: configuration.effectiveInjectHosts,
+            permitting: configuration.everyInjectHost,
             now: wallClockEpochSeconds()
         )
         if access(files.bundle, F_OK) != 0 {

@@ -25,7 +25,7 @@ enum EnvCommand {
                 if prepared.madeCA {
                     CACommand.sayMadeCA(
                         in: configuration.intercept.caDirectory ?? "",
-                        for: configuration.effectiveInjectHosts,
+                        for: configuration.everyInjectHost,
                         console: console
                     )
                 }
@@ -33,8 +33,12 @@ enum EnvCommand {
             }
             let variables = ClientEnvironment(
                 proxyURL: url,
-                injectHosts: configuration.effectiveInjectHosts,
-                trust: trust
+                injectHosts: configuration.everyInjectHost,
+                trust: trust,
+                sessionURLs: try ClientEnvironment.sessionURLs(configuration, proxyURL: url) {
+                    (session) throws(WrapError) -> String? in
+                    try Self.listenerURL(session.configuration)
+                }
             )
             Console.write(variables.exportScript, to: console.output)
             return 0
@@ -46,11 +50,18 @@ enum EnvCommand {
 
     /// The first TCP listen address as a URL.
     static func proxyURL(_ configuration: Configuration) throws(WrapError) -> String {
-        let place = configuration.listenPlace
+        guard let url = try Self.listenerURL(configuration) else {
+            throw .onlyUnixSockets(place: configuration.listenPlace)
+        }
+        return url
+    }
+
+    /// The first TCP listen address of a session's own listener as a URL; nil when it has none.
+    static func listenerURL(_ configuration: Configuration) throws(WrapError) -> String? {
         for case .hostPort(let host, let port) in configuration.listen {
-            guard port != 0 else { throw .portPickedAtStart(place: place) }
+            guard port != 0 else { throw .portPickedAtStart(place: configuration.listenPlace) }
             return ClientEnvironment.proxyURL(host: host, port: port)
         }
-        throw .onlyUnixSockets(place: place)
+        return nil
     }
 }

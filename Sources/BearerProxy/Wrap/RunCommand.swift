@@ -11,12 +11,13 @@ enum RunCommand {
     static func run(_ options: Subcommand.Options, command: WrappedCommand) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         guard
-            let configuration = options.loadConfiguration(
+            var configuration = options.loadConfiguration(
                 overrides: Self.overrides(options),
                 environment: environment,
                 console: .standard
             )
         else { return 1 }
+        Self.listenOnFreePorts(&configuration.sessions)
         guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
             Self.fail(WrapError.onlyUnixSockets(place: configuration.listenPlace).description)
             return 1
@@ -84,6 +85,16 @@ enum RunCommand {
         ]
     }
 
+    /// A named session's own listener moves to a free loopback port as the main one does: a proxy of
+    /// the same config that already runs keeps its ports, and CMD learns the new ones from
+    /// `BEARER_PROXY_URL_<NAME>`.
+    static func listenOnFreePorts(_ sessions: inout [SessionConfiguration]) {
+        for index in sessions.indices where !sessions[index].configuration.listen.isEmpty {
+            sessions[index].configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
+            sessions[index].configuration.settingPlaces.byKey["listen"] = "bearer-proxy run"
+        }
+    }
+
     /// `bearer-proxy env`'s variables for the proxy that now listens, over `parent` less the
     /// variables the config expanded into secrets.
     private static func childEnvironment(
@@ -97,10 +108,17 @@ enum RunCommand {
         let trust =
             configuration.intercept.isEnabled
             ? try ClientTrustFiles.prepare(configuration, environment: parent).files : nil
+        let url = ClientEnvironment.proxyURL(host: host, port: port)
+        let sessionURLs = try ClientEnvironment.sessionURLs(configuration, proxyURL: url) { session in
+            server.sessionAddresses.first { $0.session == session.name && !$0.address.isUnix }.map { bound in
+                ClientEnvironment.proxyURL(host: bound.address.hostText!, port: bound.address.port!)
+            }
+        }
         return ClientEnvironment(
-            proxyURL: ClientEnvironment.proxyURL(host: host, port: port),
-            injectHosts: configuration.effectiveInjectHosts,
-            trust: trust
+            proxyURL: url,
+            injectHosts: configuration.everyInjectHost,
+            trust: trust,
+            sessionURLs: sessionURLs
         ).applied(to: parent, removing: configuration.secretVariables)
     }
 
