@@ -71,7 +71,9 @@ import Testing
             return "\(target.session?.name ?? "-")\(target.injectsToken ? "+token" : "") \(target.origin) \(sent)"
         case .reject(let error): return "\(error.status)"
         case .tunnel(let origin): return "tunnel \(origin)"
-        case .serveTunnel(let target): return "served \(target.session?.name ?? "-") \(target.origin)"
+        case .serveTunnel(let tunnel):
+            let target = tunnel.clear ?? tunnel.tls
+            return "served \(target?.session?.name ?? "-") \(target.map { "\($0.origin)" } ?? "-")"
         }
     }
 

@@ -587,3 +587,68 @@ extension MockUpstream {
         }
     }
 }
+
+/// tls_intercept with two sessions: the local CA's constraints permit every session's inject hosts,
+/// and each intercepted tunnel's requests carry the token of the session whose host it is.
+@Suite struct NamedSessionInterceptTests {
+    @Test(.enabled(if: InterceptTunnelBinaryTests.hasCurl, "needs curl (apt-get install curl)"))
+    func eachInterceptedHostGetsItsSessionsToken() throws {
+        let fixtures = InterceptTunnelBinaryTests.fixtures
+        let tls = try TLSContext.server(
+            certificateChainFile: fixtures.appendingPathComponent("server.pem").path,
+            privateKeyFile: fixtures.appendingPathComponent("server.key").path
+        )
+        let apis = try ["default", "a"].map { name in
+            let authority = MockTokenAuthority(prefix: "\(name)-access-")
+            let tokens = MockTokenServer(group: e2eMockGroup, authority: authority)
+            try tokens.start()
+            let upstream = MockUpstream(group: e2eMockGroup, authority: authority, tls: tls)
+            try upstream.start()
+            return (tokens, upstream)
+        }
+        defer {
+            for (tokens, upstream) in apis {
+                tokens.stop()
+                upstream.stop()
+            }
+        }
+        let base = temporaryDirectory()
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            ca_file = \(fixtures.appendingPathComponent("ca.pem").path)
+            tls_intercept = on
+            ca_dir = \(base)/ca
+            upstream = https://localhost:\(apis[0].1.port)
+            token_url = \(apis[0].0.url)
+            client_id = d
+            [session a]
+            upstream = https://127.0.0.1:\(apis[1].1.port)
+            token_url = \(apis[1].0.url)
+            client_id = a
+            """
+        )
+        let proxy = try ProxyProcess(["--config", config])
+        defer {
+            proxy.signal(SIGTERM)
+            _ = proxy.waitForExit()
+        }
+        let address = try #require(proxy.waitUntilListening())
+        for (name, url) in [
+            ("default", "https://localhost:\(apis[0].1.port)/d"), ("a", "https://127.0.0.1:\(apis[1].1.port)/a"),
+        ] {
+            let result = try InterceptTunnelBinaryTests.run(
+                [
+                    InterceptTunnelBinaryTests.curl, "-sS", "--proxy", "http://\(address)", "--cacert",
+                    base + "/ca/ca.pem", "-w", "\n%{http_code}", url,
+                ],
+                environment: [:]
+            )
+            #expect(result.status == 0, "\(name): curl: \(result.standardError)")
+            #expect(result.standardOutput.hasSuffix("\n200"), "\(name): \(result.standardOutput)")
+        }
+        #expect(apis[0].1.requests.last?.header("authorization") == "Bearer default-access-1")
+        #expect(apis[1].1.requests.last?.header("authorization") == "Bearer a-access-1")
+        #expect(apis[1].1.requests.last?.target == "/a")
+    }
+}
