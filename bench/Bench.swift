@@ -13,6 +13,8 @@ final class Bench {
     let authority = MockTokenAuthority()
     let tokenServer: MockTokenServer
     let upstream: MockUpstream
+    /// The APIs of `--sessions`: the one above (the default session's) first, then `s2` … `sN`.
+    let sessionAPIs: [SessionAPI]
     var log: (String) -> Void
     let progress: ProgressLine
     /// The fleet's session store, started when the fleet scenario first runs.
@@ -60,6 +62,20 @@ final class Bench {
         )
         try self.tokenServer.start()
         try self.upstream.server.start(on: SocketAddress(ipAddress: "127.0.0.1", port: options.upstreamPort)!)
+        var apis = [
+            SessionAPI(
+                name: "default",
+                authority: self.authority,
+                tokenServer: self.tokenServer,
+                upstream: self.upstream
+            )
+        ]
+        for number in stride(from: 2, through: options.sessions, by: 1) {
+            apis.append(
+                try SessionAPI.start(name: "s\(number)", group: self.mockGroup, staticToken: options.staticToken)
+            )
+        }
+        self.sessionAPIs = apis
     }
 
     func shutdown() {
@@ -67,17 +83,18 @@ final class Bench {
         self.mitmproxy?.stop()
         self.secureMock?.stop()
         try? FileManager.default.removeItem(atPath: self.caDirectory)
-        self.upstream.stop()
-        self.tokenServer.stop()
+        for api in self.sessionAPIs { api.stop() }
         self.mockGroup.shutdown()
         self.loadGroup.shutdown()
     }
 
-    /// The proxy's config for a scenario.
+    /// The proxy's config for a scenario; `withSessions`: one `[session]` for each API beside the
+    /// default one (`--sessions`).
     func proxyConfig(
         upstream: String? = nil,
         grant: String = "grant_type = client_credentials",
-        extra: String = ""
+        extra: String = "",
+        withSessions: Bool = false
     ) -> String {
         var lines = [
             "listen = 127.0.0.1:0",
@@ -90,42 +107,52 @@ final class Bench {
             "max_connections = 100000",
         ]
         if let workers = self.options.proxyWorkers { lines.append("workers = \(workers)") }
-        return (lines + [extra]).joined(separator: "\n") + "\n"
+        let sections = withSessions ? self.sessionAPIs.dropFirst().map(\.section) : []
+        return (lines + [extra] + sections).joined(separator: "\n") + "\n"
     }
 
     /// One round of `scenario`; `round` (e.g. "round 2 of 3") only labels the log and progress lines.
     func run(_ scenario: BenchOptions.Scenario, round: String = "") throws -> ScenarioResult {
         switch scenario {
         case .direct:
-            let address = SocketAddress(ipAddress: "127.0.0.1", port: self.upstream.port)!
-            let target = LoadGenerator.Target(
-                address: address,
-                hostHeader: "127.0.0.1:\(self.upstream.port)",
-                requestTarget: "/bench",
-                extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n"
-            )
-            return self.measure(name: "direct", round: round, targets: [target], proxies: [])
+            // Straight at every API, the connections spread as through the proxy.
+            let targets = self.sessionAPIs.map { api in
+                LoadGenerator.Target(
+                    address: SocketAddress(ipAddress: "127.0.0.1", port: api.upstream.port)!,
+                    hostHeader: "127.0.0.1:\(api.upstream.port)",
+                    requestTarget: "/bench",
+                    extraHeaders: "Authorization: Bearer \(self.options.staticToken)\r\n"
+                )
+            }
+            return self.measure(name: "direct", round: round, targets: targets, proxies: [], apis: self.sessionAPIs)
         case .steady:
-            self.tokenServer.update { $0.expiresIn = nil }
-            return try self.withProxy { proxy, target in
-                self.measure(name: "steady", round: round, targets: [target], proxies: [proxy])
+            self.setTokenLifetime(nil)
+            return try self.withSessions { proxy, targets in
+                self.measure(name: "steady", round: round, targets: targets, proxies: [proxy], apis: self.sessionAPIs)
             }
         case .expiry:
-            self.tokenServer.update { $0.expiresIn = nil }
-            return try self.withProxy { proxy, target in
+            self.setTokenLifetime(nil)
+            return try self.withSessions { proxy, targets in
                 self.measure(
                     name: "expiry",
                     round: round,
-                    targets: [target],
+                    targets: targets,
                     proxies: [proxy],
-                    expireEvery: self.options.expireEvery
+                    expireEvery: self.options.expireEvery,
+                    apis: self.sessionAPIs
                 )
             }
         case .proactive:
-            self.tokenServer.update { $0.expiresIn = Int(self.options.tokenLifetime.seconds.rounded(.up)) }
-            defer { self.tokenServer.update { $0.expiresIn = nil } }
-            return try self.withProxy { proxy, target in
-                self.measure(name: "proactive", round: round, targets: [target], proxies: [proxy])
+            self.setTokenLifetime(Int(self.options.tokenLifetime.seconds.rounded(.up)))
+            defer { self.setTokenLifetime(nil) }
+            return try self.withSessions { proxy, targets in
+                self.measure(
+                    name: "proactive",
+                    round: round,
+                    targets: targets,
+                    proxies: [proxy],
+                    apis: self.sessionAPIs
+                )
             }
         case .fleet:
             self.tokenServer.update { $0.expiresIn = nil }
@@ -135,7 +162,8 @@ final class Bench {
                     round: round,
                     targets: targets,
                     proxies: proxies,
-                    expireEvery: self.options.expireEvery
+                    expireEvery: self.options.expireEvery,
+                    apis: [self.sessionAPIs[0]]
                 )
             }
         case .steadyTLS, .intercept, .newTunnels, .mitmproxy:
@@ -175,7 +203,13 @@ final class Bench {
                     scenario == .steadyTLS
                     ? target(port: port, throughTunnel: false)
                     : target(port: port, throughTunnel: true, reconnects: scenario == .newTunnels)
-                return self.measure(name: name, round: round, targets: [load], proxies: [proxy], upstream: mock)
+                return self.measure(
+                    name: name,
+                    round: round,
+                    targets: [load],
+                    proxies: [proxy],
+                    apis: [self.defaultAPI(upstream: mock)]
+                )
             }
         case .mitmproxy:
             let mitmproxy = try self.mitmproxyTarget()
@@ -184,7 +218,7 @@ final class Bench {
                 round: round,
                 targets: [target(port: mitmproxy.port, throughTunnel: true)],
                 proxies: [],
-                upstream: mock
+                apis: [self.defaultAPI(upstream: mock)]
             )
         case .direct, .steady, .expiry, .proactive, .fleet:
             preconditionFailure("not a TLS scenario: \(scenario)")
@@ -230,24 +264,52 @@ final class Bench {
             requestTarget: path,
             extraHeaders: ""
         )
-        return self.measure(name: name, round: round, targets: [target], proxies: [])
+        return self.measure(name: name, round: round, targets: [target], proxies: [], apis: [self.sessionAPIs[0]])
     }
 
     private func withProxy(
         config: String? = nil,
         _ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult
     ) throws -> ScenarioResult {
-        let proxy = try ChildProxy(binary: self.proxyBinary, config: config ?? self.proxyConfig())
+        try self.withProxy(config: config ?? self.proxyConfig(), apis: [self.sessionAPIs[0]]) { proxy, targets in
+            body(proxy, targets[0])
+        }
+    }
+
+    /// A proxy with a session for each API (`--sessions`), and a target for each: its mount.
+    private func withSessions(_ body: (ChildProxy, [LoadGenerator.Target]) -> ScenarioResult) throws -> ScenarioResult {
+        try self.withProxy(config: self.proxyConfig(withSessions: true), apis: self.sessionAPIs, body)
+    }
+
+    private func withProxy(
+        config: String,
+        apis: [SessionAPI],
+        _ body: (ChildProxy, [LoadGenerator.Target]) -> ScenarioResult
+    ) throws -> ScenarioResult {
+        let calls = apis.map(\.tokenServer.callCount)
+        let proxy = try ChildProxy(binary: self.proxyBinary, config: config)
         defer { proxy.stop() }
         guard let port = proxy.waitForPort() else {
             throw BenchError(
                 "bearer-proxy did not start: \(proxy.standardError.split(separator: "\n").last ?? "no output")"
             )
         }
-        // Let the start-up token fetch finish before measuring.
+        // Let every session's start-up token fetch finish before measuring.
         let deadline = Instant.now() + .seconds(5)
-        while self.tokenServer.callCount == 0 && Instant.now() < deadline { usleep(5000) }
-        return body(proxy, Self.target(port: port))
+        while zip(apis, calls).contains(where: { $0.tokenServer.callCount == $1 }) && Instant.now() < deadline {
+            usleep(5000)
+        }
+        return body(proxy, apis.map { Self.target(port: port, path: $0.mount + "/bench") })
+    }
+
+    /// The default session's token server and authority in front of another upstream (the https mock).
+    private func defaultAPI(upstream: MockUpstream) -> SessionAPI {
+        SessionAPI(name: "default", authority: self.authority, tokenServer: self.tokenServer, upstream: upstream)
+    }
+
+    /// `expires_in` of every API's tokens (nil: none given).
+    private func setTokenLifetime(_ seconds: Int?) {
+        for api in self.sessionAPIs { api.tokenServer.update { $0.expiresIn = seconds } }
     }
 
     /// `options.proxies` proxies sharing one session through Redis, with refresh-token rotation and
@@ -303,24 +365,25 @@ final class Bench {
         return redis
     }
 
-    private static func target(port: Int) -> LoadGenerator.Target {
+    private static func target(port: Int, path: String = "/bench") -> LoadGenerator.Target {
         LoadGenerator.Target(
             address: SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             hostHeader: "127.0.0.1:\(port)",
-            requestTarget: "/bench",
+            requestTarget: path,
             extraHeaders: ""
         )
     }
 
+    /// One measured run of `targets` (the i-th target is `apis[i]`'s): figures overall and per API.
+    /// With `expireEvery`, each API revokes its tokens on its own schedule (`expiryInterval`).
     private func measure(
         name: String,
         round: String,
         targets: [LoadGenerator.Target],
         proxies: [ChildProxy],
         expireEvery: Duration? = nil,
-        upstream: MockUpstream? = nil
+        apis: [SessionAPI]
     ) -> ScenarioResult {
-        let upstream = upstream ?? self.upstream
         let label = round.isEmpty ? name : "\(name), \(round)"
         self.log(
             "\(label): \(self.options.connections) connections, \(formatSeconds(self.options.warmup)) warm-up, \(formatSeconds(self.options.duration)) measured"
@@ -331,34 +394,37 @@ final class Bench {
             pipeline: self.options.pipeline,
             group: self.loadGroup
         )
-        var tokenCallsBefore = 0
-        var rejectedBefore = 0
+        var tokenCallsBefore: [Int] = []
+        var rejectedBefore: [Int] = []
         var cpuBefore = 0.0
         var start = Instant.now()
-        var revoker: ExpiryTimer?
-        var expiryInstants: [Instant] = []
+        var revokers: [ExpiryTimer] = []
+        var expiryInstants: [[Instant]] = apis.map { _ in [] }
         var cpuAfter = 0.0
         let result = generator.run(
             warmup: self.options.warmup,
             duration: self.options.duration,
             onMeasurementStart: {
                 start = Instant.now()
-                upstream.resetRequestIDs()
-                tokenCallsBefore = self.tokenServer.callCount
-                rejectedBefore = upstream.rejected.load(ordering: .relaxed)
+                for api in apis { api.upstream.resetRequestIDs() }
+                tokenCallsBefore = apis.map(\.tokenServer.callCount)
+                rejectedBefore = apis.map { $0.upstream.rejected.load(ordering: .relaxed) }
                 cpuBefore = proxies.map(\.cpuSeconds).reduce(0, +)
                 if let expireEvery {
-                    // No revocation in the last moments: a storm nobody sends a request into is not a storm.
-                    let quiet = min(expireEvery / 2, .milliseconds(200))
-                    revoker = ExpiryTimer(
-                        every: expireEvery,
-                        until: start + self.options.duration - quiet,
-                        authority: self.authority
-                    )
+                    revokers = apis.indices.map { index in
+                        let interval = Self.expiryInterval(expireEvery, api: index, of: apis.count)
+                        // No revocation in the last moments: a storm nobody sends a request into is not a storm.
+                        let quiet = min(interval / 2, .milliseconds(200))
+                        return ExpiryTimer(
+                            every: interval,
+                            until: start + self.options.duration - quiet,
+                            authority: apis[index].authority
+                        )
+                    }
                 }
             },
             onMeasurementEnd: {
-                expiryInstants = revoker?.stop() ?? []
+                expiryInstants = revokers.isEmpty ? expiryInstants : revokers.map { $0.stop() }
                 cpuAfter = proxies.map(\.cpuSeconds).reduce(0, +)
             },
             progress: { phase, elapsed, completed in
@@ -371,9 +437,19 @@ final class Bench {
         self.progress.clear()
         // A revocation just before the end is refreshed a moment later: let that call land.
         usleep(300_000)
-        let tokenCalls = self.tokenServer.callCount - tokenCallsBefore
-        let rejected = upstream.rejected.load(ordering: .relaxed) - rejectedBefore
-        let refreshInstants = self.tokenServer.callInstants.filter { $0 >= start }
+        let sessions = apis.indices.map { index in
+            // One API (the fleet's targets are its proxies): every target is its.
+            let statuses = apis.count == 1 ? result.statuses : result.statusesByTarget[index] ?? [:]
+            return SessionResult(
+                name: apis[index].name,
+                requests: statuses.values.reduce(0, +),
+                client401s: statuses[401] ?? 0,
+                tokenCalls: proxies.isEmpty ? 0 : apis[index].tokenServer.callCount - tokenCallsBefore[index],
+                expiryEvents: expiryInstants[index].count
+            )
+        }
+        let rejected = zip(apis, rejectedBefore).map { $0.upstream.rejected.load(ordering: .relaxed) - $1 }
+        let refreshInstants = apis.flatMap { $0.tokenServer.callInstants.filter { $0 >= start } }.sorted()
         let statuses = result.statuses
         let client401s = statuses[401] ?? 0
         let requests = statuses.values.reduce(0, +)
@@ -392,16 +468,23 @@ final class Bench {
             errors: errors,
             statuses: statuses.filter { !(200..<300).contains($0.key) },
             client401s: client401s,
-            tokenCalls: proxies.isEmpty ? 0 : tokenCalls,
-            expiryEvents: expiryInstants.count,
-            replays: max(0, rejected - client401s),
-            maxTimesSeenUpstream: upstream.requestIDStatistics.maximum,
+            tokenCalls: sessions.map(\.tokenCalls).reduce(0, +),
+            expiryEvents: sessions.map(\.expiryEvents).reduce(0, +),
+            replays: max(0, rejected.reduce(0, +) - client401s),
+            maxTimesSeenUpstream: apis.map(\.upstream.requestIDStatistics.maximum).max() ?? 0,
             proxyPeakRSSMiB: proxies.map(\.memory.peakMiB).max(),
             proxyCPUSeconds: proxies.isEmpty ? nil : cpuAfter - cpuBefore,
             series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),
-            expiryTimes: expiryInstants.map { ($0 - start).seconds },
-            refreshTimes: refreshInstants.map { ($0 - start).seconds }
+            expiryTimes: expiryInstants.joined().sorted().map { ($0 - start).seconds },
+            refreshTimes: refreshInstants.map { ($0 - start).seconds },
+            sessions: apis.count > 1 ? sessions : []
         )
+    }
+
+    /// How often API `index` of `count` revokes its tokens: `every` for the first, up to 1.5 times
+    /// that for the last, so that the APIs' storms drift apart instead of striking together.
+    static func expiryInterval(_ every: Duration, api index: Int, of count: Int) -> Duration {
+        every * (1 + Double(index) / Double(2 * max(count, 1)))
     }
 
     /// Holds `count` idle keep-alive connections open through the proxy and reads its memory.

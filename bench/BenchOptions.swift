@@ -20,6 +20,9 @@ struct BenchOptions: Equatable {
     var scenarios: [Scenario] = Scenario.standard
     /// fleet: how many proxy processes share the session through Redis.
     var proxies = 3
+    /// steady, expiry, proactive, direct: how many sessions (APIs, each with its own token endpoint)
+    /// one proxy serves, the connections spread over them.
+    var sessions = 1
     var connections = 64
     var duration: Duration = .seconds(5)
     var warmup: Duration = .seconds(1)
@@ -97,6 +100,7 @@ struct BenchOptions: Equatable {
                 }
             case "--connections": options.connections = try integer(name)
             case "--proxies": options.proxies = try integer(name)
+            case "--sessions": options.sessions = try integer(name)
             case "--duration": options.duration = try duration(name)
             case "--repeat": options.repeats = try integer(name)
             case "--warmup": options.warmup = try duration(name)
@@ -140,6 +144,11 @@ struct BenchOptions: Equatable {
                                   mitmproxy (default: all, which is direct, steady, expiry, proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
+          --sessions <n>          direct, steady, expiry, proactive: n APIs, each with its own token
+                                  endpoint and [session] (mounted at /s2 … /sn beside the default one),
+                                  the connections spread over them, each revoking its tokens on its own
+                                  schedule; token calls and expiry events reported per session
+                                  (default: 1)
           --connections <n>       Keep-alive client connections (default: 64)
           --duration <time>       Measured time per scenario and round (default: 5s)
           --warmup <time>         Unmeasured time before it (default: 1s)

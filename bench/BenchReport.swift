@@ -17,6 +17,9 @@ enum BenchReport {
         "scenario", "proxies", "client 401s", "token calls", "expiry events", "refreshes/expiry", "replays",
         "max seen upstream",
     ]
+    static let sessionColumns = [
+        "session", "requests", "client 401s", "token calls", "expiry events", "refreshes/expiry",
+    ]
 
     static func table(
         _ summaries: [ScenarioSummary],
@@ -57,6 +60,11 @@ enum BenchReport {
             lines.append("")
             lines += columns(tokens)
         }
+        for summary in summaries where !summary.sessions.isEmpty {
+            lines +=
+                ["", "\(summary.name) by session:"]
+                + columns([Self.sessionColumns] + summary.sessions.map(Self.sessionRow))
+        }
         for summary in summaries where summary.errorCount > 0 {
             let kinds = summary.errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
             lines.append("\(summary.name) errors: \(kinds.joined(separator: ", "))")
@@ -72,6 +80,13 @@ enum BenchReport {
             )
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func sessionRow(_ session: SessionResult) -> [String] {
+        [
+            session.name, "\(session.requests)", "\(session.client401s)", "\(session.tokenCalls)",
+            "\(session.expiryEvents)", session.refreshesPerExpiry.map { format($0, 2) } ?? "-",
+        ]
     }
 
     /// One line per ratio with its spread and the rounds' range, and a warning where the rounds fall
@@ -153,6 +168,7 @@ enum BenchReport {
                     "max_times_seen_upstream": summary.maxTimesSeenUpstream,
                     "rounds": summary.rounds.map(Self.roundObject),
                 ]
+                if !summary.sessions.isEmpty { object["sessions"] = summary.sessions.map(Self.sessionObject) }
                 object["refreshes_per_expiry"] = jsonNumber(summary.refreshesPerExpiry.map(Precision.ratio))
                 object["proxy_peak_rss_mib"] = jsonNumber(summary.proxyPeakRSSMiB.map(Precision.mebibytes))
                 object["proxy_cpu_s"] = jsonNumber(summary.proxyCPUSeconds.map(Precision.cpuSeconds))
@@ -176,6 +192,16 @@ enum BenchReport {
             ]
         }
         return (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+    }
+
+    /// One session's figures (`--sessions`), named as the scenario's.
+    private static func sessionObject(_ session: SessionResult) -> [String: Any] {
+        var object: [String: Any] = [
+            "name": session.name, "requests": session.requests, "client_401s": session.client401s,
+            "token_calls": session.tokenCalls, "expiry_events": session.expiryEvents,
+        ]
+        object["refreshes_per_expiry"] = jsonNumber(session.refreshesPerExpiry.map(Precision.ratio))
+        return object
     }
 
     /// Every figure of one round, as measured.
@@ -207,6 +233,7 @@ enum BenchReport {
         ]
         object["proxy_peak_rss_mib"] = jsonNumber(result.proxyPeakRSSMiB.map(Precision.mebibytes))
         object["proxy_cpu_s"] = jsonNumber(result.proxyCPUSeconds.map(Precision.cpuSeconds))
+        if !result.sessions.isEmpty { object["sessions"] = result.sessions.map(Self.sessionObject) }
         return object
     }
 

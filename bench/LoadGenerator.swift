@@ -34,6 +34,8 @@ final class LoadGenerator: Sendable {
     struct Result: Sendable {
         var samples: [Sample] = []
         var statuses: [Int: Int] = [:]
+        /// The same by target (`targets` order): what each session's clients saw.
+        var statusesByTarget: [Int: [Int: Int]] = [:]
         var errors: [String: Int] = [:]
         var measuredSeconds: Double = 0
     }
@@ -93,12 +95,19 @@ final class LoadGenerator: Sendable {
         while started.load(ordering: .relaxed) < self.group.loops.count { usleep(1000) }
         for index in 0..<self.connections {
             let loop = self.group.loops[index % self.group.loops.count]
-            let target = self.targets[index % self.targets.count]
+            let targetIndex = index % self.targets.count
+            let target = self.targets[targetIndex]
             let pipeline = self.pipeline
             let id = self.connectionIDBase + index
             loop.execute {
                 guard let state = shared.state(for: loop.index) else { return }
-                let connection = LoadConnection(id: id, target: target, pipeline: pipeline, state: state)
+                let connection = LoadConnection(
+                    id: id,
+                    target: target,
+                    targetIndex: targetIndex,
+                    pipeline: pipeline,
+                    state: state
+                )
                 state.connections.append(connection)
                 connection.open()
             }
@@ -127,6 +136,9 @@ final class LoadGenerator: Sendable {
         for result in perLoop.withLock({ $0 }) {
             merged.samples += result.samples
             merged.statuses.merge(result.statuses, uniquingKeysWith: +)
+            for (target, statuses) in result.statusesByTarget {
+                merged.statusesByTarget[target, default: [:]].merge(statuses, uniquingKeysWith: +)
+            }
             merged.errors.merge(result.errors, uniquingKeysWith: +)
         }
         merged.measuredSeconds = (measurementEnd - measurementStart).seconds
@@ -177,12 +189,13 @@ final class LoadGenerator: Sendable {
             self.shared = shared
         }
 
-        func record(status: Int, sentAt: Instant, completedAt: Instant) {
+        func record(status: Int, target: Int, sentAt: Instant, completedAt: Instant) {
             if self.start == nil { self.start = self.shared.measurementStart.withLock { $0 } }
             guard let start = self.start, sentAt >= start else { return }
             if self.end == nil { self.end = self.shared.measurementEnd.withLock { $0 } }
             if let end = self.end, completedAt > end { return }
             self.result.statuses[status, default: 0] += 1
+            self.result.statusesByTarget[target, default: [:]][status, default: 0] += 1
             self.shared.completed.add(1, ordering: .relaxed)
             let latency = completedAt - sentAt
             self.result.samples.append(
@@ -211,6 +224,8 @@ struct UnsafeTransferBox<Value>: @unchecked Sendable {
 final class LoadConnection: StreamConnectionDelegate {
     let id: Int
     let target: LoadGenerator.Target
+    /// Its place in the generator's targets.
+    let targetIndex: Int
     let pipeline: Int
     unowned let state: LoadGenerator.LoopState
     private var stream: StreamConnection?
@@ -233,9 +248,10 @@ final class LoadConnection: StreamConnectionDelegate {
         case ready
     }
 
-    init(id: Int, target: LoadGenerator.Target, pipeline: Int, state: LoadGenerator.LoopState) {
+    init(id: Int, target: LoadGenerator.Target, targetIndex: Int, pipeline: Int, state: LoadGenerator.LoopState) {
         self.id = id
         self.target = target
+        self.targetIndex = targetIndex
         self.pipeline = pipeline
         self.state = state
     }
@@ -347,7 +363,12 @@ final class LoadConnection: StreamConnectionDelegate {
             case .end(let consumed):
                 connection.inbound.moveReaderIndex(forwardBy: consumed)
                 let sentAt = self.inFlight.isEmpty ? Instant.now() : self.inFlight.removeFirst()
-                self.state.record(status: self.currentStatus, sentAt: sentAt, completedAt: Instant.now())
+                self.state.record(
+                    status: self.currentStatus,
+                    target: self.targetIndex,
+                    sentAt: sentAt,
+                    completedAt: Instant.now()
+                )
                 self.parser.expectResponse(to: .get)
                 if self.target.reconnectsAfterEachResponse {
                     connection.close()

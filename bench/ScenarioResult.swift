@@ -22,6 +22,8 @@ struct ScenarioResult {
     /// Seconds since the measurement began.
     var expiryTimes: [Double]
     var refreshTimes: [Double]
+    /// With `--sessions` above 1: each session's figures, the default session's first (else empty).
+    var sessions: [SessionResult] = []
 
     var errorCount: Int { self.errors.values.reduce(0, +) }
 

@@ -46,6 +46,20 @@ struct ScenarioSummary {
     var tokenCalls: Int { self.rounds.map(\.tokenCalls).reduce(0, +) }
     var expiryEvents: Int { self.rounds.map(\.expiryEvents).reduce(0, +) }
     var replays: Int { self.rounds.map(\.replays).reduce(0, +) }
+    /// Each session's figures summed over the rounds, in the order of the first round.
+    var sessions: [SessionResult] {
+        guard let first = self.rounds.first else { return [] }
+        return first.sessions.map { session in
+            let same = self.rounds.compactMap { $0.sessions.first { $0.name == session.name } }
+            return SessionResult(
+                name: session.name,
+                requests: same.map(\.requests).reduce(0, +),
+                client401s: same.map(\.client401s).reduce(0, +),
+                tokenCalls: same.map(\.tokenCalls).reduce(0, +),
+                expiryEvents: same.map(\.expiryEvents).reduce(0, +)
+            )
+        }
+    }
     var maxTimesSeenUpstream: Int { self.rounds.map(\.maxTimesSeenUpstream).max() ?? 0 }
     var proxyPeakRSSMiB: Double? { self.rounds.compactMap(\.proxyPeakRSSMiB).max() }
     var proxyCPUSeconds: Double? {

@@ -34,6 +34,37 @@ import Testing
     }
 }
 
+/// `--sessions 3` against the built proxy: three APIs whose authorities refuse each other's tokens, each
+/// revoking on its own schedule; each session's token calls are its own API's expiry events.
+@Suite struct BenchSessionsSmokeTests {
+    @Test func eachSessionCostsOneTokenCallPerExpiryOfItsOwnAPIAndNoClient401s() throws {
+        let bench = try shortBench(connections: 12) {
+            $0.proxyWorkers = 2
+            $0.sessions = 3
+        }
+        defer { bench.shutdown() }
+        let steady = try bench.run(.steady)
+        let expiry = try bench.run(.expiry)
+        for result in [steady, expiry] {
+            #expect(result.sessions.map(\.name) == ["default", "s2", "s3"])
+            #expect(result.errorCount == 0, "\(result.name): \(result.errors)")
+            for session in result.sessions {
+                #expect(session.requests > 0, "\(result.name): session \(session.name) completed no request")
+                #expect(session.client401s == 0, "\(result.name): session \(session.name) saw 401s")
+            }
+        }
+        #expect(steady.sessions.allSatisfy { $0.tokenCalls == 0 }, "\(steady.sessions)")
+        for session in expiry.sessions {
+            #expect(session.expiryEvents >= 2, "session \(session.name): \(session.expiryEvents) expiry events")
+            #expect(
+                session.tokenCalls == session.expiryEvents,
+                "session \(session.name): \(session.tokenCalls) token calls for \(session.expiryEvents) expiry events"
+            )
+        }
+        #expect(expiry.replays > 0, "the storm was not exercised")
+    }
+}
+
 /// The https scenarios against the built proxy: through intercepted tunnels every request is
 /// answered 200 with the token (the mock API accepts no other), and new tunnels complete.
 @Suite struct BenchInterceptSmokeTests {

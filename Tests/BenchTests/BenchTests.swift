@@ -45,6 +45,7 @@ import Testing
             "--scenario", "steady,expiry", "--connections", "1000", "--duration", "20s", "--warmup", "500ms",
             "--pipeline", "4", "--expire-every", "2", "--proxy-bin", "/x/bearer-proxy", "--json", "r.json", "--svg",
             "r.svg", "--target", "http://127.0.0.1:9000/", "--idle-connections", "10000", "--repeat", "5",
+            "--sessions", "10",
         ])
         #expect(options.scenarios == [.steady, .expiry])
         #expect(options.connections == 1000)
@@ -57,7 +58,9 @@ import Testing
         #expect(options.target == "http://127.0.0.1:9000/")
         #expect(options.idleConnections == 10000)
         #expect(options.repeats == 5)
+        #expect(options.sessions == 10)
         #expect(try BenchOptions.parse([]).repeats == 3)
+        #expect(try BenchOptions.parse([]).sessions == 1)
     }
 
     @Test func defaultsToAllScenarios() throws {
@@ -95,6 +98,7 @@ import Testing
         }
         #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--scenario", "burst"]) }
         #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--connections", "0"]) }
+        #expect(throws: BenchOptions.ParseError.self) { try BenchOptions.parse(["--sessions", "0"]) }
     }
 }
 
@@ -200,6 +204,30 @@ import Testing
         for name in ["direct", "steady", "expiry"] {
             #expect(svg.contains("<tspan font-weight=\"bold\">\(name)</tspan>"), "no panel for \(name)")
         }
+    }
+
+    @Test func sessionsAreReportedOneLineEachSummedOverTheRounds() throws {
+        let rounds = (0..<2).map { _ in
+            var expiry = Self.result("expiry", rps: 45_000, p99: 3000, expiries: 5, calls: 5)
+            expiry.sessions = [
+                SessionResult(name: "default", requests: 300, client401s: 0, tokenCalls: 3, expiryEvents: 3),
+                SessionResult(name: "s2", requests: 200, client401s: 0, tokenCalls: 2, expiryEvents: 2),
+            ]
+            return [expiry]
+        }
+        let summaries = ScenarioSummary.group(rounds)
+        let table = BenchReport.table(summaries, ratios: [], idle: nil, settings: Self.settings)
+        #expect(table.contains("expiry by session:"))
+        #expect(table.contains(BenchReport.sessionColumns[0]))
+        let line = try #require(table.split(separator: "\n").first { $0.hasPrefix("s2 ") })
+        #expect(line.split(separator: " ").map(String.init) == ["s2", "400", "0", "4", "4", "1.00"])
+        let data = BenchReport.json(summaries, ratios: [], idle: nil, settings: Self.settings)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let scenario = try #require((object["scenarios"] as? [[String: Any]])?.first)
+        let sessions = try #require(scenario["sessions"] as? [[String: Any]])
+        #expect(sessions.map { $0["name"] as? String } == ["default", "s2"])
+        #expect(sessions[1]["token_calls"] as? Int == 4 && sessions[1]["expiry_events"] as? Int == 4)
+        #expect(((scenario["rounds"] as? [[String: Any]])?.first?["sessions"] as? [Any])?.count == 2)
     }
 
     @Test func aRatioTheRoundsDisagreeOnMoreThanItDiffersFromOneIsCalledNoisy() {
