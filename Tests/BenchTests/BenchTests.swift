@@ -348,7 +348,7 @@ import Testing
             comparison: "nginx"
         )
         .map(\.label)
-        for name in BenchReport.speedColumns + BenchReport.tokenColumns + ratioLabels {
+        for name in BenchReport.speedColumns + BenchReport.tokenColumns + BenchReport.sessionColumns + ratioLabels {
             #expect(readme.contains(name), "the README does not say '\(name)'")
         }
     }
