@@ -271,7 +271,10 @@ typealias Action = ClientConnectionStateMachine.Action
 
     @Test func aChunkedBodyReservesAsItGrowsAndGivesItBackWithTheStatus() {
         var machine = Self.machine { $0.replayBodyLimit = 1 << 20 }
-        #expect(machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken(Self.session), "nothing to reserve yet")
+        #expect(
+            machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken(Self.session),
+            "nothing to reserve yet"
+        )
         Self.started(&machine, Self.chunkedPost)
         #expect(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0)) } == .reserveReplayBody(65536))
         #expect(machine.replayBodyReserved(65536, granted: true, now: at(0)) == .none)
