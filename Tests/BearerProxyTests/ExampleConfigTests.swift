@@ -52,6 +52,30 @@ import Testing
         )
     }
 
+    /// The commented two-API example (the `#     ` lines from its first section), switched on below the
+    /// file as it stands: two named sessions beside the default one, no error, the routes it promises.
+    @Test func theTwoAPIExampleWorksAsWritten() throws {
+        let lines = Self.text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("#     [session ") })
+        let end = try #require(lines[start...].firstIndex { $0.hasPrefix("# Then curl") })
+        let example = lines[start..<end].filter { $0.hasPrefix("#     ") }.map { $0.dropFirst(6) }
+            .joined(separator: "\n")
+        #expect(example.contains("[session billing]") && example.contains("[session shop]"))
+        let (config, found) = ConfigurationLoader.read(
+            Self.text + "\n" + example + "\n",
+            fileName: "proxy.conf",
+            environment: ["API_TOKEN": "t", "BILLING_CLIENT_SECRET": "b", "SHOP_PASSWORD": "p"]
+        )
+        #expect(found.errors.isEmpty, "\(found.errors)")
+        #expect(config.sessions.map(\.name) == ["billing", "shop"])
+        let billing = try #require(config.session(named: "billing"))
+        #expect(billing.mount == "/billing" && billing.upstream?.description == "https://billing.example.com/v1")
+        #expect(billing.canRefresh && billing.clientSecret?.reveal() == "b")
+        let shop = try #require(config.session(named: "shop"))
+        #expect(shop.listen == [.hostPort(host: "127.0.0.1", port: 8081)] && shop.tokenFormat == .json)
+        #expect(shop.password?.reveal() == "p")
+    }
+
     @Test func withoutTheTokenVariableTheErrorNamesIt() {
         let (_, found) = ConfigurationLoader.read(Self.text, fileName: "proxy.conf", environment: [:])
         #expect(
