@@ -230,6 +230,17 @@ final class ThreeAPIs {
     @Test func adminRefreshLogoutStatusAndMetricsBySession() throws {
         let proxy = try ThreeAPIs("admin_listen = 127.0.0.1:0")
         #expect(waitUntil { proxy.tokenCalls == ["default": 1, "a": 1, "b": 1] })
+        // Stored, not only asked for: a refresh asked for while the start-up call is answered joins it.
+        #expect(
+            waitUntil {
+                guard let text = try? proxy.admin("GET", "/status").text,
+                    let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                    let sessions = object["sessions"] as? [String: [String: Any]]
+                else { return false }
+                return sessions.count == 3 && sessions.values.allSatisfy { $0["token_generation"] as? Int == 1 }
+            },
+            "every session holds its first token"
+        )
 
         let refreshed = try proxy.admin("POST", "/refresh?session=a")
         #expect(refreshed.status == 200)
