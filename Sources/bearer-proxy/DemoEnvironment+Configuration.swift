@@ -9,15 +9,15 @@ extension DemoEnvironment {
     func configureTokens(_ configuration: inout Configuration) {
         switch self.backend {
         case .oauth2:
-            configuration.tokenURL = try? UpstreamURL.parse(self.tokenServer.url).get()
+            configuration.tokenURL = try? HTTPURL.parse(self.tokenServer.url).get()
             configuration.grantType = .clientCredentials
             configuration.clientID = Self.clientID
             configuration.clientSecret = Secret(Self.clientSecret)
         case .json:
             configuration.tokenFormat = .json
-            configuration.tokenURL = try? UpstreamURL.parse(self.tokenServer.jsonRefreshURL).get()
-            configuration.jsonBackend.loginURL = try? UpstreamURL.parse(self.tokenServer.jsonLoginURL).get()
-            configuration.jsonBackend.logoutURL = try? UpstreamURL.parse(self.tokenServer.jsonLogoutURL).get()
+            configuration.tokenURL = try? HTTPURL.parse(self.tokenServer.jsonRefreshURL).get()
+            configuration.jsonBackend.loginURL = try? HTTPURL.parse(self.tokenServer.jsonLoginURL).get()
+            configuration.jsonBackend.logoutURL = try? HTTPURL.parse(self.tokenServer.jsonLogoutURL).get()
             configuration.jsonBackend.tokenBody = try? JSONTemplate.parse(#"{"refreshToken": "{{refresh_token}}"}"#)
                 .get()
             configuration.username = Self.username

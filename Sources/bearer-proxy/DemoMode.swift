@@ -25,7 +25,7 @@ struct DemoMode {
     /// `--admin-listen` was given).
     func apply(to configuration: inout Configuration, options: CommandLineOptions) {
         if configuration.upstream == nil {
-            configuration.upstream = try? UpstreamURL.parse(self.environment.upstream.baseURL).get()
+            configuration.upstream = try? HTTPURL.parse(self.environment.upstream.baseURL).get()
         }
         if !configuration.canRefresh && configuration.accessToken == nil {
             self.environment.configureTokens(&configuration)

@@ -111,7 +111,7 @@ import Testing
             config.adminListen = .hostPort(host: "127.0.0.1", port: 0)
             config.grantType = .refreshToken
             config.refreshToken = Secret("rt-logout-secret")
-            config.revocationURL = try? UpstreamURL.parse(server.revocationURL).get()
+            config.revocationURL = try? HTTPURL.parse(server.revocationURL).get()
         }
         #expect(fixture.waitForTokenCalls(1))
         #expect(waitUntil { (try? fixture.get("/before").status) == 200 })

@@ -17,7 +17,7 @@ typealias Action = ClientConnectionStateMachine.Action
 
     static func configuration(_ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
         var configuration = Configuration()
-        configuration.upstream = try? UpstreamURL.parse("http://api.test:8000").get()
+        configuration.upstream = try? HTTPURL.parse("http://api.test:8000").get()
         configuration.replayBodyLimit = 16
         configure(&configuration)
         return configuration

@@ -196,9 +196,9 @@ struct ClientCredentialConfigurationTests {
 
     @Test func theClientCertificateGoesOnlyToTheConfiguredHosts() throws {
         var configuration = Configuration()
-        configuration.upstream = try UpstreamURL.parse("https://api.internal:8443").get()
+        configuration.upstream = try HTTPURL.parse("https://api.internal:8443").get()
         configuration.injectHosts = [.subdomains(of: "corp.internal")]
-        configuration.tokenURL = try UpstreamURL.parse("https://auth.internal/token").get()
+        configuration.tokenURL = try HTTPURL.parse("https://auth.internal/token").get()
         let selector = ClientCertificateSelector(
             presenting: try TLSContext.client(caFile: nil, verify: false),
             withoutCertificate: try TLSContext.client(caFile: nil, verify: false),

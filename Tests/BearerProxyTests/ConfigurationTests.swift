@@ -35,7 +35,7 @@ import Testing
         ("https://[::1]:8443/p", "https://[::1]:8443/p", "[::1]:8443", 8443),
     ])
     func parsesUpstreamURLs(text: String, description: String, authority: String, port: Int) throws {
-        let url = try UpstreamURL.parse(text).get()
+        let url = try HTTPURL.parse(text).get()
         #expect(url.description == description)
         #expect(url.authority == authority)
         #expect(url.port == port)
@@ -45,7 +45,7 @@ import Testing
         "ftp://h", "api.example.com", "http://", "http://u:p@h", "http://h:0", "http://h/x?y", "http://h h",
     ])
     func rejectsBadUpstreamURLs(text: String) {
-        #expect(throws: URLParseError.self) { try UpstreamURL.parse(text).get() }
+        #expect(throws: URLParseError.self) { try HTTPURL.parse(text).get() }
     }
 
     @Test func matchesHostPatterns() {

@@ -37,7 +37,7 @@ import Testing
     }
 
     private func fixture(_ upstream: ClosingOnSecondRequest) throws -> ProxyFixture {
-        try ProxyFixture { $0.upstream = try? UpstreamURL.parse(upstream.server.baseURL).get() }
+        try ProxyFixture { $0.upstream = try? HTTPURL.parse(upstream.server.baseURL).get() }
     }
 
     @Test func anIdempotentRequestIsResentWhenItsPooledConnectionDies() throws {

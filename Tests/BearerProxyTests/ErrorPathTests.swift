@@ -18,7 +18,7 @@ import Testing
 
     @Test func answers502WhenTheUpstreamIsDown() throws {
         let port = try Self.deadPort()
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse("http://127.0.0.1:\(port)").get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse("http://127.0.0.1:\(port)").get() }
         let response = try fixture.get("/x")
         #expect(response.status == 502)
         #expect(response.text == "bearer-proxy: cannot connect to upstream 127.0.0.1:\(port): Connection refused\n")
@@ -82,7 +82,7 @@ import Testing
         }
         try garbage.start()
         defer { garbage.stop() }
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(garbage.baseURL).get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse(garbage.baseURL).get() }
         for path in ["/garbage", "/two-lengths"] {
             let response = try fixture.get(path)
             #expect(response.status == 502, "\(path)")
@@ -100,7 +100,7 @@ import Testing
         }
         try resetting.start()
         defer { resetting.stop() }
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(resetting.baseURL).get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse(resetting.baseURL).get() }
         let client = try fixture.client()
         client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(throws: BlockingHTTPClient.ClientError.truncated(received: 5000)) { try client.readResponse() }
@@ -170,7 +170,7 @@ import Testing
         }
         try closing.start()
         defer { closing.stop() }
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(closing.baseURL).get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse(closing.baseURL).get() }
         let client = try fixture.client()
         for _ in 0..<5 {
             client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")

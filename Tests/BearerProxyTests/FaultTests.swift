@@ -62,7 +62,7 @@ import Testing
         }
         try hinting.start()
         defer { hinting.stop() }
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse(hinting.baseURL).get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse(hinting.baseURL).get() }
         let client = try fixture.client()
         client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let response = try client.readResponse()

@@ -63,8 +63,8 @@ final class FleetFixture {
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
         configuration.adminListen = .hostPort(host: "127.0.0.1", port: 0)
-        configuration.upstream = try UpstreamURL.parse(self.upstream.baseURL).get()
-        configuration.tokenURL = try UpstreamURL.parse(self.tokenServer.url).get()
+        configuration.upstream = try HTTPURL.parse(self.upstream.baseURL).get()
+        configuration.tokenURL = try HTTPURL.parse(self.tokenServer.url).get()
         configuration.grantType = .refreshToken
         configuration.refreshToken = Secret(Self.seedRefreshToken)
         configuration.clientID = "fleet-client"

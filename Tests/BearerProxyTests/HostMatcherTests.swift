@@ -30,7 +30,7 @@ import Testing
 
     @Test func anAbsoluteFormRequestToTheUpstreamInAnyCaseGetsTheSharedTarget() throws {
         var configuration = Configuration()
-        let upstream = try UpstreamURL.parse("https://api.example.com/v2").get()
+        let upstream = try HTTPURL.parse("https://api.example.com/v2").get()
         configuration.upstream = upstream
         let router = Router(
             configuration: configuration,

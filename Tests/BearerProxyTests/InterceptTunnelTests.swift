@@ -35,7 +35,7 @@ final class InterceptFixture {
         self.caDirectory = directory
         self.session = try SessionFixture(upstreamTLS: try TLSFixtures.server()) { config, _ in
             let port = config.upstream!.port
-            config.upstream = try? UpstreamURL.parse("https://localhost:\(port)").get()
+            config.upstream = try? HTTPURL.parse("https://localhost:\(port)").get()
             config.caFile = TLSFixtures.caFile
             config.intercept.isEnabled = true
             config.intercept.caDirectory = directory

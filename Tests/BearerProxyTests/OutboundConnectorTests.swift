@@ -17,7 +17,7 @@ struct FailingTLSFactory: TLSConnectionFactory {
         // The token server speaks plain HTTP on the port the https:// URL names: a request in clear
         // text would reach it (and be answered), a request over TLS cannot.
         let fixture = try SessionFixture(tlsFactory: FailingTLSFactory()) { config, server in
-            config.tokenURL = try? UpstreamURL.parse("https://127.0.0.1:\(server.server.port)/oauth/token").get()
+            config.tokenURL = try? HTTPURL.parse("https://127.0.0.1:\(server.server.port)/oauth/token").get()
             config.refreshTimeout = .seconds(1)
         }
         let response = try fixture.get("/needs-token")
@@ -33,7 +33,7 @@ struct FailingTLSFactory: TLSConnectionFactory {
         defer { upstream.stop() }
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse("https://127.0.0.1:\(upstream.port)").get()
+        configuration.upstream = try HTTPURL.parse("https://127.0.0.1:\(upstream.port)").get()
         configuration.accessToken = Secret(ProxyFixture.token)
         configuration.workers = 1
         let proxy = try ProxyServer.start(

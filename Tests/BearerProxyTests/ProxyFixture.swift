@@ -28,7 +28,7 @@ final class ProxyFixture {
         try self.upstream.start()
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:\(self.upstream.port)\(upstreamPathPrefix)")
+        configuration.upstream = try HTTPURL.parse("http://127.0.0.1:\(self.upstream.port)\(upstreamPathPrefix)")
             .get()
         configuration.accessToken = Secret(Self.token)
         configuration.workers = 2

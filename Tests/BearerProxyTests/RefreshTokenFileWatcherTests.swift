@@ -42,10 +42,10 @@ import Testing
         try "rt-first\n".write(toFile: path, atomically: true, encoding: .utf8)
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse("http://127.0.0.1:9").get()
+        configuration.upstream = try HTTPURL.parse("http://127.0.0.1:9").get()
         // A token that needs no refresh: nothing but the watcher reads the file.
         configuration.accessToken = Secret("tok-watched")
-        configuration.tokenURL = try UpstreamURL.parse("http://127.0.0.1:9/token").get()
+        configuration.tokenURL = try HTTPURL.parse("http://127.0.0.1:9/token").get()
         configuration.grantType = .refreshToken
         configuration.clientID = "c"
         configuration.refreshTokenFile = path

@@ -76,8 +76,8 @@ final class SessionFixture {
         try self.upstream.start()
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse(self.upstream.baseURL).get()
-        configuration.tokenURL = try UpstreamURL.parse(self.tokenServer.url).get()
+        configuration.upstream = try HTTPURL.parse(self.upstream.baseURL).get()
+        configuration.tokenURL = try HTTPURL.parse(self.tokenServer.url).get()
         configuration.grantType = .clientCredentials
         configuration.clientID = "proxy-client"
         configuration.clientSecret = Secret(Self.clientSecret)
@@ -105,14 +105,14 @@ final class SessionFixture {
         guard let tokenURL = configuration.tokenURL else { return }
         let isMock = tokenURL.description == server.url
         configuration.tokenFormat = .json
-        configuration.tokenURL = isMock ? try? UpstreamURL.parse(server.jsonRefreshURL).get() : tokenURL
+        configuration.tokenURL = isMock ? try? HTTPURL.parse(server.jsonRefreshURL).get() : tokenURL
         if configuration.effectiveGrantType != .refreshToken {
             Self.addJSONLogin(&configuration, server, at: isMock ? nil : tokenURL)
         }
         configuration.grantType = nil
         if configuration.revocationURL?.description == server.revocationURL {
             configuration.revocationURL = nil
-            configuration.jsonBackend.logoutURL = try? UpstreamURL.parse(server.jsonLogoutURL).get()
+            configuration.jsonBackend.logoutURL = try? HTTPURL.parse(server.jsonLogoutURL).get()
         }
     }
 
@@ -120,9 +120,9 @@ final class SessionFixture {
     static func addJSONLogin(
         _ configuration: inout Configuration,
         _ server: MockTokenServer,
-        at url: UpstreamURL? = nil
+        at url: HTTPURL? = nil
     ) {
-        configuration.jsonBackend.loginURL = url ?? (try? UpstreamURL.parse(server.jsonLoginURL).get())
+        configuration.jsonBackend.loginURL = url ?? (try? HTTPURL.parse(server.jsonLoginURL).get())
         configuration.username = Self.username
         configuration.password = Secret(Self.password)
     }

@@ -14,7 +14,7 @@ import Testing
     static func router(withDefaultUpstream: Bool = true) -> (Router, [NamedSession]) {
         var root = Configuration()
         if withDefaultUpstream {
-            root.upstream = try! UpstreamURL.parse("http://api.test:81").get()
+            root.upstream = try! HTTPURL.parse("http://api.test:81").get()
             root.injectHosts = [.hostAndPort("api.test", 81), .subdomains(of: "default.test")]
         }
         func named(
@@ -24,7 +24,7 @@ import Testing
             inject: [HostPattern]? = nil
         ) -> Configuration {
             var configuration = Configuration()
-            configuration.upstream = upstream.map { try! UpstreamURL.parse($0).get() }
+            configuration.upstream = upstream.map { try! HTTPURL.parse($0).get() }
             configuration.mount = mount
             configuration.injectHosts = inject
             return configuration

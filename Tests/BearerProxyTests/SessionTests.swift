@@ -167,7 +167,7 @@ import Testing
         let port = try ErrorPathTests.deadPort()
         let fixture = try SessionFixture(flavour: flavour) { config, _ in
             config.accessToken = Secret("stale")
-            config.tokenURL = try? UpstreamURL.parse("http://127.0.0.1:\(port)/token").get()
+            config.tokenURL = try? HTTPURL.parse("http://127.0.0.1:\(port)/token").get()
             config.refreshTimeout = .seconds(1)
         }
         let started = Instant.now()

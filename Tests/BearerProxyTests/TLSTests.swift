@@ -35,7 +35,7 @@ enum TLSFixtures {
         )
         try upstream.start()
         let fixture = try ProxyFixture { config in
-            config.upstream = try? UpstreamURL.parse("https://\(host):\(upstream.port)").get()
+            config.upstream = try? HTTPURL.parse("https://\(host):\(upstream.port)").get()
             configure(&config)
         }
         return (fixture, upstream)
@@ -98,7 +98,7 @@ enum TLSFixtures {
         let plain = MockUpstream(group: mockGroup)
         try plain.start()
         defer { plain.stop() }
-        let fixture = try ProxyFixture { $0.upstream = try? UpstreamURL.parse("https://127.0.0.1:\(plain.port)").get() }
+        let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse("https://127.0.0.1:\(plain.port)").get() }
         let response = try fixture.get("/x")
         #expect(response.status == 502)
         #expect(response.text.contains("TLS"))
@@ -154,7 +154,7 @@ enum TLSFixtures {
         try closing.start()
         defer { closing.stop() }
         let fixture = try ProxyFixture { config in
-            config.upstream = try? UpstreamURL.parse("https://127.0.0.1:\(closing.port)").get()
+            config.upstream = try? HTTPURL.parse("https://127.0.0.1:\(closing.port)").get()
             config.caFile = TLSFixtures.caFile
         }
         for _ in 0..<4 { #expect(try fixture.get("/r").text == "ok") }
@@ -174,9 +174,9 @@ enum TLSFixtures {
         try upstream.start()
         defer { upstream.stop() }
         let fixture = try ProxyFixture { config in
-            config.upstream = try? UpstreamURL.parse(upstream.baseURL).get()
+            config.upstream = try? HTTPURL.parse(upstream.baseURL).get()
             config.accessToken = Secret("stale")
-            config.tokenURL = try? UpstreamURL.parse(tokenServer.url).get()
+            config.tokenURL = try? HTTPURL.parse(tokenServer.url).get()
             config.grantType = .clientCredentials
             config.clientID = "c"
             config.caFile = TLSFixtures.caFile
@@ -194,7 +194,7 @@ enum TLSFixtures {
         defer { tokenServer.stop() }
         let fixture = try ProxyFixture(acceptedTokens: ["x"]) { config in
             config.accessToken = Secret("stale")
-            config.tokenURL = try? UpstreamURL.parse(tokenServer.url).get()
+            config.tokenURL = try? HTTPURL.parse(tokenServer.url).get()
             config.clientID = "c"
             config.refreshTimeout = .seconds(3)
         }
@@ -206,7 +206,7 @@ enum TLSFixtures {
     @Test func anUnreadableCAFileStopsTheStart() throws {
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-        configuration.upstream = try UpstreamURL.parse("https://127.0.0.1:1").get()
+        configuration.upstream = try HTTPURL.parse("https://127.0.0.1:1").get()
         configuration.caFile = "/nonexistent/ca.pem"
         #expect(throws: ProxyServer.StartError.self) {
             try ProxyServer.start(configuration: configuration, logger: .silent)

@@ -10,7 +10,7 @@ import Testing
 struct TokenRequestBuilderTests {
     static func configuration(_ method: ClientAuthentication) throws -> Configuration {
         var configuration = Configuration()
-        configuration.tokenURL = try UpstreamURL.parse("https://auth.internal/oauth2/token").get()
+        configuration.tokenURL = try HTTPURL.parse("https://auth.internal/oauth2/token").get()
         configuration.clientID = "svc"
         configuration.clientAuthentication = method
         configuration.resources = ["https://api.internal/", "urn:x:y"]
@@ -28,7 +28,7 @@ struct TokenRequestBuilderTests {
 
     @Test func aRevocationIsAuthenticatedWithAnAssertionForTheTokenEndpoint() throws {
         let configuration = try Self.configuration(.privateKeyJWT)
-        let revocationURL = try UpstreamURL.parse("https://auth.internal/oauth2/revoke").get()
+        let revocationURL = try HTTPURL.parse("https://auth.internal/oauth2/revoke").get()
         let builder = TokenRequestBuilder(configuration: configuration, url: revocationURL)
         let request = builder.revocationRequest(Secret("rt-1"), to: revocationURL)
         #expect(request.url == revocationURL)
@@ -52,7 +52,7 @@ struct TokenRequestBuilderTests {
     @Test func tlsClientAuthSendsTheClientIDAloneAndTheResources() throws {
         let builder = TokenRequestBuilder(
             configuration: try Self.configuration(.tlsClientAuth),
-            url: try UpstreamURL.parse("https://auth.internal/oauth2/token").get()
+            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
         )
         let request = builder.request(refreshToken: nil)
         #expect(request.fields.isEmpty)
@@ -66,7 +66,7 @@ struct TokenRequestBuilderTests {
     @Test func eachRequestHasItsOwnAssertion() throws {
         let builder = TokenRequestBuilder(
             configuration: try Self.configuration(.privateKeyJWT),
-            url: try UpstreamURL.parse("https://auth.internal/oauth2/token").get()
+            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
         )
         let assertions = (0..<20).compactMap { _ in Self.form(builder.request(refreshToken: nil)).last?.1 }
         #expect(Set(assertions).count == 20)

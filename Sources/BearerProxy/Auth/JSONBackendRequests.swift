@@ -4,9 +4,9 @@ import Foundation
 /// The requests of a JSON backend: refresh (token_body to token_url), login (login_body to login_url)
 /// and logout (token_body's shape to logout_url), each `Content-Type: application/json`.
 struct JSONBackendRequests: Sendable {
-    let tokenURL: UpstreamURL?
-    let loginURL: UpstreamURL?
-    let logoutURL: UpstreamURL?
+    let tokenURL: HTTPURL?
+    let loginURL: HTTPURL?
+    let logoutURL: HTTPURL?
     let tokenBody: JSONTemplate
     let loginBody: JSONTemplate
     let fields: JSONTokenFields
@@ -57,8 +57,7 @@ struct JSONBackendRequests: Sendable {
         return text
     }
 
-    private func post(_ template: JSONTemplate, to url: UpstreamURL, extra: [String: Secret<String>]) -> EndpointRequest
-    {
+    private func post(_ template: JSONTemplate, to url: HTTPURL, extra: [String: Secret<String>]) -> EndpointRequest {
         let body = template.render { name in (extra[name] ?? self.values[name])?.reveal() }
         return EndpointRequest(url: url, contentType: "application/json", body: body)
     }

@@ -10,7 +10,7 @@ import Foundation
 package struct ServiceAccountKey: Sendable {
     package var clientEmail: String
     package var privateKeyID: String?
-    package var tokenURI: UpstreamURL
+    package var tokenURI: HTTPURL
     package var key: SigningKey
 
     /// Reads the file at `path`; a problem is one line naming the file and the field.
@@ -42,8 +42,8 @@ package struct ServiceAccountKey: Sendable {
         guard let tokenURIText = object["token_uri"] as? String else {
             throw failure("has no token_uri (set token_url)")
         }
-        let tokenURI: UpstreamURL
-        switch UpstreamURL.parse(tokenURIText) {
+        let tokenURI: HTTPURL
+        switch HTTPURL.parse(tokenURIText) {
         case .success(let url): tokenURI = url
         case .failure(let error): throw failure("token_uri '\(oneLine(tokenURIText, limit: 100))' \(error.reason)")
         }

@@ -9,7 +9,7 @@ import Foundation
 struct TokenRequestBuilder: Sendable {
     static let clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-    let url: UpstreamURL
+    let url: HTTPURL
     let grant: GrantType
     let clientID: String?
     let clientSecret: Secret<String>?
@@ -27,7 +27,7 @@ struct TokenRequestBuilder: Sendable {
     /// (Google's) takes the scope in the assertion only.
     let sendsScopeField: Bool
 
-    init(configuration: Configuration, url: UpstreamURL) {
+    init(configuration: Configuration, url: HTTPURL) {
         self.url = url
         self.grant = configuration.effectiveGrantType
         self.clientID = configuration.clientID
@@ -103,14 +103,14 @@ struct TokenRequestBuilder: Sendable {
     }
 
     /// An RFC 7009 revocation request for a refresh token, to `url`.
-    func revocationRequest(_ token: Secret<String>, to url: UpstreamURL) -> EndpointRequest {
+    func revocationRequest(_ token: Secret<String>, to url: HTTPURL) -> EndpointRequest {
         let fields = [("token", token.reveal()), ("token_type_hint", "refresh_token")]
         return self.formPost(fields, to: url)
     }
 
     /// A form POST of `fields` to `url` (the token endpoint by default), authenticated as the
     /// configured client (RFC 6749 §2.3.1).
-    func formPost(_ fields: [(String, String)], to url: UpstreamURL? = nil) -> EndpointRequest {
+    func formPost(_ fields: [(String, String)], to url: HTTPURL? = nil) -> EndpointRequest {
         var headers: [(String, String)] = []
         if self.clientAuthentication == .basic, let clientID, let clientSecret {
             let credentials = formComponent(clientID) + ":" + formComponent(clientSecret.reveal())

@@ -7,7 +7,7 @@ import BearerIO
 final class TokenRevocation: Sendable {
     private let request: @Sendable (Secret<String>) -> EndpointRequest
     private let endpointName: String
-    let url: UpstreamURL
+    let url: HTTPURL
     let client: EndpointCaller
 
     struct Failure: Error, CustomStringConvertible {

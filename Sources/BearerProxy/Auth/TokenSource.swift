@@ -25,7 +25,7 @@ final class OAuth2TokenSource: TokenSource {
 
     init(
         configuration: Configuration,
-        url: UpstreamURL,
+        url: HTTPURL,
         store: RefreshTokenStore?,
         client: EndpointCaller,
         logger: Logger

@@ -123,8 +123,8 @@ extension Configuration {
     }
 
     /// The URL-valued keys that are set, in the order `--check` prints them.
-    private var endpointURLs: [(key: String, url: UpstreamURL)] {
-        let urls: [(String, UpstreamURL?)] = [
+    private var endpointURLs: [(key: String, url: HTTPURL)] {
+        let urls: [(String, HTTPURL?)] = [
             ("upstream", self.upstream), ("token_url", self.tokenURL), ("revocation_url", self.revocationURL),
             ("login_url", self.jsonBackend.loginURL), ("logout_url", self.jsonBackend.logoutURL),
             ("authorization_url", self.login.authorizationURL),

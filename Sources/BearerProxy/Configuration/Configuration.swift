@@ -4,7 +4,7 @@ import BearerIO
 /// Everything the proxy is configured with, typed and validated, with the documented defaults.
 package struct Configuration: Sendable {
     package var listen: [ListenAddressSpec] = [.hostPort(host: "127.0.0.1", port: 8080)]
-    package var upstream: UpstreamURL?
+    package var upstream: HTTPURL?
     /// Nil means the default: the upstream's host and port.
     package var injectHosts: [HostPattern]?
     package var otherHosts: OtherHostsPolicy = .forward
@@ -27,12 +27,12 @@ package struct Configuration: Sendable {
     package var shutdownTimeout: Duration = .seconds(10)
     package var adminListen: ListenAddressSpec?
     package var accessLog: AccessLogDestination = .off
-    package var revocationURL: UpstreamURL?
+    package var revocationURL: HTTPURL?
 
     // The token session.
     package var refreshToken: Secret<String>?
     package var refreshTokenFile: String?
-    package var tokenURL: UpstreamURL?
+    package var tokenURL: HTTPURL?
     package var grantType: GrantType?
     package var clientID: String?
     package var clientSecret: Secret<String>?

@@ -51,7 +51,7 @@ extension Configuration {
             show: { config in config[keyPath: path].map { path in holding(config).map { "\(path) (\($0))" } ?? path } }
         ) { value, config in
             guard !value.isEmpty else { return "expected a file path" }
-            config[keyPath: path] = expandHome(value)
+            config[keyPath: path] = ValueParsers.expandingHome(value)
             return nil
         }
     }

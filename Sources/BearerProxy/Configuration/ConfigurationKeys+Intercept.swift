@@ -10,7 +10,7 @@ extension Configuration {
             "ca_dir",
             show: { $0.intercept.caDirectory ?? "(none: set ca_dir, HOME or XDG_DATA_HOME)" }
         ) { value, config in
-            var path = expandHome(value)
+            var path = ValueParsers.expandingHome(value)
             while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
             // A relative folder would be another folder, and so another CA, in every working directory.
             guard path.hasPrefix("/") else { return "expected an absolute path (or ~/…), got '\(value)'" }

@@ -1,9 +1,4 @@
 extension Configuration {
-    /// Every key the config file accepts, in the order `--check` prints them.
-    static let keys: [ConfigurationKey] =
-        Self.proxyKeys + Self.jsonAndLoginKeys + Self.sessionStoreKeys + Self.interceptKeys
-        + Self.clientCredentialKeys + Self.namedSessionKeys
-
     /// The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
     static let jsonAndLoginKeys: [ConfigurationKey] = [
         ConfigurationKey("token_format", scope: .session, show: { $0.tokenFormat.rawValue }) { value, config in
@@ -49,10 +44,10 @@ extension Configuration {
         _ name: String,
         scope: ConfigurationKey.Scope = .process,
         example: String,
-        _ path: WritableKeyPath<Configuration, UpstreamURL?> & Sendable
+        _ path: WritableKeyPath<Configuration, HTTPURL?> & Sendable
     ) -> ConfigurationKey {
         ConfigurationKey(name, scope: scope, show: { $0[keyPath: path]?.description }) { value, config in
-            switch UpstreamURL.parse(value) {
+            switch HTTPURL.parse(value) {
             case .success(let url):
                 config[keyPath: path] = url
                 return nil

@@ -54,6 +54,11 @@ struct ConfigurationKey: Sendable {
 }
 
 extension Configuration {
+    /// Every key the config file accepts, in the order `--check` prints them.
+    static let keys: [ConfigurationKey] =
+        Self.proxyKeys + Self.jsonAndLoginKeys + Self.sessionStoreKeys + Self.interceptKeys
+        + Self.clientCredentialKeys + Self.namedSessionKeys
+
     static let proxyKeys: [ConfigurationKey] = [
         ConfigurationKey(
             "listen",
@@ -73,7 +78,7 @@ extension Configuration {
             return nil
         },
         ConfigurationKey("upstream", scope: .session, show: { $0.upstream?.description }) { value, config in
-            switch UpstreamURL.parse(value) {
+            switch HTTPURL.parse(value) {
             case .success(let url):
                 config.upstream = url
                 return nil
@@ -165,12 +170,12 @@ extension Configuration {
             case "off": config.accessLog = .off
             case "stderr": config.accessLog = .standardError
             case "": return "expected off, stderr or a file path"
-            default: config.accessLog = .file(expandHome(value))
+            default: config.accessLog = .file(ValueParsers.expandingHome(value))
             }
             return nil
         },
         ConfigurationKey("revocation_url", scope: .session, show: { $0.revocationURL?.description }) { value, config in
-            switch UpstreamURL.parse(value) {
+            switch HTTPURL.parse(value) {
             case .success(let url):
                 config.revocationURL = url
                 return nil
@@ -181,11 +186,11 @@ extension Configuration {
         secretKey("refresh_token", scope: .session, \.refreshToken),
         ConfigurationKey("refresh_token_file", scope: .session, show: { $0.refreshTokenFile }) { value, config in
             guard !value.isEmpty else { return "expected a file path" }
-            config.refreshTokenFile = expandHome(value)
+            config.refreshTokenFile = ValueParsers.expandingHome(value)
             return nil
         },
         ConfigurationKey("token_url", scope: .session, show: { $0.tokenURL.map(\.description) }) { value, config in
-            switch UpstreamURL.parse(value) {
+            switch HTTPURL.parse(value) {
             case .success(let url):
                 config.tokenURL = url
                 return nil
@@ -279,7 +284,7 @@ extension Configuration {
         },
         ConfigurationKey("ca_file", show: { $0.caFile ?? "(system trust store)" }) { value, config in
             guard !value.isEmpty else { return "expected a path to a PEM CA bundle" }
-            config.caFile = expandHome(value)
+            config.caFile = ValueParsers.expandingHome(value)
             return nil
         },
         ConfigurationKey("tls_insecure_skip_verify", show: { "\($0.tlsInsecureSkipVerify)" }) { value, config in
@@ -323,7 +328,7 @@ extension Configuration {
         allowZero: Bool = false,
         _ path: WritableKeyPath<Configuration, Duration> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, scope: scope, show: { formatDuration($0[keyPath: path]) }) { value, config in
+        ConfigurationKey(name, scope: scope, show: { ValueParsers.format($0[keyPath: path]) }) { value, config in
             guard let duration = ValueParsers.duration(value), duration > .zero || (allowZero && duration == .zero)
             else {
                 return "invalid duration '\(value)' (expected e.g. 500ms, 30s, 5m)"
@@ -339,7 +344,7 @@ extension Configuration {
         minimum: Int = 0,
         _ path: WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigurationKey {
-        ConfigurationKey(name, scope: scope, show: { formatSize($0[keyPath: path]) }) { value, config in
+        ConfigurationKey(name, scope: scope, show: { ValueParsers.format(size: $0[keyPath: path]) }) { value, config in
             guard let size = ValueParsers.size(value), size >= minimum else {
                 return
                     "invalid size '\(value)' (expected e.g. 64KiB, 1MiB\(minimum > 0 ? ", at least \(minimum) bytes" : ""))"
@@ -511,27 +516,4 @@ func editDistance(_ a: String, _ b: String) -> Int {
         previous = current
     }
     return previous[b.count]
-}
-
-/// `30s`, `500ms`, `5m`: the shortest exact form, as the config file would say it.
-func formatDuration(_ duration: Duration) -> String {
-    let milliseconds = duration.nanoseconds / 1_000_000
-    if milliseconds % 3_600_000 == 0 && milliseconds > 0 { return "\(milliseconds / 3_600_000)h" }
-    if milliseconds % 60_000 == 0 && milliseconds > 0 { return "\(milliseconds / 60_000)m" }
-    if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
-    return "\(milliseconds)ms"
-}
-
-/// `64KiB`, `1MiB`, `100B`.
-func formatSize(_ size: Int) -> String {
-    if size > 0 && size % (1 << 30) == 0 { return "\(size >> 30)GiB" }
-    if size > 0 && size % (1 << 20) == 0 { return "\(size >> 20)MiB" }
-    if size > 0 && size % (1 << 10) == 0 { return "\(size >> 10)KiB" }
-    return "\(size)B"
-}
-
-/// `~/x` → `$HOME/x`, so paths in the config file can name the user's home as a shell would.
-func expandHome(_ path: String) -> String {
-    guard path.hasPrefix("~/"), let home = getenv("HOME") else { return path }
-    return String(cString: home) + path.dropFirst()
 }

@@ -11,10 +11,10 @@ package enum TokenFormat: String, Equatable, Sendable {
 package struct JSONBackendSettings: Equatable, Sendable {
     /// Nil: the default, `{"refresh_token": "{{refresh_token}}"}`.
     package var tokenBody: JSONTemplate?
-    package var loginURL: UpstreamURL?
+    package var loginURL: HTTPURL?
     /// Nil: the default, `{"username": "{{username}}", "password": "{{password}}"}`.
     package var loginBody: JSONTemplate?
-    package var logoutURL: UpstreamURL?
+    package var logoutURL: HTTPURL?
     package var fields = JSONTokenFields()
 
     package init() {}

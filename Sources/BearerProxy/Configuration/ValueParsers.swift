@@ -2,8 +2,9 @@ import BearerCore
 import BearerIO
 import Foundation
 
-/// Parsers for the value grammars of the config file and flags. Each returns nil on bad input; the
-/// caller names the key and the expected form.
+/// The value grammars of the config file and flags, read and written in one place, so that what
+/// `--check` and the error messages print is what the parser reads back. Each parser returns nil on
+/// bad input; the caller names the key and the expected form.
 enum ValueParsers {
     /// `500ms`, `30s`, `5m`, `1h`, or combinations like `1m30s`.
     static func duration(_ text: String) -> Duration? {
@@ -66,5 +67,28 @@ enum ValueParsers {
     /// A comma-separated list, elements trimmed, empty elements dropped.
     static func list(_ text: String) -> [String] {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// `30s`, `500ms`, `5m`: the shortest exact form, as the config file would say it.
+    static func format(_ duration: Duration) -> String {
+        let milliseconds = duration.nanoseconds / 1_000_000
+        if milliseconds % 3_600_000 == 0 && milliseconds > 0 { return "\(milliseconds / 3_600_000)h" }
+        if milliseconds % 60_000 == 0 && milliseconds > 0 { return "\(milliseconds / 60_000)m" }
+        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
+        return "\(milliseconds)ms"
+    }
+
+    /// `64KiB`, `1MiB`, `100B`.
+    static func format(size: Int) -> String {
+        if size > 0 && size % (1 << 30) == 0 { return "\(size >> 30)GiB" }
+        if size > 0 && size % (1 << 20) == 0 { return "\(size >> 20)MiB" }
+        if size > 0 && size % (1 << 10) == 0 { return "\(size >> 10)KiB" }
+        return "\(size)B"
+    }
+
+    /// `~/x` → `$HOME/x`, so paths in the config file can name the user's home as a shell would.
+    static func expandingHome(_ path: String) -> String {
+        guard path.hasPrefix("~/"), let home = getenv("HOME") else { return path }
+        return String(cString: home) + path.dropFirst()
     }
 }

@@ -5,8 +5,8 @@ import BearerCore
 /// verifier buy the tokens.
 struct BrowserLogin {
     let context: LoginContext
-    let authorizationURL: UpstreamURL
-    let tokenURL: UpstreamURL
+    let authorizationURL: HTTPURL
+    let tokenURL: HTTPURL
 
     func run() -> Result<FetchedToken, LoginError> {
         let configuration = self.context.configuration

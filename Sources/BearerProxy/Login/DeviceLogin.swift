@@ -6,8 +6,8 @@ import Glibc
 /// device while this one polls the token endpoint, for machines without a browser.
 struct DeviceLogin {
     let context: LoginContext
-    let deviceAuthorizationURL: UpstreamURL
-    let tokenURL: UpstreamURL
+    let deviceAuthorizationURL: HTTPURL
+    let tokenURL: HTTPURL
 
     /// RFC 8628 §3.4: the grant type of the polls.
     static let grantType = "urn:ietf:params:oauth:grant-type:device_code"

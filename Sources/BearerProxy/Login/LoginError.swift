@@ -31,14 +31,14 @@ enum LoginError: Error, Equatable, CustomStringConvertible {
         case .notConfigured(let what):
             what
         case .timedOut(let after, let waitingFor):
-            "login timed out after \(formatDuration(after)) waiting for \(waitingFor) (login_timeout)"
+            "login timed out after \(ValueParsers.format(after)) waiting for \(waitingFor) (login_timeout)"
         case .denied(let code, let description):
             "the authorization server denied the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
         case .deviceCodeExpired(let description):
             "the authorization server answered expired_token" + (description.map { " (\(oneLine($0)))" } ?? "")
                 + ": the device code expired before the login was approved; run 'bearer-proxy login --device' again"
         case .deviceCodeLifetimeEnded(let lifetime):
-            "the device code expired before the login was approved (its expires_in, \(formatDuration(lifetime)), ran out;"
+            "the device code expired before the login was approved (its expires_in, \(ValueParsers.format(lifetime)), ran out;"
                 + " the server would answer expired_token); run 'bearer-proxy login --device' again"
         case .refused(let failure):
             Self.refusal(failure)

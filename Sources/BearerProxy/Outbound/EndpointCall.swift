@@ -5,7 +5,7 @@ import Dispatch
 /// A request bearer-proxy makes on its own account: to a token, login, device authorization,
 /// revocation or logout endpoint. Always a POST with a body; the connection closes after the answer.
 struct EndpointRequest: Sendable {
-    var url: UpstreamURL
+    var url: HTTPURL
     var contentType: String
     var body: [UInt8]
     /// Extra header fields, such as `Authorization: Basic …` for client_secret_basic.

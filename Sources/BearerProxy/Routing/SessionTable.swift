@@ -12,7 +12,7 @@ final class SessionTable: Sendable {
     /// A session with an upstream, and the targets its requests use.
     struct Upstream: Sendable {
         let session: NamedSession
-        let url: UpstreamURL
+        let url: HTTPURL
         let host: EncodedHost
         /// Origin-form requests: the upstream, with its path prefix.
         let originForm: Target

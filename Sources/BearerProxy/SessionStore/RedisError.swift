@@ -25,7 +25,7 @@ package enum RedisError: Error, Equatable, Sendable {
         case .connect(let error): error.reason
         case .unavailable(let reason): "not connected (\(reason))"
         case .connectionLost(let reason): "connection lost: \(reason)"
-        case .noReply(let after): "no reply within \(formatDuration(after))"
+        case .noReply(let after): "no reply within \(ValueParsers.format(after))"
         case .refused(let command, let message): "\(command) refused: \(oneLine(message))"
         case .reply(let message): oneLine(message)
         case .malformed(let reason): "malformed reply: \(reason)"

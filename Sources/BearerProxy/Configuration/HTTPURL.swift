@@ -1,5 +1,8 @@
-/// The configured upstream: `http://` or `https://`, host, port, and an optional path prefix.
-package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
+/// An `http://` or `https://` URL of the config: host, port, and an optional path prefix.
+///
+/// The type of every URL key (upstream, token_url, revocation_url, the login and device URLs, …),
+/// so that each is parsed, checked and printed by one grammar.
+package struct HTTPURL: Equatable, Sendable, CustomStringConvertible {
     package var isHTTPS: Bool
     /// Lower-cased host as written, without brackets for IPv6.
     package var host: String
@@ -23,7 +26,7 @@ package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
     package var origin: Origin { Origin(isHTTPS: self.isHTTPS, host: self.host, port: self.port) }
 
     /// Parses `http[s]://host[:port][/prefix]`; returns a sentence saying what is wrong otherwise.
-    package static func parse(_ text: String) -> Result<UpstreamURL, URLParseError> {
+    package static func parse(_ text: String) -> Result<HTTPURL, URLParseError> {
         let lower = text.lowercased()
         let isHTTPS: Bool
         let rest: Substring
@@ -52,7 +55,7 @@ package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
         if path.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false }) {
             return .failure(.init("has an invalid path"))
         }
-        return .success(UpstreamURL(isHTTPS: isHTTPS, host: host, port: port ?? (isHTTPS ? 443 : 80), pathPrefix: path))
+        return .success(HTTPURL(isHTTPS: isHTTPS, host: host, port: port ?? (isHTTPS ? 443 : 80), pathPrefix: path))
     }
 }
 
