@@ -221,6 +221,25 @@ import Testing
         )
     }
 
+    @Test func aWrongUpstreamLineIsReportedOnceNotAlsoAsASessionReachingNoAPI() {
+        let (_, errors, _) = self.read(
+            """
+            upstream = https://api.internal
+            access_token = t
+            [sesion typo]
+            upstream = api.vendor.test
+            mount = /typo
+            access_token = u
+            """
+        )
+        #expect(
+            errors == [
+                "p.conf:3: unknown section '[sesion typo]': did you mean '[session typo]'?",
+                "p.conf:4: upstream: 'api.vendor.test' must start with http:// or https:// (expected e.g. https://api.example.com/v2)",
+            ]
+        )
+    }
+
     struct OverlapCase: CustomTestStringConvertible, Sendable {
         let id: String
         let first: String

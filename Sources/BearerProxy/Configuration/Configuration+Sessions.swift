@@ -23,7 +23,9 @@ extension Configuration {
     ) {
         let configuration = session.configuration
         let places = configuration.settingPlaces.byKey
-        if configuration.upstream == nil {
+        // A wrong upstream or inject_hosts line was reported at that line; "reaches no API" would repeat it.
+        let followsFromAFailedLine = diagnostics.hasFailedLine(of: ["upstream", "inject_hosts"], in: session.name)
+        if configuration.upstream == nil && !followsFromAFailedLine {
             for key in ["mount", "listen"] {
                 guard let place = places[key] else { continue }
                 diagnostics.error(

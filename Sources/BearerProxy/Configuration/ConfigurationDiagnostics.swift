@@ -52,6 +52,12 @@ package struct ConfigurationDiagnostics: Sendable {
         self.errors.append(ConfigurationError(place: place, key: key, message: message))
     }
 
+    /// Whether one of `keys` had a line of its own that was wrong in `section` (nil: outside any):
+    /// for a rule placed with `error(at:_:_:)` whose finding would follow from that line.
+    func hasFailedLine(of keys: [String], in section: String?) -> Bool {
+        !(self.failedKeys[section] ?? []).isDisjoint(with: keys)
+    }
+
     /// A setting that works, but surely not as meant (or not safely): the proxy starts, and says so.
     mutating func warning(_ key: String?, _ message: String, alsoAt others: [String] = []) {
         guard !self.followsFromAFailedLine(key, message), !self.isTheDefaultSessionsToReport(key) else { return }
