@@ -136,24 +136,14 @@ package final class LogWriter: Sendable {
     /// Writes `bytes` whole, however long the descriptor makes it wait; what it refuses is counted.
     private func writeAll(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(self.fd, raw.baseAddress! + offset, raw.count - offset)
-                if written > 0 {
-                    offset += written
-                    continue
-                }
-                if written < 0 && errno == EINTR { continue }
-                if written < 0 && errno == EAGAIN {
-                    var poller = pollfd(fd: self.fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&poller, 1, -1)
-                    continue
-                }
+            var written = 0
+            do throws(SystemCallError) {
+                try SystemCall.writeAll(self.fd, raw, written: &written)
+            } catch {
                 // Closed, a full disk: these lines are lost, and said so before the next ones.
-                let lines = Self.lineCount(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                let lines = Self.lineCount(UnsafeRawBufferPointer(rebasing: raw[written...]))
                 self.dropped.add(lines, ordering: .relaxed)
                 self.queue.withLock { $0.droppedSinceAccepted += lines }
-                return
             }
         }
     }

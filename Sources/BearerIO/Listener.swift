@@ -48,22 +48,24 @@ package final class Listener: Selectable {
         // A bounded batch per wake-up keeps one busy listener from starving established connections.
         for _ in 0..<64 {
             guard !self.isClosed, !self.isPaused else { return }
-            let fd = cbl_accept4(self.fd, nil, nil)
-            if fd >= 0 {
-                self.onAccept(fd)
-                continue
-            }
-            let code = errno
-            switch code {
-            case EAGAIN, EINTR, ECONNABORTED:
-                if code == EAGAIN { return }
-            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                self.onAcceptError(IOError(errnoCode: code, function: "accept"))
-                self.pause()
-                return
-            default:
-                self.onAcceptError(IOError(errnoCode: code, function: "accept"))
-                return
+            do throws(IOError) {
+                switch try SystemCall.nonBlocking("accept", { cbl_accept4(self.fd, nil, nil) }) {
+                case .completed(let fd): self.onAccept(Int32(fd))
+                case .wouldBlock: return
+                }
+            } catch {
+                switch error.errnoCode {
+                case ECONNABORTED:
+                    // The client gave up before it was accepted: the next one may be waiting.
+                    continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    self.onAcceptError(error)
+                    self.pause()
+                    return
+                default:
+                    self.onAcceptError(error)
+                    return
+                }
             }
         }
     }

@@ -1,3 +1,4 @@
+import BearerCore
 import CBearerLinux
 import Glibc
 
@@ -97,8 +98,10 @@ package enum ChildTermination: Equatable, Sendable {
 /// cannot be given to another process, so a signal sent to it meanwhile cannot reach a stranger.
 package func waitUntilChildEnds(_ pid: pid_t) -> ChildTermination {
     var info = siginfo_t()
-    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 {
-        precondition(errno == EINTR, "waitid(\(pid)) failed: \(String(cString: strerror(errno)))")
+    do throws(SystemCallError) {
+        _ = try SystemCall.blocking("waitid") { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
+    } catch {
+        preconditionFailure("waitid(\(pid)) failed: \(error.reason)")
     }
     let status = info._sifields._sigchld.si_status
     return info.si_code == CLD_EXITED ? .exited(status: status) : .killed(signal: status)
@@ -107,5 +110,5 @@ package func waitUntilChildEnds(_ pid: pid_t) -> ChildTermination {
 /// Reaps a child `waitUntilChildEnds` saw end.
 package func reapChild(_ pid: pid_t) {
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    _ = try? SystemCall.blocking("waitpid") { waitpid(pid, &status, 0) }
 }

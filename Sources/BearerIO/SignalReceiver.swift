@@ -55,8 +55,10 @@ package struct SignalReceiver: Sendable {
             var set = Self.set(of: signals)
             while true {
                 var info = siginfo_t()
-                let number = sigwaitinfo(&set, &info)
-                guard number > 0 else { continue }  // EINTR: a signal outside the set was handled
+                // Retried when a signal outside the set was handled meanwhile (EINTR).
+                guard let number = try? SystemCall.blocking("sigwaitinfo", { sigwaitinfo(&set, &info) }) else {
+                    continue
+                }
                 received(
                     ReceivedSignal(
                         number: number,

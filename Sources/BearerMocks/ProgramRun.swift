@@ -14,6 +14,9 @@ package struct ProgramOutcome: Sendable {
 /// outputs to their end; a program that outlives `timeout` is killed by its PID. It gets this
 /// process's environment, or exactly `environment` when given. `status` is the shell's `$?`
 /// (128 + N for a program killed by signal N).
+///
+/// Outputs are read with read(2) through `SystemCall`, which retries EINTR: FileHandle's reader
+/// traps on it.
 package func runProgram(
     _ arguments: [String],
     in directory: String? = nil,
@@ -61,13 +64,7 @@ package func runProgram(
     )
 }
 
+/// What a program wrote to the pipe (nothing, should reading it fail).
 private func readToEnd(_ fd: Int32) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = read(fd, &chunk, chunk.count)
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { return bytes }
-        bytes += chunk[..<count]
-    }
+    (try? SystemCall.readToEnd(fd, limit: .max)) ?? []
 }

@@ -148,16 +148,13 @@ package final class RedisServerProcess: @unchecked Sendable {
         let changed = self.changed
         return spawnThread(name: "redis-output") {
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(fd, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
+            while let count = try? SystemCall.blocking("read", { read(fd, &buffer, buffer.count) }), count > 0 {
                 state.withLock { $0.output += String(decoding: buffer[..<count], as: UTF8.self) }
                 changed.signal()
             }
             close(fd)
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            _ = try? SystemCall.blocking("waitpid") { waitpid(pid, &status, 0) }
             state.withLock { if $0.running?.pid == pid { $0.running?.exited = true } }
             changed.signal()
         }

@@ -19,10 +19,7 @@ import Testing
         let text = Locked("")
         let thread = spawnThread(name: "pipe-reader") {
             var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = read(fd, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }
+            while let count = try? SystemCall.blocking("read", { read(fd, &buffer, buffer.count) }), count > 0 {
                 let piece = String(decoding: buffer[..<count], as: UTF8.self)
                 text.withLock { $0 += piece }
             }

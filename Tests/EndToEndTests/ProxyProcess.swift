@@ -165,10 +165,7 @@ final class ProxyProcess: @unchecked Sendable {
 /// Reads `fd` until it ends, passing on what arrives.
 func readUntilEnd(_ fd: Int32, _ received: (String) -> Void) {
     var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = read(fd, &buffer, buffer.count)
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { return }
+    while let count = try? SystemCall.blocking("read", { read(fd, &buffer, buffer.count) }), count > 0 {
         received(String(decoding: buffer[..<count], as: UTF8.self))
     }
 }

@@ -1,3 +1,4 @@
+import BearerCore
 import COpenSSL
 import Glibc
 
@@ -145,18 +146,13 @@ package func readWholeFile(_ path: String) throws(IOError) -> [UInt8] {
     if fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
         throw IOError(errnoCode: EISDIR, function: "read")
     }
-    var bytes: [UInt8] = []
-    // Room for the whole file at once: growing the array would leave copies of key bytes behind.
-    bytes.reserveCapacity(Int(min(max(status.st_size, 0), 1 << 20)) + 1)
-    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-    defer { wipe(&chunk) }
-    while bytes.count <= 1 << 20 {
-        let count = read(fd, &chunk, chunk.count)
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { throw IOError(errnoCode: errno, function: "read") }
-        if count == 0 { return bytes }
-        bytes.append(contentsOf: chunk[..<count])
+    var bytes: [UInt8]
+    do throws(SystemCallError) {
+        bytes = try SystemCall.readToEnd(fd, limit: 1 << 20, sizeHint: Int(status.st_size))
+    } catch {
+        throw IOError(error)
     }
+    if bytes.count <= 1 << 20 { return bytes }
     wipe(&bytes)
     throw IOError(errnoCode: EFBIG, function: "read", detail: "larger than 1 MiB: not a key file")
 }

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerIO
 import Glibc
 import Synchronization
 
@@ -72,9 +73,7 @@ package final class RefreshTokenStore: Sendable {
     package func beginRefresh() -> Lease {
         guard let path = self.path else { return Lease(token: self.current, lockFD: nil) }
         let fd = open(Self.lockPath(for: path), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
-        }
+        if fd >= 0 { _ = try? SystemCall.blocking("flock") { flock(fd, LOCK_EX) } }
         if let (token, stamp) = try? Self.read(path) {
             self.state.withLock {
                 $0.token = token
@@ -173,14 +172,11 @@ package final class RefreshTokenStore: Sendable {
         case S_IFDIR: throw Self.cannotRead(path, EISDIR)
         default: throw StoreError(description: "\(path): cannot read the refresh token file: not a regular file")
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw Self.cannotRead(path, errno) }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
+            bytes = try SystemCall.readToEnd(fd, limit: 1 << 20, sizeHint: Int(info.st_size))
+        } catch {
+            throw Self.cannotRead(path, error.errnoCode)
         }
         let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         return (text.isEmpty ? nil : Secret(text), Self.stamp(path))
@@ -211,16 +207,10 @@ package final class RefreshTokenStore: Sendable {
 
     /// `its folder … does not exist` (or is not a directory); nil when the folder is there.
     private static func folderProblem(_ path: String) -> String? {
-        let folder = Self.folder(of: path)
+        let folder = AtomicFile.folder(of: path)
         var info = stat()
         guard stat(folder, &info) == 0 else { return "its folder \(folder) does not exist" }
         return info.st_mode & S_IFMT == S_IFDIR ? nil : "its folder \(folder) is not a directory"
-    }
-
-    static func folder(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let folder = String(path[..<slash])
-        return folder.isEmpty ? "/" : folder
     }
 
     static func stamp(_ path: String) -> FileStamp? {
@@ -234,35 +224,13 @@ package final class RefreshTokenStore: Sendable {
         )
     }
 
-    /// Writes a temporary file next to `path` (mode 0600), flushes it to disk, renames it over `path`.
+    /// The rotated token replaces the file whole (`AtomicFile`, mode 0600). The temporary file's
+    /// name carries the PID: a process that died mid-write leaves its own, never one another uses.
     static func writeAtomically(_ contents: String, to path: String) throws(StoreError) {
-        let temporary = "\(path).tmp.\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw StoreError(
-                description: "\(path): cannot write the rotated refresh token: \(String(cString: strerror(errno)))"
-            )
-        }
-        let bytes = Array(contents.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { break }
-            offset += written
-        }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard offset == bytes.count, synced, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw StoreError(description: "\(path): cannot write the rotated refresh token: \(reason)")
-        }
-        let directoryFD = open(Self.folder(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
-            close(directoryFD)
+        do throws(AtomicFile.WriteError) {
+            try AtomicFile.replace(path, with: Array(contents.utf8), mode: 0o600, temporary: "\(path).tmp.\(getpid())")
+        } catch {
+            throw StoreError(description: "\(path): cannot write the rotated refresh token: \(error.reason)")
         }
     }
 }

@@ -74,9 +74,9 @@ struct TokenCommandProcess {
     private static func waitForExit(_ pid: pid_t, deadline: Instant?) -> Int32? {
         var status: Int32 = 0
         while true {
-            let result = waitpid(pid, &status, deadline == nil ? 0 : WNOHANG)
+            let flags = deadline == nil ? 0 : WNOHANG
+            guard let result = try? SystemCall.blocking("waitpid", { waitpid(pid, &status, flags) }) else { return nil }
             if result == pid { return status }
-            if result < 0 && errno != EINTR { return nil }
             if let deadline {
                 if Instant.now() >= deadline { return nil }
                 usleep(5000)
@@ -114,14 +114,23 @@ private struct CollectedOutput {
             let remaining = deadline - Instant.now()
             guard remaining > .zero else { return false }
             var descriptors = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let milliseconds = Int32(clamping: max(1, remaining.nanoseconds / 1_000_000))
-            let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
-            if ready < 0 && errno != EINTR { return false }
+            // The time left is computed on each try: a signal must not restart the whole wait.
+            let polled = try? SystemCall.blocking("poll") {
+                poll(
+                    &descriptors,
+                    nfds_t(descriptors.count),
+                    Int32(clamping: max(1, (deadline - Instant.now()).nanoseconds / 1_000_000))
+                )
+            }
+            if polled == nil { return false }
             for descriptor in descriptors where descriptor.revents != 0 {
-                let count = chunk.withUnsafeMutableBytes { read(descriptor.fd, $0.baseAddress, $0.count) }
-                if count > 0 {
+                let count = try? SystemCall.blocking("read") {
+                    chunk.withUnsafeMutableBytes { read(descriptor.fd, $0.baseAddress, $0.count) }
+                }
+                if let count, count > 0 {
                     self.append(chunk[0..<count], from: descriptor.fd)
-                } else if count == 0 || errno != EINTR && errno != EAGAIN {
+                } else {
+                    // The end, or a pipe that failed: either way nothing more comes from it.
                     open.removeAll { $0 == descriptor.fd }
                 }
             }

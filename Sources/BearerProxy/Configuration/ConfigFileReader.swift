@@ -1,3 +1,4 @@
+import BearerCore
 import Glibc
 
 /// Reads the config file's text: a regular file, or a pipe or FIFO (`--config <(pass show …)`), so a
@@ -10,26 +11,22 @@ enum ConfigFileReader {
     static let sizeLimit = 1 << 20
 
     static func read(_ path: String) throws(ConfigurationError) -> String {
-        var fd: Int32
-        repeat {
+        let fd: Int32
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
             // Opening a FIFO waits for its writer, as `cat` does.
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-        } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { throw Self.failure(path, Self.errorText()) }
+            fd = try SystemCall.blocking("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        } catch {
+            throw Self.failure(path, error.reason)
+        }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Self.failure(path, errno == EISDIR ? "it is a directory" : Self.errorText())
-            }
-            bytes += chunk[0..<count]
-            guard bytes.count <= Self.sizeLimit else {
-                throw Self.failure(path, "it is larger than 1 MiB (is it the right file?)")
-            }
+        do throws(SystemCallError) {
+            bytes = try SystemCall.readToEnd(fd, limit: Self.sizeLimit)
+        } catch {
+            throw Self.failure(path, error.errnoCode == EISDIR ? "it is a directory" : error.reason)
+        }
+        guard bytes.count <= Self.sizeLimit else {
+            throw Self.failure(path, "it is larger than 1 MiB (is it the right file?)")
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw Self.failure(path, "not valid UTF-8 text")
@@ -39,9 +36,5 @@ enum ConfigFileReader {
 
     private static func failure(_ path: String, _ reason: String) -> ConfigurationError {
         ConfigurationError(place: path, key: nil, message: "cannot read the config file: \(reason)")
-    }
-
-    private static func errorText() -> String {
-        String(cString: strerror(errno))
     }
 }

@@ -1,3 +1,5 @@
+import BearerCore
+import BearerIO
 import Glibc
 
 /// The local CA's folder (ca_dir): `ca.pem` (0644), `intermediate.pem` (0644), `intermediate-key.pem`
@@ -30,8 +32,10 @@ struct CAFiles {
         let fd = open(self.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: self.directory, reason: errnoDescription()) }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw .unreadable(path: self.directory, reason: errnoDescription()) }
+        do throws(SystemCallError) {
+            _ = try SystemCall.blocking("flock") { flock(fd, LOCK_EX) }
+        } catch {
+            throw .unreadable(path: self.directory, reason: error.reason)
         }
         defer { flock(fd, LOCK_UN) }
         try self.finishInterruptedWrite()
@@ -60,24 +64,25 @@ struct CAFiles {
             throw .cannotWrite(path: self.directory, reason: errnoDescription())
         }
         let contents = [key, intermediate, root]
-        for (member, bytes) in zip(self.members, contents) {
-            try Self.writeFlushed(bytes, to: member.path + ".new", mode: member.mode)
+        do throws(AtomicFile.WriteError) {
+            for (member, bytes) in zip(self.members, contents) {
+                try AtomicFile.writeFlushed(bytes, to: member.path + ".new", mode: member.mode)
+            }
+            try AtomicFile.writeFlushed([], to: self.marker, mode: 0o600)
+            try AtomicFile.syncFolder(self.directory)
+        } catch {
+            throw LocalCAError(error)
         }
-        try Self.writeFlushed([], to: self.marker, mode: 0o600)
-        try self.syncDirectory()
         try self.finishInterruptedWrite()
     }
 
     /// Writes `bytes` to `path` through a temporary file renamed over it (bundle.pem).
     func replace(_ path: String, with bytes: [UInt8], mode: mode_t) throws(LocalCAError) {
-        let temporary = path + ".new"
-        try Self.writeFlushed(bytes, to: temporary, mode: mode)
-        guard rename(temporary, path) == 0 else {
-            let reason = errnoDescription()
-            unlink(temporary)
-            throw .cannotWrite(path: path, reason: reason)
+        do throws(AtomicFile.WriteError) {
+            try AtomicFile.replace(path, with: bytes, mode: mode, temporary: path + ".new")
+        } catch {
+            throw LocalCAError(error)
         }
-        try self.syncDirectory()
     }
 
     /// Renames the `.new` files a committed write left behind, or deletes those of an uncommitted one.
@@ -93,7 +98,11 @@ struct CAFiles {
             }
         }
         if isCommitted {
-            try self.syncDirectory()
+            do throws(AtomicFile.WriteError) {
+                try AtomicFile.syncFolder(self.directory)
+            } catch {
+                throw LocalCAError(error)
+            }
             unlink(self.marker)
         }
         unlink(self.bundle + ".new")
@@ -110,50 +119,22 @@ struct CAFiles {
         }
     }
 
-    private func syncDirectory() throws(LocalCAError) {
-        let fd = open(self.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .cannotWrite(path: self.directory, reason: errnoDescription()) }
-        defer { close(fd) }
-        fsync(fd)
-    }
-
-    /// Creates `path` (replacing a leftover) with exactly `mode` whatever the umask, writes all of
-    /// `bytes`, and flushes them to disk.
-    private static func writeFlushed(_ bytes: [UInt8], to path: String, mode: mode_t) throws(LocalCAError) {
-        unlink(path)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .cannotWrite(path: path, reason: errnoDescription()) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { break }
-            offset += written
-        }
-        let isComplete = offset == bytes.count && fchmod(fd, mode) == 0 && fsync(fd) == 0
-        let reason = errnoDescription()
-        close(fd)
-        guard isComplete else {
-            unlink(path)
-            throw .cannotWrite(path: path, reason: reason)
-        }
-    }
-
     /// A file's bytes, up to `limit` (a CA file is under a KiB; a system bundle a few hundred KiB).
     static func contents(of path: String, limit: Int = 1 << 20) throws(LocalCAError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: path, reason: errnoDescription()) }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while bytes.count < limit {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw .unreadable(path: path, reason: errnoDescription()) }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
+        do throws(SystemCallError) {
+            return try SystemCall.readToEnd(fd, limit: limit)
+        } catch {
+            throw .unreadable(path: path, reason: error.reason)
         }
-        return bytes
+    }
+}
+
+extension LocalCAError {
+    init(_ error: AtomicFile.WriteError) {
+        self = .cannotWrite(path: error.path, reason: error.reason)
     }
 }
 

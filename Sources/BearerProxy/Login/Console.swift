@@ -1,3 +1,4 @@
+import BearerCore
 import Glibc
 
 /// Where `bearer-proxy login` and `logout` talk to the person: lines to stdout, errors to stderr,
@@ -18,13 +19,8 @@ struct Console: Sendable {
         Self.write("Error: \(error)\n", to: self.errors)
     }
 
+    /// A closed terminal or pipe loses the line: there is nowhere left to say so.
     static func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
+        try? SystemCall.writeAll(fd, Array(text.utf8))
     }
 }

@@ -138,5 +138,10 @@ func pause(_ duration: Duration) {
         tv_nsec: Int(duration.nanoseconds % 1_000_000_000)
     )
     var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    // Interrupted by a signal, it sleeps on for what was left.
+    _ = try? SystemCall.blocking("nanosleep") {
+        let result = nanosleep(&request, &remaining)
+        request = remaining
+        return result
+    }
 }

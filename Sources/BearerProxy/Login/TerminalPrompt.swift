@@ -44,12 +44,12 @@ enum TerminalPrompt {
         var byte: UInt8 = 0
         while bytes.count < 4096 {
             var ready = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: max((deadline - Instant.now()).nanoseconds / 1_000_000, 0))
-            let polled = poll(&ready, 1, milliseconds)
-            if polled < 0 && errno == EINTR { continue }
+            // The time left is computed on each try: a signal must not restart the whole wait.
+            let polled = try? SystemCall.blocking("poll") {
+                poll(&ready, 1, Int32(clamping: max((deadline - Instant.now()).nanoseconds / 1_000_000, 0)))
+            }
             if polled == 0 { return .timedOut }
-            let count = read(STDIN_FILENO, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
+            let count = (try? SystemCall.blocking("read") { read(STDIN_FILENO, &byte, 1) }) ?? -1
             if count <= 0 { return bytes.isEmpty ? .endOfInput : .line(String(decoding: bytes, as: UTF8.self)) }
             if byte == 0x0A { break }
             bytes.append(byte)
