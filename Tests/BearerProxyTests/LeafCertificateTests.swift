@@ -23,8 +23,8 @@ struct TestCA {
         self.ca = try LocalCA.open(self.files, permitting: patterns(hosts), now: self.now).ca
     }
 
-    func leaf(for host: String) throws -> (X509Certificate, PrivateKey) {
-        let key = try #require(PrivateKey.generateP256())
+    func leaf(for host: String) throws -> (X509Certificate, PEMPrivateKey) {
+        let key = try #require(PEMPrivateKey.generateP256())
         return (try self.ca.issueLeaf(for: try #require(LeafHost(host)), key: key, now: self.now), key)
     }
 
@@ -32,8 +32,8 @@ struct TestCA {
     func forgedLeaf(
         subject: [(field: String, value: String)],
         subjectAltName: String
-    ) throws -> (X509Certificate, PrivateKey) {
-        let key = try #require(PrivateKey.generateP256())
+    ) throws -> (X509Certificate, PEMPrivateKey) {
+        let key = try #require(PEMPrivateKey.generateP256())
         let request = CertificateRequest(
             subject: subject,
             notBefore: self.now - 3_600,
@@ -56,7 +56,7 @@ struct TestCA {
     }
 
     /// An HTTPS mock API presenting `leaf` and the intermediate.
-    func server(_ leaf: X509Certificate, key: PrivateKey) throws -> MockUpstream {
+    func server(_ leaf: X509Certificate, key: PEMPrivateKey) throws -> MockUpstream {
         let tls = try TLSContext.server(
             certificate: leaf.pointer,
             chain: [self.ca.intermediate.pointer],

@@ -1,3 +1,4 @@
+import BearerIO
 import BearerMocks
 import COpenSSL
 import Foundation
@@ -378,7 +379,7 @@ struct WrittenCA {
 }
 
 /// `key` as PKCS#8 PEM encrypted with AES-256 under a pass phrase.
-func encryptedPEM(of key: PrivateKey) -> String {
+func encryptedPEM(of key: PEMPrivateKey) -> String {
     let bytes = writingToMemoryBIO { bio in
         PEM_write_bio_PKCS8PrivateKey(bio, key.pointer, EVP_aes_256_cbc(), "pass phrase", 11, nil, nil) == 1
     }

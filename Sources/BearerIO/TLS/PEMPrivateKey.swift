@@ -2,12 +2,14 @@ import BearerCore
 import COpenSSL
 import Glibc
 
-/// A private key read from a PEM file (`EVP_PKEY*`, one reference owned): a TLS client key, or a key
-/// that signs JWTs.
+/// A private key held by OpenSSL (`EVP_PKEY*`, one reference owned), read from PEM or made: a TLS
+/// client key, a key that signs JWTs, the local CA's and its leaves' keys.
 ///
 /// Read without a passphrase prompt: an encrypted key is an error naming the file, never a question
-/// on the terminal of a proxy that runs unattended. Sendable: the key is never changed once read, and
-/// OpenSSL signs with one key from several threads (each signature has its own context).
+/// on the terminal of a proxy that runs unattended. Freed with the last reference; OpenSSL clears an
+/// EC key's private scalar as it frees it (`BN_clear_free`), which is how the CA's root key is
+/// destroyed once it has signed the intermediate. Sendable: the key is never changed once read or
+/// made, and OpenSSL signs with one key from several threads (each signature has its own context).
 package final class PEMPrivateKey: @unchecked Sendable, CustomStringConvertible {
     package let pointer: OpaquePointer
     package let kind: Kind
@@ -54,6 +56,17 @@ package final class PEMPrivateKey: @unchecked Sendable, CustomStringConvertible 
     /// Never the key: only what kind it is.
     package var description: String { "<private key: \(self.kind)>" }
 
+    /// A new EC P-256 key (from OpenSSL's random generator).
+    package static func generateP256() -> PEMPrivateKey? {
+        cos_generate_p256_key().map(PEMPrivateKey.init(taking:))
+    }
+
+    /// The key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Only the CA's intermediate
+    /// key is ever written; the caller clears the bytes once they are on disk.
+    package var pem: [UInt8] {
+        writingToMemoryBIO { bio in PEM_write_bio_PrivateKey(bio, self.pointer, nil, nil, 0, nil, nil) == 1 }
+    }
+
     /// Reads the first private key of the PEM file at `path`.
     package static func load(file path: String) throws(LoadError) -> PEMPrivateKey {
         var bytes: [UInt8]
@@ -87,12 +100,8 @@ package final class PEMPrivateKey: @unchecked Sendable, CustomStringConvertible 
             )
         }
         ERR_clear_error()
-        let key = pem.withUnsafeBytes { raw -> OpaquePointer? in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            // No passphrase, ever: a callback that gives none (OpenSSL's default would prompt).
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil)
-        }
+        // No passphrase, ever: a callback that gives none (OpenSSL's default would prompt).
+        let key = withMemoryBIO(pem) { bio in PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil) }
         ERR_clear_error()
         guard let key else {
             if text.contains("-----BEGIN CERTIFICATE-----") {

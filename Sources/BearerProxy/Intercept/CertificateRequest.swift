@@ -1,3 +1,4 @@
+import BearerIO
 import COpenSSL
 import Glibc
 
@@ -21,9 +22,9 @@ struct CertificateRequest {
 
     /// The certificate for `subjectKey`, issued by `issuer` (nil: self-signed) with `issuerKey`.
     func sign(
-        subjectKey: PrivateKey,
+        subjectKey: PEMPrivateKey,
         issuer: X509Certificate?,
-        issuerKey: PrivateKey
+        issuerKey: PEMPrivateKey
     ) throws(SigningError) -> X509Certificate {
         ERR_clear_error()
         guard let x509 = X509_new() else { throw SigningError(description: "cannot allocate a certificate") }

@@ -174,7 +174,7 @@ package final class InterceptCertificates: Sendable {
         for host: LeafHost,
         now: Int64
     ) -> Result<(TLSContext, notAfter: Int64), LeafIssuanceError> {
-        guard let key = PrivateKey.generateP256() else {
+        guard let key = PEMPrivateKey.generateP256() else {
             return .failure(LeafIssuanceError(description: "cannot make an EC P-256 key: \(lastOpenSSLError())"))
         }
         let leaf: X509Certificate

@@ -1,3 +1,4 @@
+import BearerIO
 import Glibc
 
 extension LocalCA {
@@ -55,7 +56,7 @@ extension LocalCA {
         guard let intermediate = X509Certificate.parse(pem: contents.intermediate) else {
             throw .invalid(path: files.intermediate, reason: "no PEM certificate in it")
         }
-        guard let key = PrivateKey.parse(pem: contents.key) else {
+        guard let key = try? PEMPrivateKey.parse(pem: contents.key) else {
             throw .invalid(path: files.key, reason: "no unencrypted PEM private key in it")
         }
         return try Self.verified(

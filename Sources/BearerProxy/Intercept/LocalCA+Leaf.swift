@@ -1,3 +1,4 @@
+import BearerIO
 import COpenSSL
 
 /// Why a host got no leaf: one line, safe to log (no key material).
@@ -54,7 +55,7 @@ extension LocalCA {
     /// valid from an hour ago for 30 days (never past the intermediate). A DNS host is also the subject
     /// CN; an IP host's leaf has no CN, since OpenSSL checks a host-like CN (`127.0.0.1`) against the
     /// DNS constraints and would refuse the chain.
-    func issueLeaf(for host: LeafHost, key: PrivateKey, now: Int64) throws(LeafIssuanceError) -> X509Certificate {
+    func issueLeaf(for host: LeafHost, key: PEMPrivateKey, now: Int64) throws(LeafIssuanceError) -> X509Certificate {
         guard self.intermediateConstraints.permits(host: host.description) else {
             throw LeafIssuanceError(
                 description: "the local CA's name constraints do not permit \(host) (bearer-proxy ca --renew)"

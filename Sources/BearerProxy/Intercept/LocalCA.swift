@@ -1,3 +1,4 @@
+import BearerIO
 import COpenSSL
 import Foundation
 
@@ -12,7 +13,7 @@ import Foundation
 struct LocalCA: Sendable {
     let root: X509Certificate
     let intermediate: X509Certificate
-    let intermediateKey: PrivateKey
+    let intermediateKey: PEMPrivateKey
     let rootConstraints: NameConstraints
     let intermediateConstraints: NameConstraints
 
@@ -29,7 +30,7 @@ struct LocalCA: Sendable {
         let name = Self.distinguishingName(now: now)
         let notBefore = now - Self.backdatingSeconds
         let notAfter = now + Self.lifetimeSeconds
-        guard let intermediateKey = PrivateKey.generateP256() else { throw .openSSL("cannot make an EC P-256 key") }
+        guard let intermediateKey = PEMPrivateKey.generateP256() else { throw .openSSL("cannot make an EC P-256 key") }
         let (root, intermediate) = try Self.signRootAndIntermediate(
             name: name,
             constraints: constraints,
@@ -52,9 +53,9 @@ struct LocalCA: Sendable {
         constraints: NameConstraints,
         notBefore: Int64,
         notAfter: Int64,
-        intermediateKey: PrivateKey
+        intermediateKey: PEMPrivateKey
     ) throws(LocalCAError) -> (X509Certificate, X509Certificate) {
-        guard let rootKey = PrivateKey.generateP256() else { throw .openSSL("cannot make an EC P-256 key") }
+        guard let rootKey = PEMPrivateKey.generateP256() else { throw .openSSL("cannot make an EC P-256 key") }
         let rootRequest = CertificateRequest(
             subject: [("O", "bearer-proxy"), ("CN", "bearer-proxy root CA \(name)")],
             notBefore: notBefore,
@@ -116,7 +117,7 @@ struct LocalCA: Sendable {
     static func verified(
         root: X509Certificate,
         intermediate: X509Certificate,
-        intermediateKey: PrivateKey,
+        intermediateKey: PEMPrivateKey,
         files: CAFiles,
         now: Int64
     ) throws(LocalCAError) -> LocalCA {
@@ -124,7 +125,7 @@ struct LocalCA: Sendable {
         guard intermediate.isSigned(by: root) else {
             throw .invalid(path: files.intermediate, reason: "it is not signed by ca.pem")
         }
-        guard intermediateKey.isP256, intermediate.isCertified(intermediateKey) else {
+        guard intermediateKey.kind == .ec(curve: "P-256"), intermediate.isCertified(intermediateKey) else {
             throw .invalid(path: files.key, reason: "it is not the EC P-256 key of intermediate.pem")
         }
         guard let rootConstraints = NameConstraints(of: root) else {

@@ -1,3 +1,4 @@
+import BearerIO
 import COpenSSL
 import Glibc
 
@@ -40,7 +41,7 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// Whether `key` is the private half of this certificate's public key.
-    func isCertified(_ key: PrivateKey) -> Bool {
+    func isCertified(_ key: PEMPrivateKey) -> Bool {
         ERR_clear_error()
         return X509_check_private_key(self.pointer, key.pointer) == 1
     }
@@ -58,26 +59,4 @@ private func epochSeconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64 {
     var parts = tm()
     guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return 0 }
     return Int64(timegm(&parts))
-}
-
-/// Runs `body` over a read-only memory BIO holding `bytes`.
-func withMemoryBIO<Result>(_ bytes: [UInt8], _ body: (OpaquePointer) -> Result?) -> Result? {
-    bytes.withUnsafeBytes { raw in
-        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-        defer { BIO_free(bio) }
-        return body(bio)
-    }
-}
-
-/// What `body` writes into a memory BIO; empty when it fails.
-func writingToMemoryBIO(_ body: (OpaquePointer) -> Bool) -> [UInt8] {
-    guard let bio = BIO_new(BIO_s_mem()) else { return [] }
-    defer { BIO_free(bio) }
-    guard body(bio) else { return [] }
-    var data: UnsafePointer<CChar>?
-    let length = cos_bio_mem_data(bio, &data)
-    guard let data, length > 0 else { return [] }
-    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
-        Array(UnsafeBufferPointer(start: $0, count: length))
-    }
 }
