@@ -279,7 +279,8 @@ package final class EventLoop: @unchecked Sendable {
     static let bufferPoolLimit = 64
 
     package func returnBuffer(_ buffer: ByteBuffer) {
-        guard self.bufferPool.count < Self.bufferPoolLimit, buffer.capacity >= 16 * 1024, buffer.capacity <= 1024 * 1024 else { return }
+        guard self.bufferPool.count < Self.bufferPoolLimit, buffer.capacity >= 16 * 1024, buffer.capacity <= 1024 * 1024
+        else { return }
         var buffer = buffer
         buffer.clear()
         self.bufferPool.append(buffer)
