@@ -344,24 +344,19 @@ final class LoadConnection: StreamConnectionDelegate {
         while !self.isStopped {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.parser.next(raw)
-                }
+                event = try connection.inbound.parseNext(with: &self.parser)
             } catch {
                 self.fail("malformed response")
                 return
             }
             switch event {
-            case .needMore(let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
-            case .head(let head, let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .head(let head, _):
                 if !head.isInformational { self.currentStatus = head.status }
-            case .body(let range):
-                connection.inbound.moveReaderIndex(forwardBy: range.upperBound)
-            case .end(let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .body:
+                continue
+            case .end:
                 let sentAt = self.inFlight.isEmpty ? Instant.now() : self.inFlight.removeFirst()
                 self.state.record(
                     status: self.currentStatus,

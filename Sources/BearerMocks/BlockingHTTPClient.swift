@@ -108,32 +108,24 @@ package final class BlockingHTTPClient {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.parser.next(raw)
+                event = try self.pending.parseNext(with: &self.parser) { bytes in
+                    if body.count < maximumBodyBytes { body.append(contentsOf: bytes) }
                 }
             } catch {
                 throw .malformed(error)
             }
             switch event {
-            case .head(let parsed, let consumed):
-                self.pending.moveReaderIndex(forwardBy: consumed)
+            case .head(let parsed, _):
                 if parsed.isInformational {
                     informational.append(parsed.status)
                 } else {
                     head = parsed
                 }
-            case .body(let range):
-                if body.count < maximumBodyBytes {
-                    self.pending.withUnsafeReadableBytes { raw in
-                        body.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]).bindMemory(to: UInt8.self))
-                    }
-                }
-                self.pending.moveReaderIndex(forwardBy: range.upperBound)
-            case .end(let consumed):
-                self.pending.moveReaderIndex(forwardBy: consumed)
+            case .body:
+                continue
+            case .end:
                 return Response(head: head!, body: body, informational: informational)
-            case .needMore(let consumed):
-                self.pending.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 if try !self.fill() {
                     if let head, self.parser.canEndAtEndOfInput {
                         return Response(head: head, body: body, informational: informational)
@@ -155,13 +147,7 @@ package final class BlockingHTTPClient {
     package func readHead() throws(ClientError) -> ResponseHead {
         self.parser.expectResponse(to: .get)
         while true {
-            let event = try? self.pending.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                try self.parser.next(raw)
-            }
-            if case .head(let head, let consumed) = event {
-                self.pending.moveReaderIndex(forwardBy: consumed)
-                return head
-            }
+            if case .head(let head, _) = try? self.pending.parseNext(with: &self.parser) { return head }
             if try !self.fill() { throw .closedBeforeResponse }
         }
     }

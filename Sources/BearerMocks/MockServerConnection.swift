@@ -67,9 +67,7 @@ final class MockServerConnection: StreamConnectionDelegate {
         while !self.isClosed && self.streaming == nil && !self.isWaitingForResponse {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.parser.next(raw)
-                }
+                event = try self.stream.inbound.parseNext(with: &self.parser) { bytes in self.body += bytes }
             } catch {
                 self.stream.withOutbound {
                     $0.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -78,11 +76,9 @@ final class MockServerConnection: StreamConnectionDelegate {
                 return
             }
             switch event {
-            case .needMore(let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
-            case .head(let head, let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .head(let head, _):
                 self.currentHead = head
                 self.body = []
                 if head.expectsContinue {
@@ -95,11 +91,9 @@ final class MockServerConnection: StreamConnectionDelegate {
                     self.stream.withOutbound { $0.writeString("HTTP/1.1 100 Continue\r\n\r\n") }
                     self.stream.flush()
                 }
-            case .body(let range):
-                self.stream.inbound.withUnsafeReadableBytes { raw in self.body += raw[range] }
-                self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
-            case .end(let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .body:
+                continue
+            case .end:
                 guard let head = self.currentHead else { return }
                 self.server.handledRequests.add(1, ordering: .relaxed)
                 if !head.wantsKeepAlive { self.closesAfterResponse = true }

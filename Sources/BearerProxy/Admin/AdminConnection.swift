@@ -32,27 +32,22 @@ final class AdminConnection: StreamConnectionDelegate {
         while !self.isBusy && !self.stream.isClosed {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.parser.next(raw)
-                }
+                event = try self.stream.inbound.parseNext(with: &self.parser)
             } catch {
                 self.closes = true
                 self.respond(error.status, "bearer-proxy: bad request: \(error.message)\n")
                 return
             }
             switch event {
-            case .needMore(let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
-            case .head(let head, let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .head(let head, _):
                 self.head = head
                 if !head.wantsKeepAlive { self.closes = true }
-            case .body(let range):
+            case .body:
                 // Admin requests carry no meaningful body; it is read and dropped.
-                self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
-            case .end(let consumed):
-                self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+                continue
+            case .end:
                 if let head = self.head { self.handle(head) }
             }
         }

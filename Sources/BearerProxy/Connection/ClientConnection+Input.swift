@@ -43,8 +43,7 @@ extension ClientConnection {
         }
         guard let event = self.nextRequestEvent() else { return false }
         switch event {
-        case .head(let head, let consumed):
-            self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .head(let head, _):
             if head.framing == .none || head.framing == .contentLength(0) { self.consumeEmptyBody() }
             self.run(self.machine.requestHeadReceived(head, now: self.loop.now))
             return true
@@ -57,12 +56,14 @@ extension ClientConnection {
         }
     }
 
-    /// The parser's next event over the client's bytes; nil (and a 400) when they are not HTTP.
-    private func nextRequestEvent() -> HTTPRequestParser.Event? {
+    /// The parser's next event over the client's bytes, which it consumes (body data goes to
+    /// `payload` first); nil (and a 400) when they are not HTTP.
+    @inline(__always)
+    private func nextRequestEvent(
+        payload: (UnsafeRawBufferPointer) -> Void = { _ in }
+    ) -> HTTPRequestParser.Event? {
         do throws(HTTPParseError) {
-            return try self.stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                try self.parser.next(raw)
-            }
+            return try self.stream.inbound.parseNext(with: &self.parser, payload: payload)
         } catch {
             self.run(self.machine.requestMalformed(error))
             return nil
@@ -84,21 +85,17 @@ extension ClientConnection {
             upstreamStream.flush()
             if upstreamStream.pendingWriteBytes > Self.highWatermark { return false }
         }
-        guard let event = self.nextRequestEvent() else { return false }
+        let event = self.nextRequestEvent { bytes in
+            upstreamStream.writeBodyPart(bytes, chunked: self.bodyBytesParsed(bytes))
+        }
+        guard let event else { return false }
         switch event {
-        case .body(let range):
-            self.stream.inbound.withUnsafeReadableBytes { raw in
-                let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
-                upstreamStream.writeBodyPart(bytes, chunked: self.bodyBytesParsed(bytes))
-            }
-            self.stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+        case .body:
             return true
-        case .needMore(let consumed):
-            self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .needMore:
             self.reportClientEndIfReached()
             return false
-        case .end(let consumed):
-            self.stream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .end:
             self.run(self.machine.requestEnded(now: self.loop.now))
             return true
         case .head:
@@ -168,10 +165,15 @@ extension ClientConnection {
     /// Returns whether to go on parsing.
     private func parseResponse(_ upstream: UpstreamConnection) -> Bool {
         let upstreamStream = upstream.stream
+        let now = self.loop.now
         let event: HTTPResponseParser.Event
         do throws(HTTPParseError) {
-            event = try upstreamStream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                try upstream.parser.next(raw)
+            event = try upstreamStream.inbound.parseNext(with: &upstream.parser) { bytes in
+                let action = self.machine.responseBodyReceived(count: bytes.count, now: now)
+                guard case .forwardResponseBody(let chunked) = action else {
+                    preconditionFailure("Invalid action for response bytes: \(action)")
+                }
+                self.stream.writeBodyPart(bytes, chunked: chunked)
             }
         } catch {
             self.runtime.logger.info(
@@ -182,10 +184,8 @@ extension ClientConnection {
             self.run(self.machine.upstreamResponseMalformed(error))
             return false
         }
-        let now = self.loop.now
         switch event {
-        case .needMore(let consumed):
-            upstreamStream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .needMore:
             if upstreamStream.hasReadEnded {
                 let endsResponse = upstream.parser.canEndAtEndOfInput
                 self.dropUpstream()
@@ -194,26 +194,16 @@ extension ClientConnection {
                 )
             }
             return false
-        case .head(let head, let consumed):
-            upstreamStream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .head(let head, _):
             if head.isInformational {
                 self.run(self.machine.informationalReceived(head, now: now))
             } else {
                 self.run(self.machine.responseHeadReceived(head, now: now))
             }
             return true
-        case .body(let range):
-            let action = self.machine.responseBodyReceived(count: range.count, now: now)
-            guard case .forwardResponseBody(let chunked) = action else {
-                preconditionFailure("Invalid action for response bytes: \(action)")
-            }
-            upstreamStream.inbound.withUnsafeReadableBytes { raw in
-                self.stream.writeBodyPart(UnsafeRawBufferPointer(rebasing: raw[range]), chunked: chunked)
-            }
-            upstreamStream.inbound.moveReaderIndex(forwardBy: range.upperBound)
+        case .body:
             return true
-        case .end(let consumed):
-            upstreamStream.inbound.moveReaderIndex(forwardBy: consumed)
+        case .end:
             self.run(self.machine.responseEnded(upstreamSentMore: !upstreamStream.inbound.isEmpty, now: now))
             return true
         }

@@ -38,24 +38,19 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try stream.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.upstream.parser.next(raw)
-                }
+                event = try stream.inbound.parseNext(with: &self.upstream.parser)
             } catch {
                 return self.giveUp()
             }
             switch event {
-            case .needMore(let consumed):
-                stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
             case .head:
                 return self.giveUp()
             case .body(let range):
-                stream.inbound.moveReaderIndex(forwardBy: range.upperBound)
                 self.discarded += range.count
                 if self.discarded > Self.maximumBytes { return self.giveUp() }
-            case .end(let consumed):
-                stream.inbound.moveReaderIndex(forwardBy: consumed)
+            case .end:
                 self.cancelTimer()
                 if stream.inbound.isEmpty {
                     let pool = self.pool

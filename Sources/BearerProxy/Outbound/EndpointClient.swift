@@ -129,33 +129,24 @@ final class EndpointClient: StreamConnectionDelegate {
         while self.completion != nil {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.withUnsafeReadableBytes { raw throws(HTTPParseError) in
-                    try self.parser.next(raw)
+                event = try connection.inbound.parseNext(with: &self.parser) { bytes in
+                    self.body.append(contentsOf: bytes)
                 }
             } catch {
                 self.finish(.failure(.malformedResponse(error.message)))
                 return
             }
             switch event {
-            case .needMore(let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
-            case .head(let head, let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .head(let head, _):
                 if !head.isInformational { self.head = head }
-            case .body(let range):
-                connection.inbound.withUnsafeReadableBytes { raw in
-                    self.body.append(
-                        contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]).bindMemory(to: UInt8.self)
-                    )
-                }
-                connection.inbound.moveReaderIndex(forwardBy: range.upperBound)
+            case .body:
                 if self.body.count > self.maximumResponseBytes {
                     self.finish(.failure(.responseTooLarge))
                     return
                 }
-            case .end(let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .end:
                 self.complete()
                 return
             }

@@ -1,3 +1,5 @@
+import BearerCore
+
 /// Turns the bytes Redis sends into RESP2 values, however the reads split them.
 ///
 /// A value type with no I/O, like the HTTP parsers: the connection hands it the unread bytes, it
@@ -162,4 +164,14 @@ package struct RESPParser: Sendable {
         }
         return isNegative ? -value : value
     }
+}
+
+extension RESPParser: IncrementalParser {
+    package static func consumedBytes(of event: Event) -> Int {
+        switch event {
+        case .value(_, let consumed), .needMore(let consumed): consumed
+        }
+    }
+
+    package static func payload(of event: Event) -> Range<Int>? { nil }
 }

@@ -182,19 +182,15 @@ final class RedisConnection: StreamConnectionDelegate {
         while connection === self.stream {
             let event: RESPParser.Event
             do throws(RESPParseError) {
-                event = try connection.inbound.withUnsafeReadableBytes { raw throws(RESPParseError) in
-                    try self.parser.next(raw)
-                }
+                event = try connection.inbound.parseNext(with: &self.parser)
             } catch {
                 self.perform(self.machine.receivedGarbage(error))
                 return
             }
             switch event {
-            case .value(let value, let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .value(let value, _):
                 self.perform(self.machine.received(value, now: self.loop.now))
-            case .needMore(let consumed):
-                connection.inbound.moveReaderIndex(forwardBy: consumed)
+            case .needMore:
                 return
             }
         }
