@@ -138,13 +138,8 @@ final class MockServerConnection: StreamConnectionDelegate {
             writeHead("Transfer-Encoding: chunked\r\n")
             if !isHead {
                 self.stream.withOutbound { buffer in
-                    for chunk in chunks where !chunk.isEmpty {
-                        buffer.writeHexadecimal(chunk.count)
-                        buffer.writeString("\r\n")
-                        buffer.writeBytes(chunk)
-                        buffer.writeString("\r\n")
-                    }
-                    buffer.writeString("0\r\n\r\n")
+                    for chunk in chunks { chunk.withUnsafeBytes { buffer.writeChunk($0) } }
+                    buffer.writeLastChunk()
                 }
             }
             self.finishResponse()
@@ -225,15 +220,12 @@ final class MockServerConnection: StreamConnectionDelegate {
             let count = min(streaming.remaining, 64 * 1024)
             let offset = streaming.offset
             self.stream.withOutbound { buffer in
-                if streaming.chunked {
-                    buffer.writeHexadecimal(count)
-                    buffer.writeString("\r\n")
-                }
+                if streaming.chunked { buffer.writeChunkSize(count) }
                 _ = buffer.writeWithUnsafeMutableBytes(minimumWritable: count) { tail in
                     fillMockPattern(UnsafeMutableRawBufferPointer(rebasing: tail[0..<count]), offset: offset)
                     return count
                 }
-                if streaming.chunked { buffer.writeString("\r\n") }
+                if streaming.chunked { buffer.writeChunkDataEnd() }
             }
             streaming.remaining -= count
             streaming.offset += count
@@ -245,7 +237,7 @@ final class MockServerConnection: StreamConnectionDelegate {
             return
         }
         self.streaming = nil
-        if streaming.chunked { self.stream.withOutbound { $0.writeString("0\r\n\r\n") } }
+        if streaming.chunked { self.stream.withOutbound { $0.writeLastChunk() } }
         self.finishResponse()
     }
 

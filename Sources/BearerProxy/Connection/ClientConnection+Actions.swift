@@ -52,7 +52,7 @@ extension ClientConnection {
                 preconditionFailure("Body actions are performed where the bytes are parsed")
 
             case .endRequestBody(let chunked):
-                if chunked { self.upstream?.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
+                if chunked { self.upstream?.stream.withOutbound { $0.writeLastChunk() } }
                 return
 
             case .reportRejection(let session, let generation, let isReplay, let isReplayable):
@@ -207,13 +207,8 @@ extension ClientConnection {
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {
-                if kept > 0 {
-                    buffer.writeHexadecimal(kept)
-                    buffer.writeStaticString("\r\n")
-                    buffer.writeBuffer(request.keptBody)
-                    buffer.writeStaticString("\r\n")
-                }
-                if request.endsChunkedBody { buffer.writeStaticString("0\r\n\r\n") }
+                buffer.writeChunk(request.keptBody)
+                if request.endsChunkedBody { buffer.writeLastChunk() }
             } else if kept > 0 {
                 buffer.writeBuffer(request.keptBody)
             }
@@ -224,7 +219,7 @@ extension ClientConnection {
 
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
-        if end.writesChunkedEnd { self.stream.withOutbound { $0.writeStaticString("0\r\n\r\n") } }
+        if end.writesChunkedEnd { self.stream.withOutbound { $0.writeLastChunk() } }
         self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, isReplay: end.isReplay)
         if let upstream = self.upstream {
             self.upstream = nil

@@ -233,12 +233,7 @@ extension StreamConnection {
     /// Appends body bytes, framed as one chunk when `chunked`.
     func writeBodyPart(_ bytes: UnsafeRawBufferPointer, chunked: Bool) {
         if chunked {
-            self.withOutbound { buffer in
-                buffer.writeHexadecimal(bytes.count)
-                buffer.writeStaticString("\r\n")
-                buffer.writeBytes(bytes)
-                buffer.writeStaticString("\r\n")
-            }
+            self.withOutbound { $0.writeChunk(bytes) }
         } else {
             self.write(bytes)
         }
