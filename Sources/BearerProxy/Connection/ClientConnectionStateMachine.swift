@@ -8,8 +8,9 @@ import BearerIO
 /// A value type with no I/O, no clock and no logging: events come in (a request head parsed, the
 /// upstream answered, the token session granted a token, a timer fired), one `Action` goes out, and
 /// `ClientConnection` performs it on the loop. The deadline in force follows from the state
-/// (`deadline`). Implements CONTRACT.md "Routing", "Errors the client sees" and the per-request half
-/// of "The session and 401".
+/// (`deadline`). Implements the README's "Two ways to use it" (the target, and the 502s that say why),
+/// the refusals of its "Security", and the per-request half of "Tokens: refresh on expiry, replay,
+/// never a 401 for the client".
 ///
 /// The connection's `State` has a few cases; one request in flight is an `Exchange` carried by the
 /// `.exchange` case (its request and response progress, its kept body, the token it carries), in the
