@@ -344,7 +344,7 @@ final class LoadConnection: StreamConnectionDelegate {
         while !self.isStopped {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.parseNext(with: &self.parser)
+                event = try connection.inbound.parseNext { raw throws(HTTPParseError) in try self.parser.next(raw) }
             } catch {
                 self.fail("malformed response")
                 return

@@ -19,11 +19,6 @@ package struct HTTPRequestParser: Sendable {
     /// past this many the head has ended or is too large.
     package var headVerdictBytes: Int { self.scanner.verdictBytes }
 
-    package var isExpectingHead: Bool {
-        if case .head = self.state { return true }
-        return false
-    }
-
     package mutating func next(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
         switch self.state {
         case .head:
@@ -45,8 +40,9 @@ package struct HTTPRequestParser: Sendable {
 }
 
 /// What a parser reports: a head, body data (a range of the caller's bytes), the end of a message, or
-/// that it consumed what it could and needs more.
-package enum HTTPParserEvent<Head: Sendable>: Sendable {
+/// that it consumed what it could and needs more. Public (its heads are package types) for the
+/// inlinable `IncrementalParserEvent` conformance.
+public enum HTTPParserEvent<Head: Sendable>: Sendable {
     case needMore(consumed: Int)
     case head(Head, consumed: Int)
     /// Body data at this range of the input; everything before its upper bound is consumed.

@@ -29,11 +29,6 @@ package struct HTTPResponseParser: Sendable {
         return false
     }
 
-    package var isExpectingHead: Bool {
-        if case .head = self.state { return true }
-        return false
-    }
-
     package mutating func next(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
         switch self.state {
         case .head:

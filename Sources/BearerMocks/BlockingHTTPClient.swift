@@ -108,9 +108,9 @@ package final class BlockingHTTPClient {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try self.pending.parseNext(with: &self.parser) { bytes in
+                event = try self.pending.parseNext(payload: { bytes in
                     if body.count < maximumBodyBytes { body.append(contentsOf: bytes) }
-                }
+                }) { raw throws(HTTPParseError) in try self.parser.next(raw) }
             } catch {
                 throw .malformed(error)
             }
@@ -147,7 +147,8 @@ package final class BlockingHTTPClient {
     package func readHead() throws(ClientError) -> ResponseHead {
         self.parser.expectResponse(to: .get)
         while true {
-            if case .head(let head, _) = try? self.pending.parseNext(with: &self.parser) { return head }
+            let event = try? self.pending.parseNext { raw throws(HTTPParseError) in try self.parser.next(raw) }
+            if case .head(let head, _) = event { return head }
             if try !self.fill() { throw .closedBeforeResponse }
         }
     }

@@ -67,7 +67,10 @@ final class MockServerConnection: StreamConnectionDelegate {
         while !self.isClosed && self.streaming == nil && !self.isWaitingForResponse {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.parseNext(with: &self.parser) { bytes in self.body += bytes }
+                event = try self.stream.inbound.parseNext(payload: { bytes in self.body += bytes }) {
+                    raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
+                }
             } catch {
                 self.stream.withOutbound {
                     $0.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")

@@ -32,7 +32,7 @@ final class AdminConnection: StreamConnectionDelegate {
         while !self.isBusy && !self.stream.isClosed {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try self.stream.inbound.parseNext(with: &self.parser)
+                event = try self.stream.inbound.parseNext { raw throws(HTTPParseError) in try self.parser.next(raw) }
             } catch {
                 self.closes = true
                 self.respond(error.status, "bearer-proxy: bad request: \(error.message)\n")

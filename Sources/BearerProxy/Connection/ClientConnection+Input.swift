@@ -63,7 +63,9 @@ extension ClientConnection {
         payload: (UnsafeRawBufferPointer) -> Void = { _ in }
     ) -> HTTPRequestParser.Event? {
         do throws(HTTPParseError) {
-            return try self.stream.inbound.parseNext(with: &self.parser, payload: payload)
+            return try self.stream.inbound.parseNext(payload: payload) { raw throws(HTTPParseError) in
+                try self.parser.next(raw)
+            }
         } catch {
             self.run(self.machine.requestMalformed(error))
             return nil
@@ -168,12 +170,14 @@ extension ClientConnection {
         let now = self.loop.now
         let event: HTTPResponseParser.Event
         do throws(HTTPParseError) {
-            event = try upstreamStream.inbound.parseNext(with: &upstream.parser) { bytes in
+            event = try upstreamStream.inbound.parseNext(payload: { bytes in
                 let action = self.machine.responseBodyReceived(count: bytes.count, now: now)
                 guard case .forwardResponseBody(let chunked) = action else {
                     preconditionFailure("Invalid action for response bytes: \(action)")
                 }
                 self.stream.writeBodyPart(bytes, chunked: chunked)
+            }) { raw throws(HTTPParseError) in
+                try upstream.parser.next(raw)
             }
         } catch {
             self.runtime.logger.info(

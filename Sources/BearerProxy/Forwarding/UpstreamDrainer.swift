@@ -38,7 +38,9 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
         while true {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try stream.inbound.parseNext(with: &self.upstream.parser)
+                event = try stream.inbound.parseNext { raw throws(HTTPParseError) in
+                    try self.upstream.parser.next(raw)
+                }
             } catch {
                 return self.giveUp()
             }
@@ -74,8 +76,6 @@ final class UpstreamDrainer: UpstreamConnectionOwner {
         self.timer = nil
     }
 
-    func upstreamConnected(_ upstream: UpstreamConnection) {}
-    func upstreamConnectFailed(_ upstream: UpstreamConnection, _ error: ProxyError) { self.giveUp() }
     func upstreamReceived(_ upstream: UpstreamConnection) { self.process() }
     func upstreamReadEnded(_ upstream: UpstreamConnection) { self.giveUp() }
     func upstreamWritable(_ upstream: UpstreamConnection) {}

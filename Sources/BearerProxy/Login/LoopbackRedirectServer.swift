@@ -102,7 +102,7 @@ private final class LoopbackCallbackConnection: StreamConnectionDelegate {
         while !connection.isClosed {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.parseNext(with: &self.parser)
+                event = try connection.inbound.parseNext { raw throws(HTTPParseError) in try self.parser.next(raw) }
             } catch {
                 connection.close()
                 return

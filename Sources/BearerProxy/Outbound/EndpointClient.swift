@@ -129,8 +129,9 @@ final class EndpointClient: StreamConnectionDelegate {
         while self.completion != nil {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try connection.inbound.parseNext(with: &self.parser) { bytes in
-                    self.body.append(contentsOf: bytes)
+                event = try connection.inbound.parseNext(payload: { bytes in self.body.append(contentsOf: bytes) }) {
+                    raw throws(HTTPParseError) in
+                    try self.parser.next(raw)
                 }
             } catch {
                 self.finish(.failure(.malformedResponse(error.message)))

@@ -166,12 +166,12 @@ package struct RESPParser: Sendable {
     }
 }
 
-extension RESPParser: IncrementalParser {
-    package static func consumedBytes(of event: Event) -> Int {
-        switch event {
+extension RESPParser.Event: IncrementalParserEvent {
+    package var consumedBytes: Int {
+        switch self {
         case .value(_, let consumed), .needMore(let consumed): consumed
         }
     }
 
-    package static func payload(of event: Event) -> Range<Int>? { nil }
+    package var payload: Range<Int>? { nil }
 }

@@ -182,7 +182,7 @@ final class RedisConnection: StreamConnectionDelegate {
         while connection === self.stream {
             let event: RESPParser.Event
             do throws(RESPParseError) {
-                event = try connection.inbound.parseNext(with: &self.parser)
+                event = try connection.inbound.parseNext { raw throws(RESPParseError) in try self.parser.next(raw) }
             } catch {
                 self.perform(self.machine.receivedGarbage(error))
                 return
