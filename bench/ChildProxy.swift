@@ -46,8 +46,7 @@ final class ChildProxy: @unchecked Sendable {
         _ = spawnThread(name: "proxy-stderr") {
             var chunk = [UInt8](repeating: 0, count: 16_384)
             while true {
-                let count = read(errors.read, &chunk, chunk.count)
-                if count < 0 && errno == EINTR { continue }
+                let count = (try? SystemCall.blocking("read") { read(errors.read, &chunk, chunk.count) }) ?? 0
                 guard count > 0 else { break }
                 let text = String(decoding: chunk[..<count], as: UTF8.self)
                 output.withLock { $0 += text }
