@@ -13,7 +13,8 @@ package struct SpawnFailure: Error, CustomStringConvertible {
 }
 
 /// Starts `argv` (argv[0] searched in PATH when it has no slash) the way a shell would: stdin on
-/// /dev/null unless given, stdout and stderr onto the given descriptors, no signal blocked, and
+/// /dev/null unless given, stdout and stderr onto the given descriptors, no other descriptor of
+/// this process, no signal blocked, and
 /// SIGPIPE, SIGINT, SIGTERM and SIGHUP back at their defaults (an ignored SIGPIPE survives exec, and
 /// this process blocks the others for its signal thread). With `ownProcessGroup` the child leads a
 /// new group, so `kill(-pid, …)` reaches everything it starts.
@@ -44,6 +45,10 @@ package func spawnProcess(
     }
     posix_spawn_file_actions_adddup2(&actions, stdout, 1)
     posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+    // Only the three cross: a descriptor another thread opened without O_CLOEXEC (Foundation's
+    // temporary files, a library's socket) would otherwise live on in the child, holding a pipe
+    // open past its writer's end or a script being written busy ('text file busy' when run).
+    cbl_spawn_add_closefrom(&actions, 3)
 
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)

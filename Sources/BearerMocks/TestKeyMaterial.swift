@@ -91,8 +91,8 @@ package final class TestKeyMaterial: Sendable {
             self.path(name + ".pub"), self.path(name), self.path(name + ".sig")
         )
         try self.publicKeyPEM(of: keyPath).write(toFile: publicKey, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: messageFile, contents: Data(message))
-        FileManager.default.createFile(atPath: signatureFile, contents: Data(signature))
+        _ = FileManager.default.createFile(atPath: messageFile, contents: Data(message))
+        _ = FileManager.default.createFile(atPath: signatureFile, contents: Data(signature))
         let outcome = try Self.run(
             ["dgst", "-sha256", "-verify", publicKey, "-signature", signatureFile, messageFile],
             in: self.directory

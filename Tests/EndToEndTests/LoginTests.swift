@@ -156,12 +156,13 @@ func word(startingWith prefix: String, in text: String) -> String? {
         let bin = temporaryDirectory()
         let opened = bin + "/opened-url"
         let opener = bin + "/xdg-open"
-        try "#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".write(
-            toFile: opener,
-            atomically: true,
-            encoding: .utf8
+        // Close-on-exec: a child another test spawns meanwhile must not hold the script open for
+        // writing, or running it fails with 'text file busy'.
+        try AtomicFile.writeFlushed(
+            Array("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8),
+            to: opener,
+            mode: 0o755
         )
-        chmod(opener, 0o755)
         let login = try ProxyProcess(
             ["login", "--config", self.config()],
             environment: ["PATH": "\(bin):/usr/bin:/bin"]

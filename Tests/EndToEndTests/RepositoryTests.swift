@@ -1,3 +1,4 @@
+import BearerIO
 import BearerMocks
 import Foundation
 import Glibc
@@ -63,8 +64,9 @@ import Testing
             exit \(status)
 
             """
-        try script.write(toFile: bin + "/swift", atomically: true, encoding: .utf8)
-        chmod(bin + "/swift", 0o755)
+        // Written through a close-on-exec descriptor: a child another test spawns meanwhile must not
+        // keep it open for writing, or running the script fails with 'text file busy' (status 126).
+        try AtomicFile.writeFlushed(Array(script.utf8), to: bin + "/swift", mode: 0o755)
 
         let outcome = try runProgram(
             [Self.root.appendingPathComponent(".ci/test").path, "--filter", "SomeSuite"],

@@ -1,5 +1,5 @@
 // What Glibc's Swift module does not export: epoll, eventfd, accept4, pipe2, thread names, CPU affinity,
-// a spawned child's working directory,
+// a spawned child's working directory and closed descriptors,
 // and a few constants as values. Every function is a one-line forward to libc; no logic lives here.
 #ifndef C_BEARER_LINUX_H
 #define C_BEARER_LINUX_H
@@ -122,5 +122,8 @@ int cbl_set_thread_name(const char *name);
 int cbl_cpu_count(void);
 /// The child of `posix_spawn` starts in `path` (glibc 2.29's posix_spawn_file_actions_addchdir_np).
 int cbl_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
+/// The child of `posix_spawn` closes every descriptor from `lowest` on (glibc 2.34's
+/// posix_spawn_file_actions_addclosefrom_np), after the dup2s onto 0, 1 and 2.
+int cbl_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest);
 
 #endif
