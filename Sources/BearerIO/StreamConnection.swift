@@ -221,6 +221,7 @@ package final class StreamConnection: Selectable {
 
     /// Hands the owner's bytes to TLS, which encrypts them into what the transport sends.
     private func encryptOutbound(_ tls: TLSConnection) -> Bool {
+        self.prepareTLSOutput(tls)
         let outcome = self.outbound.withUnsafeReadableBytes { tls.write($0) }
         self.outbound.clear()
         self.releaseOutbound()
@@ -285,6 +286,16 @@ package final class StreamConnection: Selectable {
             self.loop.returnBuffer(self.outbound)
             self.outbound = ByteBuffer()
         }
+        if let tls = self.tls, tls.produced.capacity > 0 && tls.produced.isEmpty {
+            self.loop.returnBuffer(tls.produced)
+            tls.produced = ByteBuffer()
+        }
+    }
+
+    /// What OpenSSL writes goes into one of the loop's buffers: appended to an empty `produced`, the
+    /// BIO would allocate a small buffer of its own for every record (and the ring's send would free it).
+    private func prepareTLSOutput(_ tls: TLSConnection) {
+        if tls.produced.capacity == 0 { tls.produced = self.loop.borrowBuffer() }
     }
 
     // MARK: Closing
@@ -544,6 +555,7 @@ package final class StreamConnection: Selectable {
 
     /// Runs the handshake over what arrived; sends what it produced.
     private func driveHandshake(_ tls: TLSConnection) {
+        self.prepareTLSOutput(tls)
         switch tls.handshake() {
         case .done:
             // The handshake's last flight (a server's session tickets too) goes out with the owner's first bytes.
@@ -579,6 +591,8 @@ package final class StreamConnection: Selectable {
             }
             guard case .done(let count) = outcome else { break }
             total += count
+            // Nothing left to decrypt: asking OpenSSL again would only hear "want read".
+            if !tls.hasBufferedInput && !tls.hasReceivedEnd { break }
         }
         if case .failed(let failure) = outcome {
             self.fail(.tls(failure))

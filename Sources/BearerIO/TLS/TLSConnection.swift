@@ -82,7 +82,7 @@ package final class TLSConnection {
     /// Advances the handshake over what `received` holds.
     func handshake() -> HandshakeOutcome {
         guard self.state == .handshaking else { return .done }
-        ERR_clear_error()
+        clearErrorQueue()
         let result = SSL_do_handshake(self.ssl)
         if result == 1 {
             self.state = .established
@@ -100,7 +100,7 @@ package final class TLSConnection {
     /// Decrypts into `buffer`.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
         guard self.state == .established || self.state == .outputClosed else { return .ended }
-        ERR_clear_error()
+        clearErrorQueue()
         let result = SSL_read(self.ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if result > 0 {
             if !self.storedSessionAfterData && !self.isServer {
@@ -138,7 +138,7 @@ package final class TLSConnection {
         guard self.isEstablished else { return .failed(.other("TLS session closed")) }
         var offset = 0
         while offset < bytes.count {
-            ERR_clear_error()
+            clearErrorQueue()
             let remaining = bytes.count - offset
             let result = SSL_write(self.ssl, bytes.baseAddress! + offset, Int32(clamping: remaining))
             guard result > 0 else {
@@ -155,7 +155,7 @@ package final class TLSConnection {
     func shutdown() {
         guard self.isEstablished else { return }
         self.keepSession()
-        ERR_clear_error()
+        clearErrorQueue()
         _ = SSL_shutdown(self.ssl)
         self.state = .outputClosed
     }
@@ -232,6 +232,14 @@ package final class TLSConnection {
         if code == COS_SSL_ERROR_WANT_READ { return self.hasReceivedEnd }
         return Int32(cos_error_reason(ERR_peek_last_error())) == COS_SSL_R_UNEXPECTED_EOF_WHILE_READING
     }
+}
+
+/// Empties this thread's OpenSSL error queue, which `SSL_get_error` reads after a call. Only when it
+/// holds something: `ERR_clear_error` on an empty queue still clears each of its 16 slots, about 800
+/// instructions, which the data path paid on every `SSL_read` and `SSL_write`.
+@inline(__always)
+func clearErrorQueue() {
+    if ERR_peek_error() != 0 { ERR_clear_error() }
 }
 
 /// The protocol ALPN agreed on for `ssl` (any `SSL*`: the proxy's sessions, the tests' clients), if any.
