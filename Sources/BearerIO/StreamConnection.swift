@@ -581,6 +581,8 @@ package final class StreamConnection: Selectable {
         guard self.state == .open && self.isReadingEnabled && !self.hasReadEnded else { return }
         var total = 0
         var outcome: TLSConnection.Outcome = .needsMoreBytes
+        // The plaintext goes into one of the loop's buffers (an empty inbound would grow one of its own).
+        if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
         while total < Self.readSize {
             outcome = .needsMoreBytes
             _ = self.inboundStorage.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
