@@ -166,7 +166,7 @@ final class Bench {
                     apis: [self.sessionAPIs[0]]
                 )
             }
-        case .steadyTLS, .intercept, .newTunnels, .mitmproxy:
+        case .steadyTLS, .intercept, .newTunnels, .resumedTunnels, .mitmproxy:
             return try self.runTLS(scenario, round: round)
         }
     }
@@ -183,9 +183,14 @@ final class Bench {
             upstream: "https://\(authority)",
             extra: "ca_file = \(Self.testCA)\ntls_intercept = on\nca_dir = \(self.caDirectory)"
         )
-        let tunnel = LoadGenerator.Tunnel(authority: authority, tls: self.clientTLS, serverName: "localhost")
         func target(port: Int, throughTunnel: Bool, reconnects: Bool = false) -> LoadGenerator.Target {
-            LoadGenerator.Target(
+            let tunnel = LoadGenerator.Tunnel(
+                authority: authority,
+                tls: self.clientTLS,
+                serverName: "localhost",
+                resumesSessions: scenario == .resumedTunnels
+            )
+            return LoadGenerator.Target(
                 address: SocketAddress(ipAddress: "127.0.0.1", port: port)!,
                 hostHeader: throughTunnel ? authority : "127.0.0.1:\(port)",
                 requestTarget: "/bench",
@@ -196,13 +201,14 @@ final class Bench {
         }
         let name = scenario.rawValue
         switch scenario {
-        case .steadyTLS, .intercept, .newTunnels:
+        case .steadyTLS, .intercept, .newTunnels, .resumedTunnels:
             return try self.withProxy(config: config) { proxy, plain in
                 let port = plain.address.port ?? 0
+                let reconnects = scenario == .newTunnels || scenario == .resumedTunnels
                 let load =
                     scenario == .steadyTLS
                     ? target(port: port, throughTunnel: false)
-                    : target(port: port, throughTunnel: true, reconnects: scenario == .newTunnels)
+                    : target(port: port, throughTunnel: true, reconnects: reconnects)
                 return self.measure(
                     name: name,
                     round: round,
@@ -474,6 +480,7 @@ final class Bench {
             maxTimesSeenUpstream: apis.map(\.upstream.requestIDStatistics.maximum).max() ?? 0,
             proxyPeakRSSMiB: proxies.map(\.memory.peakMiB).max(),
             proxyCPUSeconds: proxies.isEmpty ? nil : cpuAfter - cpuBefore,
+            resumedHandshakes: result.resumedHandshakes,
             series: timeSeries(result.samples, window: 0.1, duration: result.measuredSeconds),
             expiryTimes: expiryInstants.joined().sorted().map { ($0 - start).seconds },
             refreshTimes: refreshInstants.map { ($0 - start).seconds },

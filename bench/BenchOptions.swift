@@ -10,6 +10,9 @@ struct BenchOptions: Equatable {
         case intercept
         /// A new tunnel per request: CONNECT, a full handshake with the cached leaf, one request, close.
         case newTunnels = "new-tunnels"
+        /// new-tunnels with the client offering the session its previous tunnel got (a TLS 1.3 ticket):
+        /// the handshake resumes, with no certificate and no signature.
+        case resumedTunnels = "resumed-tunnels"
         /// intercept's load through mitmproxy (regular mode, a one-line addon setting the header).
         case mitmproxy
 
@@ -87,7 +90,7 @@ struct BenchOptions: Equatable {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels or mitmproxy, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels or mitmproxy, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
@@ -127,6 +130,7 @@ struct BenchOptions: Equatable {
         if let intercept = options.scenarios.firstIndex(of: .intercept) {
             if !options.scenarios.contains(.steadyTLS) { options.scenarios.insert(.steadyTLS, at: intercept) }
             if !options.scenarios.contains(.newTunnels) { options.scenarios.append(.newTunnels) }
+            if !options.scenarios.contains(.resumedTunnels) { options.scenarios.append(.resumedTunnels) }
             if options.withMitmproxy && !options.scenarios.contains(.mitmproxy) { options.scenarios.append(.mitmproxy) }
         }
         return options
@@ -140,8 +144,9 @@ struct BenchOptions: Equatable {
 
         OPTIONS:
           --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet,
-                                  intercept (with steady-tls and new-tunnels), steady-tls, new-tunnels,
-                                  mitmproxy (default: all, which is direct, steady, expiry, proactive)
+                                  intercept (with steady-tls, new-tunnels and resumed-tunnels),
+                                  steady-tls, new-tunnels, resumed-tunnels, mitmproxy (default: all,
+                                  which is direct, steady, expiry, proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
           --sessions <n>          direct, steady, expiry, proactive: n APIs, each with its own token

@@ -121,13 +121,28 @@ enum BenchReport {
 
     /// With the https scenarios: what one core of the proxy does (requests, or for new-tunnels
     /// tunnels, per second of its CPU), the goal the per-core comparisons are made on.
+    ///
+    /// Then the proxy's CPU per request of steady-tls and intercept, and their difference: what
+    /// terminating the client's TLS costs a request (both have TLS towards the API).
     static func perCoreLines(_ summaries: [ScenarioSummary]) -> [String] {
-        let tlsNames: Set = ["steady-tls", "intercept", "new-tunnels"]
+        let tlsNames: Set = ["steady-tls", "intercept", "new-tunnels", "resumed-tunnels"]
         let figures = summaries.filter { tlsNames.contains($0.name) }.compactMap { summary in
             summary.requestsPerProxyCore.map { "\(summary.name) \(grouped($0.median))" }
         }
         guard !figures.isEmpty else { return [] }
-        return ["per proxy core (requests, or tunnels, per second of its CPU): " + figures.joined(separator: ", ")]
+        var lines = ["per proxy core (requests, or tunnels, per second of its CPU): " + figures.joined(separator: ", ")]
+        func microseconds(_ name: String) -> Double? {
+            guard let perCore = summaries.first(where: { $0.name == name })?.requestsPerProxyCore?.median, perCore > 0
+            else { return nil }
+            return 1_000_000 / perCore
+        }
+        if let base = microseconds("steady-tls"), let intercepted = microseconds("intercept") {
+            lines.append(
+                "proxy CPU per request: steady-tls \(format(base, 1)) µs, intercept \(format(intercepted, 1)) µs;"
+                    + " the client's TLS layer \(format(intercepted - base, 1)) µs a request"
+            )
+        }
+        return lines
     }
 
     /// Every figure, rounded to what it was measured with (`Precision`), so that no value carries float

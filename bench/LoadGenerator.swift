@@ -29,6 +29,8 @@ final class LoadGenerator: Sendable {
         /// A client context; the bench does not verify (the client's CPU is not what is measured).
         var tls: TLSContext
         var serverName: String
+        /// Each new tunnel offers the session the last one got, so its handshake resumes.
+        var resumesSessions = false
     }
 
     struct Result: Sendable {
@@ -37,6 +39,8 @@ final class LoadGenerator: Sendable {
         /// The same by target (`targets` order): what each session's clients saw.
         var statusesByTarget: [Int: [Int: Int]] = [:]
         var errors: [String: Int] = [:]
+        /// Tunnels whose TLS handshake resumed a session (resumed-tunnels: all of them, after the first).
+        var resumedHandshakes = 0
         var measuredSeconds: Double = 0
     }
 
@@ -140,6 +144,7 @@ final class LoadGenerator: Sendable {
                 merged.statusesByTarget[target, default: [:]].merge(statuses, uniquingKeysWith: +)
             }
             merged.errors.merge(result.errors, uniquingKeysWith: +)
+            merged.resumedHandshakes += result.resumedHandshakes
         }
         merged.measuredSeconds = (measurementEnd - measurementStart).seconds
         return merged
@@ -211,6 +216,11 @@ final class LoadGenerator: Sendable {
                 return
             }
             self.result.errors[kind, default: 0] += 1
+        }
+
+        func recordHandshake(resumed: Bool) {
+            guard resumed, self.start != nil, self.end == nil else { return }
+            self.result.resumedHandshakes += 1
         }
     }
 }
@@ -311,6 +321,7 @@ final class LoadConnection: StreamConnectionDelegate {
             connection.flush()
             return
         }
+        if self.phase == .handshaking { self.state.recordHandshake(resumed: connection.tls?.wasSessionReused ?? false) }
         self.phase = .ready
         self.parser.expectResponse(to: .get)
         self.sendRequests()
@@ -327,7 +338,11 @@ final class LoadConnection: StreamConnectionDelegate {
         guard let end else { return }
         let isEstablished = connection.inbound.withUnsafeReadableBytes { $0.starts(with: Array("HTTP/1.1 200".utf8)) }
         connection.inbound.moveReaderIndex(forwardBy: end + 4)
-        guard isEstablished, let session = tunnel.tls.makeConnection(serverName: tunnel.serverName, sessionKey: nil)
+        guard isEstablished,
+            let session = tunnel.tls.makeConnection(
+                serverName: tunnel.serverName,
+                sessionKey: tunnel.resumesSessions ? tunnel.authority : nil
+            )
         else {
             self.fail("CONNECT refused")
             return

@@ -18,6 +18,8 @@ struct ScenarioResult {
     var maxTimesSeenUpstream: Int
     var proxyPeakRSSMiB: Double?
     var proxyCPUSeconds: Double?
+    /// Tunnels whose handshake resumed a TLS session (resumed-tunnels).
+    var resumedHandshakes = 0
     var series: [TimeSeriesPoint]
     /// Seconds since the measurement began.
     var expiryTimes: [Double]

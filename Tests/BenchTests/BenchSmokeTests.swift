@@ -71,12 +71,17 @@ import Testing
     @Test func interceptAndNewTunnelsCompleteEveryRequestWithTheToken() throws {
         let bench = try shortBench(connections: 8) { $0.proxyWorkers = 1 }
         defer { bench.shutdown() }
-        for scenario in [BenchOptions.Scenario.steadyTLS, .intercept, .newTunnels] {
+        for scenario in [BenchOptions.Scenario.steadyTLS, .intercept, .newTunnels, .resumedTunnels] {
             let result = try bench.run(scenario)
             #expect(result.requests > 0, "\(result.name) completed no request")
             #expect(result.statuses.isEmpty, "\(result.name): answers other than 2xx: \(result.statuses)")
             #expect(result.errorCount == 0, "\(result.name): \(result.errors)")
             #expect(result.proxyCPUSeconds ?? 0 > 0)
+            if scenario == .resumedTunnels {
+                #expect(result.resumedHandshakes > 0, "no tunnel resumed its TLS session")
+            } else if scenario == .newTunnels {
+                #expect(result.resumedHandshakes == 0, "new-tunnels resumed \(result.resumedHandshakes) sessions")
+            }
         }
     }
 }
