@@ -13,6 +13,10 @@
 #include <openssl/rand.h>
 
 static inline long cos_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+/* SSL_MODE_RELEASE_BUFFERS: an idle session (a pooled upstream connection, a quiet tunnel) holds no
+ * record buffers (about 17 KiB each way). Keeping them saves the two mallocs of a request (callgrind: 4%
+ * of the proxy's instructions) but not a measurable share of its CPU, most of which is the kernel's; nor
+ * did read-ahead (one BIO read per record instead of two: 0.7% of the instructions). */
 static inline long cos_ctx_set_modes(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
 }
