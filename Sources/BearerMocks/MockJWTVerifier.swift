@@ -17,6 +17,16 @@ package final class MockPublicKey: @unchecked Sendable {
         self.pointer = key
     }
 
+    /// A SubjectPublicKeyInfo in DER (a DPoP proof's `jwk`, encoded by the verifier).
+    init?(der: [UInt8]) {
+        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let key else { return nil }
+        self.pointer = key
+    }
+
     deinit {
         EVP_PKEY_free(self.pointer)
     }

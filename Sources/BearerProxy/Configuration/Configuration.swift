@@ -62,6 +62,8 @@ package struct Configuration: Sendable {
     package var sessionStore = SessionStoreSettings()
     /// TLS interception for the inject hosts, and where the local CA lives.
     package var intercept = InterceptSettings()
+    /// DPoP proofs (RFC 9449) and the session's key.
+    package var dpop = DPoPSettings()
 
     // Who may use the proxy (a local proxy holding a token is a confused deputy).
     package var acceptHosts: [HostPattern] = []

@@ -57,7 +57,7 @@ extension Configuration {
     /// Every key the config file accepts, in the order `--check` prints them.
     static let keys: [ConfigurationKey] =
         Self.proxyKeys + Self.jsonAndLoginKeys + Self.sessionStoreKeys + Self.interceptKeys
-        + Self.clientCredentialKeys + Self.namedSessionKeys
+        + Self.clientCredentialKeys + Self.dpopKeys + Self.namedSessionKeys
 
     static let proxyKeys: [ConfigurationKey] = [
         ConfigurationKey(

@@ -46,6 +46,7 @@ extension Configuration {
         var configuration = Configuration()
         configuration.listen = []
         configuration.sessionStore.name = name
+        configuration.dpop.sectionName = name
         return configuration
     }
 

@@ -28,7 +28,7 @@ struct CAFiles {
 
     /// Runs `body` holding an exclusive lock on the folder, made first (0700) when it does not exist.
     func withLock<Result>(_ body: () throws(LocalCAError) -> Result) throws(LocalCAError) -> Result {
-        try self.createDirectory()
+        try Self.createDirectory(self.directory)
         let fd = open(self.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: self.directory, reason: errnoDescription()) }
         defer { close(fd) }
@@ -108,10 +108,11 @@ struct CAFiles {
         unlink(self.bundle + ".new")
     }
 
-    /// `mkdir -p` with mode 0700 for what it makes (XDG Base Directory: data folders are 0700).
-    private func createDirectory() throws(LocalCAError) {
+    /// `mkdir -p` with mode 0700 for what it makes (XDG Base Directory: data folders are 0700). Also
+    /// the DPoP key's folder.
+    static func createDirectory(_ directory: String) throws(LocalCAError) {
         var prefix = ""
-        for component in self.directory.split(separator: "/") {
+        for component in directory.split(separator: "/") {
             prefix += "/" + component
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
                 throw .cannotCreate(path: prefix, reason: errnoDescription())

@@ -10,6 +10,12 @@ package struct JSONObjectWriter: Sendable {
 
     package mutating func add(_ name: String, _ value: String) {
         self.addName(name)
+        Self.appendString(value.utf8, to: &self.bytes)
+    }
+
+    /// A string member whose value is UTF-8 bytes already (a request's method and target, on the data path).
+    package mutating func add(_ name: String, bytes value: some Collection<UInt8>) {
+        self.addName(name)
         Self.appendString(value, to: &self.bytes)
     }
 
@@ -33,14 +39,14 @@ package struct JSONObjectWriter: Sendable {
 
     private mutating func addName(_ name: String) {
         if self.bytes.count > 1 { self.bytes.append(UInt8(ascii: ",")) }
-        Self.appendString(name, to: &self.bytes)
+        Self.appendString(name.utf8, to: &self.bytes)
         self.bytes.append(UInt8(ascii: ":"))
     }
 
     /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped, the rest as UTF-8.
-    private static func appendString(_ text: String, to bytes: inout [UInt8]) {
+    private static func appendString(_ text: some Collection<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        for byte in text {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 bytes.append(UInt8(ascii: "\\"))

@@ -1,0 +1,51 @@
+import BearerIO
+
+extension Configuration {
+    /// The keys of DPoP (RFC 9449): session keys, so each session has its own key.
+    static let dpopKeys: [ConfigurationKey] = [
+        ConfigurationKey("dpop", scope: .session, show: { $0.dpop.isEnabled ? "on" : "off" }) { value, config in
+            guard let isEnabled = ValueParsers.bool(value) else { return "expected on or off, got '\(value)'" }
+            config.dpop.isEnabled = isEnabled
+            return nil
+        },
+        ConfigurationKey(
+            "dpop_key_file",
+            scope: .session,
+            show: { config in
+                guard let path = config.dpop.keyFile else { return nil }
+                guard let prover = config.dpop.prover else { return path }
+                return "\(path) (EC P-256, ES256, thumbprint \(prover.thumbprint))"
+            }
+        ) { value, config in
+            guard !value.isEmpty else { return "expected a file path" }
+            config.dpop.keyFile = ValueParsers.expandingHome(value)
+            return nil
+        },
+    ]
+
+    /// With dpop on, reads the session's DPoP key, or makes it when the file does not exist yet: an
+    /// error at the key's line (or the session's) naming the file when it cannot be used.
+    mutating func loadDPoPKey(environment: [String: String], into diagnostics: inout ConfigurationDiagnostics) {
+        guard self.dpop.isEnabled else { return }
+        if self.dpop.keyFile == nil {
+            self.dpop.keyFile = DPoPKeyFile.defaultPath(session: self.dpop.sectionName, environment: environment)
+        }
+        let place =
+            self.settingPlaces.byKey["dpop_key_file"] ?? self.settingPlaces.byKey["dpop"] ?? self.settingPlaces.whole
+        guard let path = self.dpop.keyFile else {
+            diagnostics.lineError(
+                ConfigurationError(
+                    place: place,
+                    key: "dpop_key_file",
+                    message: "no default without HOME or XDG_DATA_HOME; set dpop_key_file"
+                )
+            )
+            return
+        }
+        do throws(PEMPrivateKey.LoadError) {
+            self.dpop.prover = DPoPProver(key: try DPoPKeyFile.loadOrCreate(path), keyFile: path)
+        } catch {
+            diagnostics.lineError(ConfigurationError(place: place, key: "dpop_key_file", message: error.description))
+        }
+    }
+}
