@@ -80,7 +80,8 @@ struct FieldSemantics {
                 }
             case .idempotencyKey:
                 self.hasIdempotencyKey = true
-            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .authorization, .via, .origin, .secFetchSite:
+            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .authorization, .via, .origin, .secFetchSite,
+                .dpop:
                 break
             }
         }

@@ -11,6 +11,8 @@ package final class MockTokenAuthority: Sendable {
         var issued = 0
         var expiry: [String: Instant] = [:]
         var revokedBefore = 0
+        /// DPoP-bound tokens: token → the thumbprint of its key (`cnf.jkt`, RFC 9449 §6).
+        var bindings: [String: String] = [:]
     }
 
     private let state = Locked(State())
@@ -54,6 +56,16 @@ package final class MockTokenAuthority: Sendable {
     }
 
     package var issuedCount: Int { self.state.withLock { $0.issued } }
+
+    /// Binds `token` to the DPoP key whose thumbprint is `thumbprint`.
+    package func bind(_ token: String, to thumbprint: String) {
+        self.state.withLock { $0.bindings[token] = thumbprint }
+    }
+
+    /// The thumbprint `token` is bound to; nil for a bearer token.
+    package func binding(of token: String) -> String? {
+        self.state.withLock { $0.bindings[token] }
+    }
 
     /// The `sub` claim of a JWT-shaped token (the mock issues its tokens wrapped that way on request).
     static func subject(of token: String) -> String? {

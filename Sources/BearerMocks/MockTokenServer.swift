@@ -55,6 +55,9 @@ package final class MockTokenServer: Sendable {
         package var login = LoginSettings()
         /// What signed client assertions, JWT bearer grants and client certificates must be.
         package var assertions = AssertionRules()
+        /// DPoP (RFC 9449): token requests must carry a valid proof; tokens are issued as
+        /// token_type DPoP, bound to the proof's key.
+        package var dpop: MockDPoPRules?
 
         package init() {}
 
@@ -259,6 +262,23 @@ package final class MockTokenServer: Sendable {
             return .json(400, #"{"error":"invalid_request","error_description":"expected a form POST"}"#)
         }
         if let refusal = self.checkSignedCredentials(request, form, settings) { return refusal }
+        var thumbprint: String?
+        if let rules = settings.dpop {
+            let scheme = self.server.baseURL.hasPrefix("https") ? "https" : "http"
+            let targetURI = "\(scheme)://\(request.header("host") ?? "")\(request.path)"
+            switch rules.check(request.header("dpop"), method: request.method, targetURI: targetURI) {
+            case .accepted(let proof):
+                thumbprint = proof?.thumbprint
+            case .needsNonce(let nonce):
+                return .json(
+                    400,
+                    #"{"error":"use_dpop_nonce","error_description":"Authorization server requires nonce in DPoP proof"}"#,
+                    headers: [("DPoP-Nonce", nonce)]
+                )
+            case .refused(let reason):
+                return .json(400, #"{"error":"invalid_dpop_proof","error_description":"\#(reason)"}"#)
+            }
+        }
         if let expectedID = settings.clientID {
             let (id, secret) = Self.clientCredentials(request, form)
             guard id == expectedID, settings.clientSecret == nil || secret == settings.clientSecret else {
@@ -287,12 +307,23 @@ package final class MockTokenServer: Sendable {
         default:
             return .json(400, #"{"error":"unsupported_grant_type"}"#)
         }
-        return self.oauth2TokenResponse(settings, refreshToken: refreshToken)
+        return self.oauth2TokenResponse(settings, refreshToken: refreshToken, boundTo: thumbprint)
     }
 
     /// An RFC 6749 §5.1 answer with a new access token.
-    func oauth2TokenResponse(_ settings: Settings, refreshToken: String?, scope: String? = nil) -> MockResponse {
-        var object: [String: Any] = ["access_token": self.issueAccessToken(settings), "token_type": "Bearer"]
+    /// `boundTo`: the thumbprint of a DPoP key; the token is then bound to it and of type DPoP.
+    func oauth2TokenResponse(
+        _ settings: Settings,
+        refreshToken: String?,
+        scope: String? = nil,
+        boundTo thumbprint: String? = nil
+    ) -> MockResponse {
+        let accessToken = self.issueAccessToken(settings)
+        var object: [String: Any] = ["access_token": accessToken, "token_type": "Bearer"]
+        if let thumbprint {
+            self.authority.bind(accessToken, to: thumbprint)
+            object["token_type"] = "DPoP"
+        }
         if let expiresIn = settings.expiresIn { object["expires_in"] = expiresIn }
         if let refreshToken { object["refresh_token"] = refreshToken }
         if let scope { object["scope"] = scope }

@@ -22,6 +22,9 @@ package final class MockUpstream: Sendable {
     package let accepted = Atomic<Int>(0)
     private let recorded = Locked<[RecordedRequest]>([])
     package let recordsRequests: Bool
+    /// DPoP (RFC 9449 §7): requests must carry `Authorization: DPoP` with a token bound to the key
+    /// of a valid proof for this very request.
+    package let dpop: MockDPoPRules?
 
     package struct RecordedRequest: Sendable {
         package var method: String
@@ -46,8 +49,10 @@ package final class MockUpstream: Sendable {
         authority: MockTokenAuthority? = nil,
         recordsRequests: Bool = true,
         countsRequestIDs: Bool = false,
-        tls: TLSContext? = nil
+        tls: TLSContext? = nil,
+        dpop: MockDPoPRules? = nil
     ) {
+        self.dpop = dpop
         self.acceptedTokens = acceptedTokens
         self.authority = authority
         self.recordsRequests = recordsRequests
@@ -58,7 +63,9 @@ package final class MockUpstream: Sendable {
             group: group,
             tls: tls,
             expectHandler: { head in
-                guard let upstream = box.upstream, !upstream.isAuthorized(head.value(of: "authorization")) else {
+                guard let upstream = box.upstream, upstream.dpop == nil,
+                    !upstream.isAuthorized(head.value(of: "authorization"))
+                else {
                     return nil
                 }
                 upstream.rejected.add(1, ordering: .relaxed)
@@ -113,8 +120,11 @@ package final class MockUpstream: Sendable {
             self.requestIDCounts.withLock { $0[id, default: 0] += 1 }
         }
         let authorization = request.header("authorization") ?? ""
-        let presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
-        guard self.isAuthorized(request.header("authorization")) else {
+        var presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
+        if let rules = self.dpop {
+            if let refusal = self.checkDPoP(request, rules) { return refusal }
+            presented = String(authorization.dropFirst(5))
+        } else if !self.isAuthorized(request.header("authorization")) {
             self.rejected.add(1, ordering: .relaxed)
             return .json(
                 401,
@@ -154,6 +164,35 @@ package final class MockUpstream: Sendable {
             )
         case ("reset", 1): return MockResponse(status: 200, body: .reset)
         default: return .json(200, Self.describe(request))
+        }
+    }
+
+    /// A DPoP request's refusal (401 with a `DPoP` challenge), or nil when its token and proof are good.
+    private func checkDPoP(_ request: MockRequest, _ rules: MockDPoPRules) -> MockResponse? {
+        let authorization = request.header("authorization") ?? ""
+        func refuse(_ error: String, _ headers: [(String, String)] = []) -> MockResponse {
+            self.rejected.add(1, ordering: .relaxed)
+            return .json(
+                401,
+                #"{"error":"\#(error)"}"#,
+                headers: [("WWW-Authenticate", #"DPoP algs="ES256", error="\#(error)""#)] + headers
+            )
+        }
+        guard authorization.hasPrefix("DPoP ") else { return refuse("invalid_token") }
+        let token = String(authorization.dropFirst(5))
+        guard self.authority?.accepts(token) ?? true else { return refuse("invalid_token") }
+        let scheme = self.server.baseURL.hasPrefix("https") ? "https" : "http"
+        let verdict = rules.check(
+            request.header("dpop"),
+            method: request.method,
+            targetURI: "\(scheme)://\(request.header("host") ?? "")\(request.path)",
+            accessToken: token,
+            boundTo: self.authority?.binding(of: token)
+        )
+        switch verdict {
+        case .accepted: return nil
+        case .needsNonce(let nonce): return refuse("use_dpop_nonce", [("DPoP-Nonce", nonce)])
+        case .refused: return refuse("invalid_dpop_proof")
         }
     }
 

@@ -19,6 +19,8 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     /// Statuses that mean its token was refused (`refresh_on`).
     let refreshOn: Set<Int>
     let replayBodyLimit: Int
+    /// With dpop on: the proofs its requests with a DPoP-bound token carry.
+    let dpop: DPoPProver?
     /// The name as the access log writes it.
     let logName: [UInt8]
 
@@ -36,6 +38,7 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         self.revocation = revocation
         self.refreshOn = Set(configuration.refreshOn)
         self.replayBodyLimit = configuration.replayBodyLimit
+        self.dpop = configuration.dpop.prover
         self.logName = Array(name.utf8)
     }
 

@@ -75,7 +75,8 @@ final class AdminConnection: StreamConnectionDelegate {
                         metrics: session.tokens.metrics,
                         parked: session.tokens.parkedCount,
                         generation: session.tokens.generation,
-                        store: session.tokens.sessionStore?.status
+                        store: session.tokens.sessionStore?.status,
+                        dpop: session.dpop
                     )
                 }
                 var text = renderMetrics(
@@ -84,6 +85,7 @@ final class AdminConnection: StreamConnectionDelegate {
                     openConnections: runtime.openConnections.load(ordering: .relaxed)
                 )
                 text += renderStoreMetrics(sessions)
+                text += renderDPoPMetrics(sessions)
                 text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
                 text += renderInterceptMetrics(
                     leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0,
@@ -181,6 +183,12 @@ final class AdminConnection: StreamConnectionDelegate {
                 ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
             } ?? NSNull()
         object["failure"] = status.failure ?? NSNull()
+        // The key's thumbprint is public (RFC 7638): what a server binds tokens to, never the key.
+        object["dpop"] =
+            session.dpop.map {
+                ["enabled": true, "key_file": $0.keyFile, "thumbprint": $0.thumbprint] as [String: Any]
+            }
+            ?? ["enabled": false]
         if let store = session.tokens.sessionStore?.status {
             // The store's URL with its password as <redacted>: enough to tell which Redis, nothing to log in with.
             object["session_store"] =

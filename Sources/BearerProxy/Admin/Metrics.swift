@@ -25,6 +25,8 @@ enum MetricNames {
     static let interceptedTunnels = "bearer_proxy_intercepted_tunnels_total"
     static let interceptHandshakeFailures = "bearer_proxy_intercept_handshake_failures_total"
     static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
+    static let dpopProofs = "bearer_proxy_dpop_proofs_total"
+    static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
 }
 
 /// Latency buckets in seconds, from a fast local upstream to a slow refresh.
@@ -122,6 +124,8 @@ struct SessionFigures {
     var parked: Int
     var generation: Int
     var store: SessionStoreStatus?
+    /// With dpop on: the session's proof counts.
+    var dpop: DPoPProver?
 
     /// `session="NAME",` to put first among a line's labels, or nothing.
     var labelPrefix: String { self.name.map { "session=\"\($0)\"," } ?? "" }
@@ -224,6 +228,23 @@ func renderStoreMetrics(_ sessions: [SessionFigures]) -> String {
     return text
 }
 
+/// DPoP's figures (with dpop on), for each session that has it: proofs made (token requests and
+/// upstream requests), requests sent again with a server's new nonce.
+func renderDPoPMetrics(_ sessions: [SessionFigures]) -> String {
+    let provers = sessions.compactMap { session in session.dpop.map { (session.labels, $0) } }
+    guard !provers.isEmpty else { return "" }
+    return counter(
+        MetricNames.dpopProofs,
+        "DPoP proofs signed, for token requests and for upstream requests with a DPoP-bound token.",
+        provers.map { ($0, $1.proofsMade.load(ordering: .relaxed)) }
+    )
+        + counter(
+            MetricNames.dpopNonceRetries,
+            "Requests sent again because a server asked for a new DPoP nonce (use_dpop_nonce): never a refresh.",
+            provers.map { ($0, $1.nonceRetries.load(ordering: .relaxed)) }
+        )
+}
+
 /// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than wait.
 func renderLogMetrics(droppedLines: Int) -> String {
     counter(
@@ -253,7 +274,12 @@ func renderInterceptMetrics(leavesIssued: Int, loops: LoopMetrics) -> String {
 }
 
 private func counter(_ name: String, _ help: String, _ value: Int) -> String {
-    "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
+    counter(name, help, [("", value)])
+}
+
+/// One counter with a sample per label set (`{session="x"}`, or `` for none).
+private func counter(_ name: String, _ help: String, _ samples: [(labels: String, value: Int)]) -> String {
+    "# HELP \(name) \(help)\n# TYPE \(name) counter\n" + samples.map { "\(name)\($0.labels) \($0.value)\n" }.joined()
 }
 
 private func gauge(_ name: String, _ help: String, _ value: Int) -> String {

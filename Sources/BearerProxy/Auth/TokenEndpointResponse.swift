@@ -17,17 +17,22 @@ package struct FetchedToken: Sendable {
     package var refreshToken: Secret<String>?
     /// The granted scope, when the endpoint said (`bearer-proxy login` prints it).
     package var scope: String?
+    /// `token_type` `DPoP` (RFC 9449 §5): the token is bound to the session's DPoP key, and every
+    /// request carrying it needs a proof.
+    package var isDPoPBound: Bool
 
     package init(
         accessToken: Secret<String>,
         expiresIn: Duration? = nil,
         refreshToken: Secret<String>? = nil,
-        scope: String? = nil
+        scope: String? = nil,
+        isDPoPBound: Bool = false
     ) {
         self.accessToken = accessToken
         self.expiresIn = expiresIn
         self.refreshToken = refreshToken
         self.scope = scope
+        self.isDPoPBound = isDPoPBound
     }
 }
 
@@ -82,13 +87,15 @@ package enum TokenEndpointResponse {
         }
     }
 
-    /// `{"access_token": …, "token_type": "Bearer", "expires_in": 3600, "refresh_token": …}`
+    /// `{"access_token": …, "token_type": "Bearer", "expires_in": 3600, "refresh_token": …}`; a
+    /// `token_type` of `DPoP` marks a DPoP-bound token, any other than those two is not usable.
     package static func parseTokenJSON(_ body: [UInt8]) -> FetchedToken? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let accessToken = object["access_token"] as? String, !accessToken.isEmpty,
             !accessToken.contains(where: { $0.isWhitespace })
         else { return nil }
-        if let type = object["token_type"] as? String, type.lowercased() != "bearer" { return nil }
+        let type = (object["token_type"] as? String)?.lowercased() ?? "bearer"
+        guard type == "bearer" || type == "dpop" else { return nil }
         var expiresIn: Duration?
         if let seconds = Self.number(object["expires_in"]), seconds > 0 {
             expiresIn = .milliseconds(Int64(seconds * 1000))
@@ -99,7 +106,8 @@ package enum TokenEndpointResponse {
             accessToken: Secret(accessToken),
             expiresIn: expiresIn,
             refreshToken: refreshToken,
-            scope: (object["scope"] as? String).map { oneLine($0) }
+            scope: (object["scope"] as? String).map { oneLine($0) },
+            isDPoPBound: type == "dpop"
         )
     }
 

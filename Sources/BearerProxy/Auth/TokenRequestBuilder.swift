@@ -99,7 +99,9 @@ struct TokenRequestBuilder: Sendable {
     /// A request to the token endpoint with `grantFields` (any grant: the configured one, an
     /// authorization code, a device code), the resource indicators and the client's credentials.
     func tokenRequest(_ grantFields: [(String, String)]) -> EndpointRequest {
-        self.formPost(grantFields + self.resourceFields)
+        var request = self.formPost(grantFields + self.resourceFields)
+        request.isTokenRequest = true
+        return request
     }
 
     /// An RFC 7009 revocation request for a refresh token, to `url`.

@@ -21,9 +21,15 @@ extension TokenSession {
         let result: Machine.RefreshResult
         switch outcome {
         case .token(let fetched):
-            result = .success(
-                Self.makeToken(fetched.accessToken, lifetime: fetched.expiresIn, now: now, skew: self.refreshSkew)
+            var token = Self.makeToken(
+                fetched.accessToken,
+                lifetime: fetched.expiresIn,
+                now: now,
+                skew: self.refreshSkew
             )
+            // A DPoP-bound token is sent as one only with dpop on: without a key there is no proof to go with it.
+            token.isDPoPBound = fetched.isDPoPBound && self.usesDPoP
+            result = .success(token)
         case .permanent(let failure):
             result = .permanent(failure)
         case .transient(let reason, let timedOut):

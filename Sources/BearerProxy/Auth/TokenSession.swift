@@ -118,6 +118,8 @@ package final class TokenSession: Sendable {
     /// Where writing and watching refresh_token_file run: those system calls may block.
     let blockingWork: BlockingWorkPool
     let fileWatcher = Locked<RefreshTokenFileWatcher?>(nil)
+    /// dpop = on: a token answered with token_type DPoP is sent as `Authorization: DPoP`.
+    let usesDPoP: Bool
 
     /// `timers` runs the session's timer (in the proxy, one of its event loops); `clock` is the
     /// clock its deadlines are read on.
@@ -141,6 +143,7 @@ package final class TokenSession: Sendable {
         self.refreshOn = configuration.refreshOn
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
+        self.usesDPoP = configuration.dpop.prover != nil
         let settings = Machine.Settings(
             canRefresh: source != nil,
             canRetryWithoutNewCredentials: source?.canRetryWithoutNewCredentials ?? false,
@@ -338,10 +341,12 @@ package final class TokenSession: Sendable {
         self.modify { $0.machine.waiterCancelled(id) }
     }
 
-    /// `Authorization: Bearer <token>\r\n` for `generation`, made once per token.
+    /// `Authorization: Bearer <token>\r\n` (`DPoP <token>` for a DPoP-bound token) for `generation`,
+    /// made once per token.
     static func line(_ state: inout State, _ token: Secret<String>, _ generation: Int) -> [UInt8] {
         if let cached = state.line, cached.generation == generation { return cached.bytes }
-        let bytes = authorizationLine(token)
+        let isDPoPBound = state.machine.generation == generation && state.machine.token?.isDPoPBound == true
+        let bytes = isDPoPBound ? dpopAuthorizationLine(token) : authorizationLine(token)
         state.line = (generation, bytes)
         return bytes
     }
@@ -350,4 +355,10 @@ package final class TokenSession: Sendable {
 /// `Authorization: Bearer <token>\r\n`, ready to copy into a request head.
 func authorizationLine(_ token: Secret<String>) -> [UInt8] {
     Array("Authorization: Bearer ".utf8) + Array(token.reveal().utf8) + [0x0D, 0x0A]
+}
+
+/// `Authorization: DPoP <token>\r\n` (RFC 9449 §7.1): a DPoP-bound token's line. The data path adds
+/// the proof that goes with it (`DPoPLine`).
+func dpopAuthorizationLine(_ token: Secret<String>) -> [UInt8] {
+    DPoPLine.authorizationPrefix + Array(token.reveal().utf8) + [0x0D, 0x0A]
 }

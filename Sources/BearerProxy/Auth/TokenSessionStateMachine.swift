@@ -25,11 +25,19 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         package var expiresAt: Instant?
         /// When a proactive refresh starts; nil when the expiry is unknown.
         package var refreshAt: Instant?
+        /// `token_type` `DPoP`: sent as `Authorization: DPoP`, with a proof per request (RFC 9449 §7.1).
+        package var isDPoPBound: Bool
 
-        package init(value: Secret<String>, expiresAt: Instant? = nil, refreshAt: Instant? = nil) {
+        package init(
+            value: Secret<String>,
+            expiresAt: Instant? = nil,
+            refreshAt: Instant? = nil,
+            isDPoPBound: Bool = false
+        ) {
             self.value = value
             self.expiresAt = expiresAt
             self.refreshAt = refreshAt
+            self.isDPoPBound = isDPoPBound
         }
 
         func isExpired(at now: Instant) -> Bool {

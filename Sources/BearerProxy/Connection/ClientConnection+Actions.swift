@@ -76,6 +76,15 @@ extension ClientConnection {
                 case .connect(let origin): action = .connectUpstream(origin, allowReuse: true, isReplay: true)
                 }
 
+            case .retryWithDPoPNonce(let update, let reusable):
+                update.remember()
+                update.prover.nonceRetries.add(1, ordering: .relaxed)
+                if let upstream = self.upstream {
+                    self.upstream = nil
+                    UpstreamDrainer.drain(upstream, pool: self.context.pool, reusable: reusable)
+                }
+                action = .connectUpstream(update.origin, allowReuse: true, isReplay: false)
+
             case .writeInformational(let head):
                 self.stream.withOutbound { $0.writeInformationalHead(head) }
                 // 100 Continue must reach the client now: it is waiting for it before sending its body.
@@ -84,6 +93,7 @@ extension ClientConnection {
 
             case .forwardResponseHead(let response):
                 self.runtime.replayBudget.release(response.releasesReplayBytes)
+                response.dpopNonce?.remember()
                 if let accepted = response.accepted {
                     accepted.session.tokens.upstreamAccepted(generation: accepted.generation)
                 }
@@ -203,7 +213,8 @@ extension ClientConnection {
                 request.head,
                 target: request.target,
                 path: request.path,
-                authorization: request.authorization
+                authorization: request.authorization,
+                dpop: request.target.tokenSession?.dpop
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {

@@ -33,6 +33,9 @@ extension ClientConnectionStateMachine {
         /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
         /// when `reusable`, else closed), then do `next`.
         case discardResponse(reusable: Bool, next: AfterDiscard)
+        /// The upstream asked for a new DPoP nonce: remember it, count the retry, discard the
+        /// response (as `discardResponse`) and send the request again with the same token, a new proof.
+        case retryWithDPoPNonce(DPoPNonceUpdate, reusable: Bool)
 
         // MARK: Client
 
@@ -106,6 +109,23 @@ extension ClientConnectionStateMachine {
         var accepted: AcceptedToken?
         /// The status is known: the body copy's replay budget goes back.
         var releasesReplayBytes = 0
+        /// A `DPoP-Nonce` the response carried, to remember for the next proofs to its origin.
+        var dpopNonce: DPoPNonceUpdate?
+    }
+
+    /// A `DPoP-Nonce` from an upstream, for the session's nonce store.
+    struct DPoPNonceUpdate: Equatable {
+        let prover: DPoPProver
+        let origin: Origin
+        let nonce: String
+
+        static func == (lhs: DPoPNonceUpdate, rhs: DPoPNonceUpdate) -> Bool {
+            lhs.prover === rhs.prover && lhs.origin == rhs.origin && lhs.nonce == rhs.nonce
+        }
+
+        func remember() {
+            self.prover.nonces.remember(self.nonce, for: self.origin)
+        }
     }
 
     /// A request for the access log and the request metrics.

@@ -245,6 +245,24 @@ extension ClientConnectionStateMachine {
                 preconditionFailure("Invalid phase for a response head: \(exchange.phase)")
             }
             sent.lastActivity = now
+            var dpopNonce: DPoPNonceUpdate?
+            if let prover = exchange.target.tokenSession?.dpop, let token = exchange.token,
+                DPoPLine.isDPoPBound(token.line)
+            {
+                dpopNonce = head.value(of: "dpop-nonce").map {
+                    DPoPNonceUpdate(prover: prover, origin: exchange.target.origin, nonce: $0)
+                }
+                if head.status == 401, head.asksForDPoPNonce {
+                    exchange.phase = .sent(sent)
+                    // A nonce challenge is not an expiry (RFC 9449 §9): no refresh, one retry with the nonce.
+                    guard let dpopNonce, !exchange.hasRetriedForNonce, exchange.isReplayable else {
+                        return machine.forwardResponseHead(head, &exchange, accepted: nil, dpopNonce: dpopNonce)
+                    }
+                    exchange.hasRetriedForNonce = true
+                    exchange.phase = .connecting
+                    return .retryWithDPoPNonce(dpopNonce, reusable: exchange.leavesConnectionReusable(after: head))
+                }
+            }
             if let token = exchange.token, let session = exchange.target.tokenSession,
                 session.refreshOn.contains(head.status)
             {
@@ -258,7 +276,7 @@ extension ClientConnectionStateMachine {
                 )
             }
             exchange.phase = .sent(sent)
-            return machine.forwardResponseHead(head, &exchange, accepted: exchange.acceptedToken)
+            return machine.forwardResponseHead(head, &exchange, accepted: exchange.acceptedToken, dpopNonce: dpopNonce)
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
@@ -289,7 +307,8 @@ extension ClientConnectionStateMachine {
     private mutating func forwardResponseHead(
         _ head: ResponseHead,
         _ exchange: inout Exchange,
-        accepted: AcceptedToken?
+        accepted: AcceptedToken?,
+        dpopNonce: DPoPNonceUpdate? = nil
     ) -> Action {
         guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
         // The status is known: the body copy is no longer needed.
@@ -317,7 +336,8 @@ extension ClientConnectionStateMachine {
                 keepAlive: !exchange.closesConnection,
                 clientVersion: version,
                 accepted: accepted,
-                releasesReplayBytes: released
+                releasesReplayBytes: released,
+                dpopNonce: dpopNonce
             )
         )
     }
@@ -393,6 +413,17 @@ extension ClientConnectionStateMachine {
                 .upstreamTimeout(origin: exchange.target.origin.description),
                 closes: false
             )
+        }
+    }
+}
+
+extension ResponseHead {
+    /// `WWW-Authenticate: DPoP error="use_dpop_nonce"` (RFC 9449 §9): the server wants a proof with
+    /// the nonce its `DPoP-Nonce` carries.
+    var asksForDPoPNonce: Bool {
+        self.fields.contains { field in
+            self.string(field.name).lowercased() == "www-authenticate"
+                && self.string(field.value).lowercased().contains("use_dpop_nonce")
         }
     }
 }

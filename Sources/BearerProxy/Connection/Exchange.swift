@@ -29,6 +29,7 @@ struct Exchange {
         @exclusivity(unchecked) var isReplay = false
         @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var forwardedBodyBytes = 0
+        @exclusivity(unchecked) var hasRetriedForNonce = false
 
         init(
             head: RequestHead,
@@ -65,6 +66,7 @@ struct Exchange {
             copy.isReplay = self.isReplay
             copy.attempts = self.attempts
             copy.forwardedBodyBytes = self.forwardedBodyBytes
+            copy.hasRetriedForNonce = self.hasRetriedForNonce
             return copy
         }
     }
@@ -171,6 +173,15 @@ struct Exchange {
         set {
             self.makeUnique()
             self.storage.forwardedBodyBytes = newValue
+        }
+    }
+
+    /// The request was sent again with a new DPoP nonce (RFC 9449 §9): once at most.
+    var hasRetriedForNonce: Bool {
+        get { self.storage.hasRetriedForNonce }
+        set {
+            self.makeUnique()
+            self.storage.hasRetriedForNonce = newValue
         }
     }
 

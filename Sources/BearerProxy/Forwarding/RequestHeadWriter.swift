@@ -9,15 +9,20 @@ extension ByteBuffer {
     /// (RFC 9110 §7.6.1) are dropped; framing is re-declared from what was parsed, so the upstream
     /// reads exactly the body the proxy read; `Via` is appended. A WebSocket handshake keeps its
     /// `Connection: upgrade` and `Upgrade: websocket` (RFC 6455 §4.1); no other upgrade is forwarded.
+    /// A DPoP-bound token's line gets a fresh proof for this request from `dpop` (RFC 9449 §7.1),
+    /// made over the target as written here, and replaces any `DPoP` field the client sent.
     mutating func writeForwardedRequestHead(
         _ head: RequestHead,
         target: Target,
         path: ForwardedPath,
-        authorization: [UInt8]?
+        authorization: [UInt8]?,
+        dpop: DPoPProver? = nil
     ) {
         head.bytes.withUnsafeBytes { raw in
-            self.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.methodRange]))
+            let method = UnsafeRawBufferPointer(rebasing: raw[head.methodRange])
+            self.writeBytes(method)
             self.writeByte(0x20)
+            let pathStart = self.writerIndex
             switch path {
             case .prefixed(let range):
                 // A mount removed from `/github` or `/github?q` leaves nothing or a query: the path is `/`.
@@ -33,10 +38,25 @@ extension ByteBuffer {
             case .asterisk:
                 self.writeByte(UInt8(ascii: "*"))
             }
+            let pathBytes = pathStart..<self.writerIndex
             self.writeStaticString(" HTTP/1.1\r\nHost: ")
             self.writeBytes(target.authority)
             self.writeStaticString("\r\n")
-            if let authorization { self.writeBytes(authorization) }
+            var dropsClientProof = false
+            if let authorization {
+                self.writeBytes(authorization)
+                if let dpop, DPoPLine.isDPoPBound(authorization) {
+                    self.writeDPoPProof(
+                        dpop,
+                        method: method,
+                        origin: target.origin,
+                        authority: target.authority,
+                        pathBytes: pathBytes,
+                        line: authorization
+                    )
+                    dropsClientProof = true
+                }
+            }
             let dropsClientAuthorization = authorization != nil
             self.writeFieldLines(of: head, raw) { index, field in
                 switch field.knownName {
@@ -44,6 +64,8 @@ extension ByteBuffer {
                     return false
                 case .authorization:
                     if dropsClientAuthorization { return false }
+                case .dpop:
+                    if dropsClientProof { return false }
                 case .contentLength, .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization,
                     .te, .trailer, .upgrade:
                     return false

@@ -10,6 +10,9 @@ struct EndpointRequest: Sendable {
     var body: [UInt8]
     /// Extra header fields, such as `Authorization: Basic …` for client_secret_basic.
     var fields: [(String, String)] = []
+    /// A token request: with dpop on it carries a DPoP proof (RFC 9449 §5), and a `use_dpop_nonce`
+    /// answer is retried once with the nonce it gave.
+    var isTokenRequest = false
 
     /// The whole HTTP/1.1 message. Secret values in the body or fields are already revealed: these
     /// bytes go to the endpoint and nowhere else.
@@ -35,11 +38,14 @@ struct EndpointCaller: Sendable {
     let connector: OutboundConnector
     /// The whole exchange, connecting included: `refresh_timeout`.
     let timeout: Duration
+    /// With dpop on: the session's proofs for its token requests.
+    let dpop: DPoPProver?
 
     init(configuration: Configuration, loop: EventLoop, connector: OutboundConnector) {
         self.loop = loop
         self.connector = connector
         self.timeout = configuration.refreshTimeout
+        self.dpop = configuration.dpop.prover
     }
 
     /// Sends `request`; `completion` runs once, on the caller's event loop.
@@ -47,9 +53,58 @@ struct EndpointCaller: Sendable {
         _ request: EndpointRequest,
         _ completion: @escaping @Sendable (Result<EndpointResponse, EndpointError>) -> Void
     ) {
+        guard let dpop = self.dpop, request.isTokenRequest else {
+            self.send(request.bytes, to: request.url.origin, completion)
+            return
+        }
+        self.send(request, proving: dpop, mayRetryForNonce: true, completion)
+    }
+
+    /// A token request with a fresh DPoP proof (htm POST, htu the token URL, the endpoint's newest
+    /// nonce). The `DPoP-Nonce` of the answer is remembered; a 400 `use_dpop_nonce` with a new nonce
+    /// is sent once more with it (RFC 9449 §8), with a new proof.
+    private func send(
+        _ request: EndpointRequest,
+        proving dpop: DPoPProver,
+        mayRetryForNonce: Bool,
+        _ completion: @escaping @Sendable (Result<EndpointResponse, EndpointError>) -> Void
+    ) {
+        let origin = request.url.origin
+        let url = request.url.pathPrefix.isEmpty ? "\(request.url)/" : request.url.description
+        let proof = dpop.proof(
+            method: "POST".utf8,
+            targetURI: DPoPProver.targetURI(url).utf8,
+            accessTokenHash: nil,
+            nonce: dpop.nonces.nonce(for: origin)
+        )
+        var proved = request
+        proved.fields.append(("DPoP", String(decoding: proof, as: UTF8.self)))
+        self.send(proved.bytes, to: origin) { result in
+            guard case .success(let response) = result, let nonce = response.header("dpop-nonce"),
+                dpop.nonces.remember(nonce, for: origin)
+            else {
+                completion(result)
+                return
+            }
+            guard mayRetryForNonce, response.status == 400 || response.status == 401,
+                TokenEndpointResponse.parseError(response.body)?.0 == "use_dpop_nonce"
+            else {
+                completion(result)
+                return
+            }
+            dpop.nonceRetries.add(1, ordering: .relaxed)
+            self.send(request, proving: dpop, mayRetryForNonce: false, completion)
+        }
+    }
+
+    private func send(
+        _ bytes: [UInt8],
+        to origin: Origin,
+        _ completion: @escaping @Sendable (Result<EndpointResponse, EndpointError>) -> Void
+    ) {
         EndpointClient.send(
-            request.bytes,
-            to: request.url.origin,
+            bytes,
+            to: origin,
             on: self.loop,
             connector: self.connector,
             timeout: self.timeout,

@@ -19,6 +19,9 @@ package final class DPoPProver: Sendable {
     package let proofsMade = Atomic<Int>(0)
     package let nonceRetries = Atomic<Int>(0)
     private let signer: JWSSigner
+    /// The `ath` of the token line last asked about: a token's line is made once per generation and
+    /// shared, so the hash is computed once per token, not per request.
+    private let lastHash = Locked<(line: [UInt8], hash: String)?>(nil)
 
     package init(key: SigningKey, keyFile: String) {
         self.keyFile = keyFile
@@ -47,6 +50,14 @@ package final class DPoPProver: Sendable {
         guard let proof = self.signer.sign(claims) else { preconditionFailure("OpenSSL could not sign a DPoP proof") }
         self.proofsMade.add(1, ordering: .relaxed)
         return proof
+    }
+
+    /// The `ath` of the token in a DPoP `Authorization` line (`DPoPLine`).
+    func accessTokenHash(ofLine line: [UInt8]) -> String {
+        if let last = self.lastHash.withLock({ $0 }), last.line == line { return last.hash }
+        let hash = Self.accessTokenHash(of: DPoPLine.token(of: line))
+        self.lastHash.withLock { $0 = (line, hash) }
+        return hash
     }
 
     /// `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII bytes.

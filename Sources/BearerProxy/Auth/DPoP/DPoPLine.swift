@@ -1,0 +1,57 @@
+import BearerCore
+
+/// The `DPoP` field of a request the proxy sends upstream with a DPoP-bound token (RFC 9449 §7.1):
+/// `Authorization: DPoP <token>` (the token session's line) and, beside it, a proof made for this
+/// request alone (README, "Sender-constrained tokens: DPoP").
+enum DPoPLine {
+    static let authorizationPrefix = Array("Authorization: DPoP ".utf8)
+
+    /// Whether `line` is a DPoP-bound token's `Authorization` line.
+    @inline(__always)
+    static func isDPoPBound(_ line: [UInt8]) -> Bool {
+        line.count > Self.authorizationPrefix.count + 2 && line[15] == UInt8(ascii: "D")
+            && line.starts(with: Self.authorizationPrefix)
+    }
+
+    /// The token in a DPoP `Authorization` line: between the scheme and the CRLF.
+    static func token(of line: [UInt8]) -> ArraySlice<UInt8> {
+        line[Self.authorizationPrefix.count..<(line.count - 2)]
+    }
+}
+
+extension ByteBuffer {
+    /// Writes `DPoP: <proof>\r\n` for a request of `method` to `scheme://authority` and the path
+    /// just written at `pathBytes` (absolute indices of this buffer; the query and fragment are cut),
+    /// carrying the token of `line` (its `ath`) and `origin`'s newest nonce.
+    mutating func writeDPoPProof(
+        _ prover: DPoPProver,
+        method: UnsafeRawBufferPointer,
+        origin: Origin,
+        authority: [UInt8],
+        pathBytes: Range<Int>,
+        line: [UInt8]
+    ) {
+        var targetURI = Array(origin.isHTTPS ? "https://".utf8 : "http://".utf8)
+        targetURI.reserveCapacity(targetURI.count + authority.count + pathBytes.count)
+        targetURI.append(contentsOf: authority)
+        let readerIndex = self.readerIndex
+        self.withUnsafeReadableBytes { raw in
+            for index in pathBytes {
+                let byte = raw[index - readerIndex]
+                if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+                targetURI.append(byte)
+            }
+        }
+        // OPTIONS * names the server itself: its URI has no path.
+        if targetURI.last == UInt8(ascii: "*") { targetURI.removeLast() }
+        let proof = prover.proof(
+            method: method,
+            targetURI: targetURI,
+            accessTokenHash: prover.accessTokenHash(ofLine: line),
+            nonce: prover.nonces.nonce(for: origin)
+        )
+        self.writeStaticString("DPoP: ")
+        self.writeBytes(proof)
+        self.writeStaticString("\r\n")
+    }
+}
