@@ -45,14 +45,21 @@ final class DPoPServers {
             listen = 127.0.0.1:0
             admin_listen = 127.0.0.1:0
             upstream = \(self.api.baseURL)
-            token_url = \(self.token.url)
-            grant_type = client_credentials
-            client_id = dpop-client
-            client_secret = dpop-secret
-            dpop = on
+            \(self.sessionKeys)
             dpop_key_file = \(keyFile ?? self.keyFile)
             """
         )
+    }
+
+    /// A session's token keys, dpop on.
+    var sessionKeys: String {
+        """
+        token_url = \(self.token.url)
+        grant_type = client_credentials
+        client_id = dpop-client
+        client_secret = dpop-secret
+        dpop = on
+        """
     }
 
     var apiURL: String { "http://127.0.0.1:\(self.api.port)" }
@@ -216,20 +223,12 @@ struct RunningProxy {
             listen = 127.0.0.1:0
             admin_listen = 127.0.0.1:0
             upstream = \(servers.api.baseURL)
-            token_url = \(servers.token.url)
-            grant_type = client_credentials
-            client_id = dpop-client
-            client_secret = dpop-secret
-            dpop = on
+            \(servers.sessionKeys)
 
             [session other]
             mount = /other
             upstream = \(second.baseURL)
-            token_url = \(servers.token.url)
-            grant_type = client_credentials
-            client_id = dpop-client
-            client_secret = dpop-secret
-            dpop = on
+            \(servers.sessionKeys)
             """
         )
         let proxy = try RunningProxy(["--config", config], environment: ["XDG_DATA_HOME": data])
