@@ -18,7 +18,8 @@ final class DPoPServers {
     let api: MockUpstream
     let folder: String
 
-    init(tokenNonce: String? = nil) throws {
+    /// `tls`: the API speaks https (the test certificate for localhost).
+    init(tokenNonce: String? = nil, tls: TLSContext? = nil) throws {
         self.tokenRules = MockDPoPRules(nonce: tokenNonce)
         var settings = MockTokenServer.Settings()
         settings.clientID = "dpop-client"
@@ -27,7 +28,7 @@ final class DPoPServers {
         settings.dpop = self.tokenRules
         self.token = MockTokenServer(group: e2eMockGroup, authority: self.authority, settings: settings)
         try self.token.start()
-        self.api = MockUpstream(group: e2eMockGroup, authority: self.authority, dpop: self.apiRules)
+        self.api = MockUpstream(group: e2eMockGroup, authority: self.authority, tls: tls, dpop: self.apiRules)
         try self.api.start()
         self.folder = (temporaryFile("", name: "unused") as NSString).deletingLastPathComponent
     }
@@ -94,6 +95,50 @@ struct RunningProxy {
 }
 
 @Suite struct DPoPTests {
+    /// An https_proxy client (curl) through an intercepted tunnel: the proxy terminates its TLS and
+    /// the request goes on to the https API with the token and a proof whose htu is the https URL.
+    @Test(.enabled(if: InterceptTunnelBinaryTests.hasCurl, "needs curl (apt-get install curl)"))
+    func anInterceptedTunnelsRequestsCarryAProofForTheHTTPSTarget() throws {
+        let fixtures = InterceptTunnelBinaryTests.fixtures
+        let servers = try DPoPServers(tls: try InterceptTunnelBinaryTests.localhostServerTLS())
+        let caDirectory = servers.folder + "/ca"
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            admin_listen = 127.0.0.1:0
+            upstream = https://localhost:\(servers.api.port)
+            ca_file = \(fixtures.appendingPathComponent("ca.pem").path)
+            tls_intercept = on
+            ca_dir = \(caDirectory)
+            \(servers.sessionKeys)
+            dpop_key_file = \(servers.keyFile)
+            """
+        )
+        let proxy = try RunningProxy(["--config", config])
+        defer { proxy.stop() }
+        let url = "https://localhost:\(servers.api.port)"
+        for round in 0..<2 {
+            let result = try InterceptTunnelBinaryTests.run(
+                [
+                    InterceptTunnelBinaryTests.curl, "-sS", "--proxy", "http://\(proxy.address)", "--cacert",
+                    caDirectory + "/ca.pem", "-H", "DPoP: forged-by-the-client", "-w", "\n%{http_code}",
+                    "\(url)/v1/items/\(round)?page=2",
+                ],
+                environment: [:]
+            )
+            #expect(result.status == 0, "curl: \(result.standardError)")
+            #expect(result.standardOutput.hasSuffix("\n200"), "\(result.standardOutput)")
+        }
+        #expect(servers.apiRules.failures.isEmpty, "\(servers.apiRules.failures)")
+        let proofs = servers.apiRules.proofs
+        #expect(proofs.map(\.htu) == ["\(url)/v1/items/0", "\(url)/v1/items/1"])
+        #expect(Set(proofs.compactMap(\.jti)).count == 2)
+        let sent = try #require(servers.api.requests.last)
+        #expect(sent.headerValues("dpop").count == 1 && sent.header("dpop") != "forged-by-the-client")
+        #expect(sent.header("authorization")?.hasPrefix("DPoP mock-access-") == true)
+        #expect(servers.token.callCount == 1)
+    }
+
     @Test func requestsCarryAFreshProofForTheirTargetWithoutItsQuery() throws {
         let servers = try DPoPServers()
         let proxy = try RunningProxy(["--config", servers.config()])

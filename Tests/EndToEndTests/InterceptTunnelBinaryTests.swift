@@ -18,6 +18,14 @@ import Testing
     static let hasRequests: Bool =
         (try? Self.run([Self.python, "-c", "import requests"], environment: [:]))?.status == 0 || Self.isCI
 
+    /// An https mock API's context: the test certificate for localhost and 127.0.0.1.
+    static func localhostServerTLS() throws -> TLSContext {
+        try TLSContext.server(
+            certificateChainFile: Self.fixtures.appendingPathComponent("server.pem").path,
+            privateKeyFile: Self.fixtures.appendingPathComponent("server.key").path
+        )
+    }
+
     /// A running proxy, its mocks and its folder.
     final class Setup {
         let authority = MockTokenAuthority()
@@ -38,10 +46,7 @@ import Testing
             settings.clientSecret = "e2e-secret"
             self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority, settings: settings)
             try self.tokenServer.start()
-            let tls = try TLSContext.server(
-                certificateChainFile: InterceptTunnelBinaryTests.fixtures.appendingPathComponent("server.pem").path,
-                privateKeyFile: InterceptTunnelBinaryTests.fixtures.appendingPathComponent("server.key").path
-            )
+            let tls = try InterceptTunnelBinaryTests.localhostServerTLS()
             self.upstream = MockUpstream(group: e2eMockGroup, authority: self.authority, tls: tls)
             try self.upstream.start()
             self.base = NSTemporaryDirectory() + "bearer-e2e-intercept-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

@@ -17,6 +17,11 @@ extension TokenSession {
     }
 
     func fetchEnded(_ attempt: Machine.AttemptID, _ outcome: TokenFetchOutcome) {
+        var outcome = outcome
+        if case .token(let fetched) = outcome, fetched.isDPoPBound, !self.usesDPoP {
+            // Without a key there is no proof to go with a DPoP-bound token: not usable, as before DPoP.
+            outcome = .transient(reason: "the token endpoint issued a DPoP-bound token; set dpop = on", timedOut: false)
+        }
         let now = self.clock.now()
         let result: Machine.RefreshResult
         switch outcome {
@@ -27,8 +32,7 @@ extension TokenSession {
                 now: now,
                 skew: self.refreshSkew
             )
-            // A DPoP-bound token is sent as one only with dpop on: without a key there is no proof to go with it.
-            token.isDPoPBound = fetched.isDPoPBound && self.usesDPoP
+            token.isDPoPBound = fetched.isDPoPBound
             result = .success(token)
         case .permanent(let failure):
             result = .permanent(failure)

@@ -23,6 +23,20 @@ extension Configuration {
         },
     ]
 
+    /// DPoP and a fleet's shared session do not mix: the store carries a token, not its type (a
+    /// DPoP-bound token adopted by another proxy would go out as a bearer token), and each proxy
+    /// would prove with a key of its own that the token is not bound to.
+    func validateDPoP(into diagnostics: inout ConfigurationDiagnostics) {
+        guard self.dpop.isEnabled, self.sessionStore.endpoint != nil else { return }
+        let store = diagnostics.places.byKey["session_store"].map { " (\($0))" } ?? ""
+        diagnostics.error(
+            "dpop",
+            "cannot be combined with session_store\(store): a fleet's shared session carries neither the token's"
+                + " type nor the DPoP key; turn dpop off or use this session without session_store",
+            alsoAt: ["session_store"]
+        )
+    }
+
     /// With dpop on, reads the session's DPoP key, or makes it when the file does not exist yet: an
     /// error at the key's line (or the session's) naming the file when it cannot be used.
     mutating func loadDPoPKey(environment: [String: String], into diagnostics: inout ConfigurationDiagnostics) {

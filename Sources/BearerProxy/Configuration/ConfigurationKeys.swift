@@ -369,6 +369,7 @@ extension Configuration {
         self.validateTokenSettings(into: &diagnostics)
         self.validateJSONAndLogin(into: &diagnostics)
         self.validateClientCredentials(into: &diagnostics)
+        self.validateDPoP(into: &diagnostics)
         self.warnAboutUnsafeSettings(into: &diagnostics)
         self.warnAboutSettingsWithoutEffect(into: &diagnostics)
     }
