@@ -11,6 +11,7 @@
 #include <openssl/ec.h>
 #include <openssl/bn.h>
 #include <openssl/rand.h>
+#include <openssl/ecdsa.h>
 
 static inline long cos_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
 /* SSL_MODE_RELEASE_BUFFERS: an idle session (a pooled upstream connection, a quiet tunnel) holds no
@@ -90,5 +91,17 @@ static const int COS_SSL_R_SSLV3_ALERT_BAD_CERTIFICATE = SSL_R_SSLV3_ALERT_BAD_C
 static const int COS_SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN = SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN;
 static const int COS_SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE = SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE;
 static const int COS_SSL_R_TLSV1_ALERT_ACCESS_DENIED = SSL_R_TLSV1_ALERT_ACCESS_DENIED;
+
+/* ES256 on the data path (DPoP proofs, one per request): ECDSA over the key's EC_KEY, with no
+   EVP context made and initialised per signature. OpenSSL 3 deprecates these functions but keeps
+   them; the wrappers keep the warnings here. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+static inline EC_KEY *cos_pkey_get1_ec_key(EVP_PKEY *key) { return EVP_PKEY_get1_EC_KEY(key); }
+static inline void cos_ec_key_free(EC_KEY *key) { EC_KEY_free(key); }
+static inline ECDSA_SIG *cos_ecdsa_do_sign(const unsigned char *digest, int length, EC_KEY *key) {
+    return ECDSA_do_sign(digest, length, key);
+}
+#pragma clang diagnostic pop
 
 #endif

@@ -14,6 +14,8 @@ package enum JWSAlgorithm: String, Equatable, Sendable {
 package final class SigningKey: Sendable, CustomStringConvertible {
     let key: PEMPrivateKey
     package let algorithm: JWSAlgorithm
+    /// ES256: the key's EC_KEY, which signs without an EVP context per signature.
+    let ecdsa: ECDSAKey?
 
     /// Why a readable key cannot sign JWTs.
     package struct UnsupportedKey: Error, Equatable, Sendable {
@@ -35,6 +37,7 @@ package final class SigningKey: Sendable, CustomStringConvertible {
             )
         }
         self.key = key
+        self.ecdsa = self.algorithm == .es256 ? ECDSAKey(key) : nil
     }
 
     /// Reads and checks the PEM key at `path`: one line naming the file when it cannot be used.
@@ -54,6 +57,9 @@ package final class SigningKey: Sendable, CustomStringConvertible {
     /// 64-byte r ‖ s of RFC 7518 §3.4, not the DER `ECDSA-Sig-Value` OpenSSL produces. Nil only if
     /// OpenSSL fails.
     func sign(_ message: [UInt8]) -> [UInt8]? {
+        // ES256 without an EVP context per signature; the EVP path stays for a key OpenSSL cannot
+        // hand out as an EC_KEY.
+        if let ecdsa = self.ecdsa { return ecdsa.sign(message) }
         guard let context = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, self.key.pointer) == 1 else {
@@ -82,14 +88,7 @@ package final class SigningKey: Sendable, CustomStringConvertible {
             var cursor = buffer.baseAddress
             guard let signature = d2i_ECDSA_SIG(nil, &cursor, buffer.count) else { return nil }
             defer { ECDSA_SIG_free(signature) }
-            var r: OpaquePointer?
-            var s: OpaquePointer?
-            ECDSA_SIG_get0(signature, &r, &s)
-            var raw = [UInt8](repeating: 0, count: 64)
-            let written = raw.withUnsafeMutableBufferPointer { out in
-                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
-            }
-            return written ? raw : nil
+            return ECDSAKey.raw(signature)
         }
     }
 }
