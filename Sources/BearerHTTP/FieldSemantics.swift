@@ -80,8 +80,7 @@ struct FieldSemantics {
                 }
             case .idempotencyKey:
                 self.hasIdempotencyKey = true
-            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .authorization, .via, .origin, .secFetchSite,
-                .dpop:
+            case .other, .keepAlive, .proxyAuthorization, .te, .trailer, .authorization, .via, .origin, .secFetchSite:
                 break
             }
         }

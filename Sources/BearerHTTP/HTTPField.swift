@@ -27,15 +27,13 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
     case origin
     case secFetchSite
     case idempotencyKey
-    /// RFC 9449 §4.1: a client's own proof, replaced when the proxy adds one.
-    case dpop
 
     init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
         func matches(_ name: StaticString) -> Bool { equalsCaseInsensitive(bytes, range, name) }
         switch range.count {
         case 2: self = matches("te") ? .te : .other
         case 3: self = matches("via") ? .via : .other
-        case 4: self = matches("host") ? .host : matches("dpop") ? .dpop : .other
+        case 4: self = matches("host") ? .host : .other
         case 6: self = matches("expect") ? .expect : matches("origin") ? .origin : .other
         case 7: self = matches("trailer") ? .trailer : matches("upgrade") ? .upgrade : .other
         case 10: self = matches("connection") ? .connection : matches("keep-alive") ? .keepAlive : .other
@@ -55,7 +53,7 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
         case .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer, .upgrade,
             .transferEncoding, .contentLength:
             true
-        case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey, .dpop:
+        case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
             false
         }
     }

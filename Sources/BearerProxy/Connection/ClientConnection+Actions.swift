@@ -74,16 +74,8 @@ extension ClientConnection {
                 switch next {
                 case .wait: return
                 case .connect(let origin): action = .connectUpstream(origin, allowReuse: true, isReplay: true)
+                case .retryWithDPoPNonce(let update): action = Self.retry(with: update)
                 }
-
-            case .retryWithDPoPNonce(let update, let reusable):
-                update.remember()
-                update.prover.nonceRetries.add(1, ordering: .relaxed)
-                if let upstream = self.upstream {
-                    self.upstream = nil
-                    UpstreamDrainer.drain(upstream, pool: self.context.pool, reusable: reusable)
-                }
-                action = .connectUpstream(update.origin, allowReuse: true, isReplay: false)
 
             case .writeInformational(let head):
                 self.stream.withOutbound { $0.writeInformationalHead(head) }
@@ -203,6 +195,17 @@ extension ClientConnection {
         }
     }
 
+    /// Remembers the nonce and counts the retry; the request goes again with a new proof. Out of
+    /// line: `run` is the plain bearer path's too.
+    @inline(never)
+    private static func retry(
+        with update: ClientConnectionStateMachine.DPoPNonceUpdate
+    ) -> ClientConnectionStateMachine.Action {
+        update.remember()
+        update.prover.nonceRetries.add(1, ordering: .relaxed)
+        return .connectUpstream(update.origin, allowReuse: true, isReplay: false)
+    }
+
     /// Writes the request head upstream, then the body bytes already read (a replay or a resend).
     private func send(_ request: ClientConnectionStateMachine.RequestToSend) {
         guard let upstream = self.upstream else { preconditionFailure("Invalid state: a request to send, no upstream") }
@@ -214,7 +217,8 @@ extension ClientConnection {
                 target: request.target,
                 path: request.path,
                 authorization: request.authorization,
-                dpop: request.target.tokenSession?.dpop
+                // Looked up only for a DPoP-bound token's line: the plain bearer path pays one byte compare.
+                dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {

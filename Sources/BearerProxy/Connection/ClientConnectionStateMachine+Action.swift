@@ -33,9 +33,6 @@ extension ClientConnectionStateMachine {
         /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
         /// when `reusable`, else closed), then do `next`.
         case discardResponse(reusable: Bool, next: AfterDiscard)
-        /// The upstream asked for a new DPoP nonce: remember it, count the retry, discard the
-        /// response (as `discardResponse`) and send the request again with the same token, a new proof.
-        case retryWithDPoPNonce(DPoPNonceUpdate, reusable: Bool)
 
         // MARK: Client
 
@@ -87,6 +84,10 @@ extension ClientConnectionStateMachine {
         case wait
         /// A newer token exists: send again (a replay) on another connection.
         case connect(Origin)
+        /// The upstream asked for a new DPoP nonce: remember it, count the retry and send the request
+        /// again with the same token and a new proof. (Here, not an action of its own: one more case
+        /// of `Action` measured about 80 instructions more per request on the plain bearer path.)
+        case retryWithDPoPNonce(DPoPNonceUpdate)
     }
 
     /// Everything needed to write one request upstream.
@@ -113,11 +114,18 @@ extension ClientConnectionStateMachine {
         var dpopNonce: DPoPNonceUpdate?
     }
 
-    /// A `DPoP-Nonce` from an upstream, for the session's nonce store.
-    struct DPoPNonceUpdate: Equatable {
+    /// A `DPoP-Nonce` from an upstream, for the session's nonce store. A class: in every response's
+    /// action it is one pointer, nil on the plain bearer path (a struct of it measured more per request).
+    final class DPoPNonceUpdate: Equatable {
         let prover: DPoPProver
         let origin: Origin
         let nonce: String
+
+        init(prover: DPoPProver, origin: Origin, nonce: String) {
+            self.prover = prover
+            self.origin = origin
+            self.nonce = nonce
+        }
 
         static func == (lhs: DPoPNonceUpdate, rhs: DPoPNonceUpdate) -> Bool {
             lhs.prover === rhs.prover && lhs.origin == rhs.origin && lhs.nonce == rhs.nonce

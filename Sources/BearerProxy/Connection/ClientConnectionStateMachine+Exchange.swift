@@ -246,34 +246,36 @@ extension ClientConnectionStateMachine {
             }
             sent.lastActivity = now
             var dpopNonce: DPoPNonceUpdate?
-            if let prover = exchange.target.tokenSession?.dpop, let token = exchange.token,
-                DPoPLine.isDPoPBound(token.line)
-            {
-                dpopNonce = head.value(of: "dpop-nonce").map {
-                    DPoPNonceUpdate(prover: prover, origin: exchange.target.origin, nonce: $0)
-                }
-                if head.status == 401, head.asksForDPoPNonce {
-                    exchange.phase = .sent(sent)
-                    // A nonce challenge is not an expiry (RFC 9449 §9): no refresh, one retry with the nonce.
-                    guard let dpopNonce, !exchange.hasRetriedForNonce, exchange.isReplayable else {
-                        return machine.forwardResponseHead(head, &exchange, accepted: nil, dpopNonce: dpopNonce)
+            if let token = exchange.token {
+                // The plain bearer path pays this one look at the line's scheme, nothing more.
+                if DPoPLine.isDPoPBound(token.line), let prover = exchange.target.tokenSession?.dpop {
+                    dpopNonce = head.value(of: "dpop-nonce").map {
+                        DPoPNonceUpdate(prover: prover, origin: exchange.target.origin, nonce: $0)
                     }
-                    exchange.hasRetriedForNonce = true
-                    exchange.phase = .connecting
-                    return .retryWithDPoPNonce(dpopNonce, reusable: exchange.leavesConnectionReusable(after: head))
+                    if head.status == 401, head.asksForDPoPNonce {
+                        exchange.phase = .sent(sent)
+                        // A nonce challenge is not an expiry (RFC 9449 §9): no refresh, one retry with the nonce.
+                        guard let dpopNonce, !exchange.hasRetriedForNonce, exchange.isReplayable else {
+                            return machine.forwardResponseHead(head, &exchange, accepted: nil, dpopNonce: dpopNonce)
+                        }
+                        exchange.hasRetriedForNonce = true
+                        exchange.phase = .connecting
+                        return .discardResponse(
+                            reusable: exchange.leavesConnectionReusable(after: head),
+                            next: .retryWithDPoPNonce(dpopNonce)
+                        )
+                    }
                 }
-            }
-            if let token = exchange.token, let session = exchange.target.tokenSession,
-                session.refreshOn.contains(head.status)
-            {
-                sent.response = .refused(head)
-                exchange.phase = .sent(sent)
-                return .reportRejection(
-                    session,
-                    generation: token.generation,
-                    isReplay: exchange.isReplay,
-                    isReplayable: exchange.isReplayable && !exchange.isReplay
-                )
+                if let session = exchange.target.tokenSession, session.refreshOn.contains(head.status) {
+                    sent.response = .refused(head)
+                    exchange.phase = .sent(sent)
+                    return .reportRejection(
+                        session,
+                        generation: token.generation,
+                        isReplay: exchange.isReplay,
+                        isReplayable: exchange.isReplayable && !exchange.isReplay
+                    )
+                }
             }
             exchange.phase = .sent(sent)
             return machine.forwardResponseHead(head, &exchange, accepted: exchange.acceptedToken, dpopNonce: dpopNonce)

@@ -9,8 +9,8 @@ extension ByteBuffer {
     /// (RFC 9110 §7.6.1) are dropped; framing is re-declared from what was parsed, so the upstream
     /// reads exactly the body the proxy read; `Via` is appended. A WebSocket handshake keeps its
     /// `Connection: upgrade` and `Upgrade: websocket` (RFC 6455 §4.1); no other upgrade is forwarded.
-    /// A DPoP-bound token's line gets a fresh proof for this request from `dpop` (RFC 9449 §7.1),
-    /// made over the target as written here, and replaces any `DPoP` field the client sent.
+    /// With `dpop` (given for a DPoP-bound token's line only) the request gets a fresh proof (RFC 9449
+    /// §7.1), made over the target as written here, which replaces any `DPoP` field the client sent.
     mutating func writeForwardedRequestHead(
         _ head: RequestHead,
         target: Target,
@@ -42,10 +42,9 @@ extension ByteBuffer {
             self.writeStaticString(" HTTP/1.1\r\nHost: ")
             self.writeBytes(target.authority)
             self.writeStaticString("\r\n")
-            var dropsClientProof = false
             if let authorization {
                 self.writeBytes(authorization)
-                if let dpop, DPoPLine.isDPoPBound(authorization) {
+                if let dpop {
                     self.writeDPoPProof(
                         dpop,
                         method: method,
@@ -54,9 +53,9 @@ extension ByteBuffer {
                         pathBytes: pathBytes,
                         line: authorization
                     )
-                    dropsClientProof = true
                 }
             }
+            let dropsClientProof = dpop != nil && authorization != nil
             let dropsClientAuthorization = authorization != nil
             self.writeFieldLines(of: head, raw) { index, field in
                 switch field.knownName {
@@ -64,12 +63,13 @@ extension ByteBuffer {
                     return false
                 case .authorization:
                     if dropsClientAuthorization { return false }
-                case .dpop:
-                    if dropsClientProof { return false }
                 case .contentLength, .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization,
                     .te, .trailer, .upgrade:
                     return false
-                case .other, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
+                case .other:
+                    // Not a known name: the parser does not look for it in every field of every head.
+                    if dropsClientProof && DPoPLine.isDPoPFieldName(raw, field.name) { return false }
+                case .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
                 return !(head.nominatesOtherFields && head.isNominatedByConnection(index))

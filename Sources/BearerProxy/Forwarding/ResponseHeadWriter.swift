@@ -37,7 +37,7 @@ extension ByteBuffer {
                 case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
                     .upgrade:
                     return false
-                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey, .dpop:
+                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
                 return !(head.nominatesOtherFields && head.isNominatedByConnection(index))

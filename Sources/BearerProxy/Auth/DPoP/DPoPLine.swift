@@ -6,11 +6,17 @@ import BearerCore
 enum DPoPLine {
     static let authorizationPrefix = Array("Authorization: DPoP ".utf8)
 
-    /// Whether `line` is a DPoP-bound token's `Authorization` line.
+    /// Whether `line` is a DPoP-bound token's `Authorization` line. A bearer line is told apart by
+    /// one byte (`Authorization: B…`), before the prefix (a lazily made global) is looked at.
     @inline(__always)
     static func isDPoPBound(_ line: [UInt8]) -> Bool {
-        line.count > Self.authorizationPrefix.count + 2 && line[15] == UInt8(ascii: "D")
-            && line.starts(with: Self.authorizationPrefix)
+        line.count > 22 && line[15] == UInt8(ascii: "D") && line.starts(with: Self.authorizationPrefix)
+    }
+
+    /// Whether the field name at `range` is `DPoP`, in any case: a client's own proof.
+    static func isDPoPFieldName(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+        range.count == 4
+            && zip(range, "dpop".utf8).allSatisfy { index, lowercase in raw[index] | 0x20 == lowercase }
     }
 
     /// The token in a DPoP `Authorization` line: between the scheme and the CRLF.
