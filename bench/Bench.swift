@@ -23,6 +23,10 @@ final class Bench {
     /// first runs.
     private var secureMock: MockUpstream?
     private var mitmproxy: MitmproxyTarget?
+    /// The DPoP mock API of the dpop scenarios, started when one first runs (`Bench+DPoP`).
+    var dpopAPI: MockUpstream?
+    /// The proxy's DPoP key, made by its first start and kept for the other rounds.
+    let dpopKeyFolder = NSTemporaryDirectory() + "bearer-bench-dpop-\(getpid())"
     /// The local CA of the intercepting proxy, made by its first start and kept for the other rounds.
     let caDirectory = NSTemporaryDirectory() + "bearer-bench-ca-\(getpid())"
     /// The load generator's TLS: no verification (the client's CPU is not what is measured).
@@ -82,8 +86,10 @@ final class Bench {
         self.redis?.stop()
         self.mitmproxy?.stop()
         self.secureMock?.stop()
+        self.dpopAPI?.stop()
         try? FileManager.default.removeItem(atPath: self.caDirectory)
         for api in self.sessionAPIs { api.stop() }
+        try? FileManager.default.removeItem(atPath: self.dpopKeyFolder)
         self.mockGroup.shutdown()
         self.loadGroup.shutdown()
     }
@@ -168,6 +174,8 @@ final class Bench {
             }
         case .steadyTLS, .intercept, .newTunnels, .resumedTunnels, .mitmproxy:
             return try self.runTLS(scenario, round: round)
+        case .dpop, .dpopExpiry:
+            return try self.runDPoP(scenario, round: round)
         }
     }
 
@@ -226,7 +234,7 @@ final class Bench {
                 proxies: [],
                 apis: [self.defaultAPI(upstream: mock)]
             )
-        case .direct, .steady, .expiry, .proactive, .fleet:
+        case .direct, .steady, .expiry, .proactive, .fleet, .dpop, .dpopExpiry:
             preconditionFailure("not a TLS scenario: \(scenario)")
         }
     }
@@ -273,7 +281,7 @@ final class Bench {
         return self.measure(name: name, round: round, targets: [target], proxies: [], apis: [self.sessionAPIs[0]])
     }
 
-    private func withProxy(
+    func withProxy(
         config: String? = nil,
         _ body: (ChildProxy, LoadGenerator.Target) -> ScenarioResult
     ) throws -> ScenarioResult {
@@ -309,7 +317,7 @@ final class Bench {
     }
 
     /// The default session's token server and authority in front of another upstream (the https mock).
-    private func defaultAPI(upstream: MockUpstream) -> SessionAPI {
+    func defaultAPI(upstream: MockUpstream) -> SessionAPI {
         SessionAPI(name: "default", authority: self.authority, tokenServer: self.tokenServer, upstream: upstream)
     }
 
@@ -382,7 +390,7 @@ final class Bench {
 
     /// One measured run of `targets` (the i-th target is `apis[i]`'s): figures overall and per API.
     /// With `expireEvery`, each API revokes its tokens on its own schedule (`expiryInterval`).
-    private func measure(
+    func measure(
         name: String,
         round: String,
         targets: [LoadGenerator.Target],
@@ -398,7 +406,8 @@ final class Bench {
             targets: targets,
             connections: self.options.connections,
             pipeline: self.options.pipeline,
-            group: self.loadGroup
+            group: self.loadGroup,
+            rate: self.options.rate
         )
         var tokenCallsBefore: [Int] = []
         var rejectedBefore: [Int] = []

@@ -15,6 +15,10 @@ struct BenchOptions: Equatable {
         case resumedTunnels = "resumed-tunnels"
         /// intercept's load through mitmproxy (regular mode, a one-line addon setting the header).
         case mitmproxy
+        /// steady's load with DPoP (RFC 9449): a DPoP-bound token, a fresh signed proof per request.
+        case dpop
+        /// dpop under the expiry storm: each replay needs a new token and a new proof.
+        case dpopExpiry = "dpop-expiry"
 
         /// What `all` and the default run: every scenario that needs nothing but this bench.
         static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
@@ -33,6 +37,8 @@ struct BenchOptions: Equatable {
     /// each figure.
     var repeats = 3
     var pipeline = 1
+    /// Requests per second over all connections (nil: closed loop, as fast as the answers come).
+    var rate: Double?
     var expireEvery: Duration = .seconds(1)
     var tokenLifetime: Duration = .seconds(4)
     var proxyBinary: String?
@@ -90,7 +96,7 @@ struct BenchOptions: Equatable {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels or mitmproxy, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop or dpop-expiry, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
@@ -108,6 +114,7 @@ struct BenchOptions: Equatable {
             case "--repeat": options.repeats = try integer(name)
             case "--warmup": options.warmup = try duration(name)
             case "--pipeline": options.pipeline = try integer(name)
+            case "--rate": options.rate = Double(try integer(name))
             case "--expire-every": options.expireEvery = try duration(name)
             case "--token-lifetime": options.tokenLifetime = try duration(name)
             case "--proxy-bin": options.proxyBinary = try value(name)
@@ -133,6 +140,10 @@ struct BenchOptions: Equatable {
             if !options.scenarios.contains(.resumedTunnels) { options.scenarios.append(.resumedTunnels) }
             if options.withMitmproxy && !options.scenarios.contains(.mitmproxy) { options.scenarios.append(.mitmproxy) }
         }
+        // dpop is reported beside steady: the same load with plain bearer tokens.
+        if let dpop = options.scenarios.firstIndex(of: .dpop), !options.scenarios.contains(.steady) {
+            options.scenarios.insert(.steady, at: dpop)
+        }
         return options
     }
 
@@ -145,8 +156,9 @@ struct BenchOptions: Equatable {
         OPTIONS:
           --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet,
                                   intercept (with steady-tls, new-tunnels and resumed-tunnels),
-                                  steady-tls, new-tunnels, resumed-tunnels, mitmproxy (default: all,
-                                  which is direct, steady, expiry, proactive)
+                                  steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop (with
+                                  steady), dpop-expiry (default: all, which is direct, steady,
+                                  expiry, proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
           --sessions <n>          direct, steady, expiry, proactive: n APIs, each with its own token
@@ -160,6 +172,9 @@ struct BenchOptions: Equatable {
           --repeat <n>            Rounds of every scenario, interleaved; the report gives medians and
                                   how far the rounds spread (default: 3)
           --pipeline <n>          Requests in flight per connection (default: 1)
+          --rate <n>              Requests per second over all connections, each connection pacing its
+                                  own (default: none, each sends when its answer came): compares
+                                  scenarios at one offered load, below what the slower one can do
           --expire-every <time>   expiry: the upstream revokes every token this often (default: 1s)
           --token-lifetime <time> proactive: expires_in of issued tokens (default: 4s)
           --proxy-bin <path>      The bearer-proxy binary (default: next to bearer-bench)

@@ -7,6 +7,8 @@ enum BenchReport {
         var durationSeconds: Double
         var warmupSeconds: Double
         var rounds: Int
+        /// `--rate`: requests per second over all connections.
+        var rate: Double? = nil
     }
 
     /// The column names, in README and output alike.
@@ -30,7 +32,8 @@ enum BenchReport {
         var lines = [
             "\(settings.connections) connections; each scenario measured \(formatSeconds(settings.durationSeconds)) after "
                 + "\(formatSeconds(settings.warmupSeconds)) warm-up, \(settings.rounds) round\(settings.rounds == 1 ? "" : "s"); "
-                + "figures are medians over the rounds, ±% is half their range",
+                + "figures are medians over the rounds, ±% is half their range"
+                + (settings.rate.map { "; load paced at \(grouped($0)) req/s" } ?? ""),
             "",
         ]
         var speed = [Self.speedColumns]
@@ -72,6 +75,7 @@ enum BenchReport {
         lines.append("")
         lines += Self.ratioLines(ratios, rounds: settings.rounds)
         lines += Self.perCoreLines(summaries)
+        lines += DPoPComparison.compute(summaries)?.lines ?? []
         if let idle {
             lines.append(
                 "idle: \(idle.established) of \(idle.connections) keep-alive connections held; proxy RSS \(format(idle.proxyRSSMiB, 1)) MiB"
@@ -199,6 +203,11 @@ enum BenchReport {
                 }
             ),
         ]
+        if let rate = settings.rate, var recorded = document["settings"] as? [String: Any] {
+            recorded["rate"] = rate
+            document["settings"] = recorded
+        }
+        if let dpop = DPoPComparison.compute(summaries) { document["dpop"] = dpop.json }
         if let idle {
             document["idle"] = [
                 "connections": idle.connections, "established": idle.established,

@@ -7,7 +7,8 @@ import Synchronization
 /// A closed-loop HTTP/1.1 load generator on the library's event loops.
 ///
 /// Each connection keeps `pipeline` requests in flight (1: send, wait for the response, send the next)
-/// over keep-alive, and stamps every request with a unique `X-Request-Id` so the mock upstream can
+/// over keep-alive (with `rate`, a connection's next request waits until it is due, so that two
+/// scenarios can be compared at the same offered load rather than each at its own saturation), and stamps every request with a unique `X-Request-Id` so the mock upstream can
 /// count how often it saw each one. A connection that fails is counted and opened again.
 final class LoadGenerator: Sendable {
     struct Target: Sendable {
@@ -50,6 +51,8 @@ final class LoadGenerator: Sendable {
     let pipeline: Int
     let group: EventLoopGroup
     let connectionIDBase: Int
+    /// Requests per second over all connections; nil: as fast as the answers come.
+    let rate: Double?
 
     convenience init(target: Target, connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0)
     {
@@ -62,8 +65,16 @@ final class LoadGenerator: Sendable {
         )
     }
 
-    init(targets: [Target], connections: Int, pipeline: Int, group: EventLoopGroup, connectionIDBase: Int = 0) {
+    init(
+        targets: [Target],
+        connections: Int,
+        pipeline: Int,
+        group: EventLoopGroup,
+        connectionIDBase: Int = 0,
+        rate: Double? = nil
+    ) {
         precondition(!targets.isEmpty, "a load generator needs a target")
+        self.rate = rate
         self.targets = targets
         self.connections = connections
         self.pipeline = max(1, pipeline)
@@ -103,6 +114,7 @@ final class LoadGenerator: Sendable {
             let target = self.targets[targetIndex]
             let pipeline = self.pipeline
             let id = self.connectionIDBase + index
+            let interval = self.rate.map { Duration.nanoseconds(Int64(Double(self.connections) / $0 * 1e9)) }
             loop.execute {
                 guard let state = shared.state(for: loop.index) else { return }
                 let connection = LoadConnection(
@@ -110,7 +122,8 @@ final class LoadGenerator: Sendable {
                     target: target,
                     targetIndex: targetIndex,
                     pipeline: pipeline,
-                    state: state
+                    state: state,
+                    interval: interval
                 )
                 state.connections.append(connection)
                 connection.open()
@@ -247,6 +260,9 @@ final class LoadConnection: StreamConnectionDelegate {
     private var phase: Phase = .connecting
     /// When the current connection was opened: a new tunnel's latency runs from here.
     private var openedAt = Instant.now()
+    /// With a rate: the time between this connection's requests, and when the last one was due.
+    private let interval: Duration?
+    private var lastDue: Instant?
 
     /// Where the connection is before its requests can go.
     private enum Phase {
@@ -258,7 +274,15 @@ final class LoadConnection: StreamConnectionDelegate {
         case ready
     }
 
-    init(id: Int, target: LoadGenerator.Target, targetIndex: Int, pipeline: Int, state: LoadGenerator.LoopState) {
+    init(
+        id: Int,
+        target: LoadGenerator.Target,
+        targetIndex: Int,
+        pipeline: Int,
+        state: LoadGenerator.LoopState,
+        interval: Duration?
+    ) {
+        self.interval = interval
         self.id = id
         self.target = target
         self.targetIndex = targetIndex
@@ -311,6 +335,21 @@ final class LoadConnection: StreamConnectionDelegate {
             self.inFlight.append(self.target.reconnectsAfterEachResponse ? self.openedAt : now)
         }
         stream.flush()
+    }
+
+    /// The next request now, or with a rate when it is due: one interval after the last was due,
+    /// never earlier than now (a connection that fell behind does not catch up in a burst).
+    private func sendWhenDue() {
+        guard let interval = self.interval else { return self.sendRequests() }
+        let now = Instant.now()
+        let due = max(now, (self.lastDue ?? now) + interval)
+        self.lastDue = due
+        guard due > now else { return self.sendRequests() }
+        _ = self.state.loop.schedule(at: due) { [weak self] in
+            // Unless the connection failed and is being opened again: it sends once it is up.
+            guard let self, self.phase == .ready else { return }
+            self.sendRequests()
+        }
     }
 
     /// TCP is up (then, with a tunnel, CONNECT goes first), or the tunnel's TLS handshake completed.
@@ -386,7 +425,7 @@ final class LoadConnection: StreamConnectionDelegate {
                     self.open()
                     return
                 }
-                if self.inFlight.isEmpty { self.sendRequests() }
+                if self.inFlight.isEmpty { self.sendWhenDue() }
             }
         }
     }

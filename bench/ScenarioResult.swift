@@ -26,6 +26,8 @@ struct ScenarioResult {
     var refreshTimes: [Double]
     /// With `--sessions` above 1: each session's figures, the default session's first (else empty).
     var sessions: [SessionResult] = []
+    /// dpop: one ECDSA P-256 signature's CPU time, measured right after the round (`OpenSSLSpeed`).
+    var signatureMicroseconds: Double? = nil
 
     var errorCount: Int { self.errors.values.reduce(0, +) }
 
@@ -33,6 +35,12 @@ struct ScenarioResult {
     var requestsPerProxyCPUSecond: Double? {
         guard let cpu = self.proxyCPUSeconds, cpu > 0 else { return nil }
         return Double(self.requests) / cpu
+    }
+
+    /// Microseconds of the proxy's CPU per request (nil without a proxy).
+    var proxyCPUMicrosecondsPerRequest: Double? {
+        guard let cpu = self.proxyCPUSeconds, self.requests > 0 else { return nil }
+        return cpu * 1_000_000 / Double(self.requests)
     }
 
     var refreshesPerExpiry: Double? {

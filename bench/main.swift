@@ -59,7 +59,8 @@ func benchMain() -> Int32 {
             connections: options.connections,
             durationSeconds: options.duration.seconds,
             warmupSeconds: options.warmup.seconds,
-            rounds: options.repeats
+            rounds: options.repeats,
+            rate: options.rate
         )
         print(BenchReport.table(summaries, ratios: ratios, idle: idle, settings: settings), terminator: "")
         if let given = options.jsonPath {

@@ -86,6 +86,35 @@ import Testing
     }
 }
 
+/// The DPoP scenarios against the built proxy: every request through a DPoP-bound token with a proof
+/// the API accepts (it checks one in 64 with OpenSSL's verifier, and each needs a bound token), and
+/// under the expiry storm one token call per expiry and no 401 reaching a client.
+@Suite struct BenchDPoPSmokeTests {
+    @Test func dpopAndItsExpiryStormCostOneTokenCallPerExpiryAndNoClient401s() throws {
+        let bench = try shortBench(connections: 8) { $0.proxyWorkers = 2 }
+        defer { bench.shutdown() }
+        let dpop = try bench.run(.dpop)
+        let storm = try bench.run(.dpopExpiry)
+        for result in [dpop, storm] {
+            #expect(result.requests > 0, "\(result.name) completed no request")
+            #expect(result.client401s == 0, "\(result.name): clients saw \(result.client401s) 401s")
+            #expect(result.errorCount == 0, "\(result.name): \(result.errors)")
+            #expect(result.maxTimesSeenUpstream <= 2)
+        }
+        let api = try #require(bench.dpopAPI?.dpop)
+        #expect(api.failures.isEmpty, "the API refused proofs: \(api.failures.prefix(3))")
+        #expect(!api.proofs.isEmpty, "no proof was checked")
+        #expect(dpop.tokenCalls == 0)
+        #expect(dpop.signatureMicroseconds ?? 0 > 0, "openssl speed gave no figure")
+        #expect(storm.expiryEvents >= 2)
+        #expect(
+            storm.refreshesPerExpiry == 1,
+            "token calls \(storm.tokenCalls) for \(storm.expiryEvents) expiry events"
+        )
+        #expect(storm.replays > 0, "the storm was not exercised")
+    }
+}
+
 /// The fleet scenario against the built proxy and Debian's redis-server: its invariants, never its speed.
 @Suite(
     .enabled(

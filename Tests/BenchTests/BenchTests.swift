@@ -94,6 +94,12 @@ import Testing
         )
     }
 
+    @Test func dpopRunsBesideSteady() throws {
+        #expect(try BenchOptions.parse(["--scenario", "dpop"]).scenarios == [.steady, .dpop])
+        #expect(try BenchOptions.parse(["--scenario", "dpop,dpop-expiry"]).scenarios == [.steady, .dpop, .dpopExpiry])
+        #expect(try BenchOptions.parse(["--scenario", "dpop-expiry"]).scenarios == [.dpopExpiry])
+    }
+
     @Test func rejectsBadOptions() {
         #expect(throws: BenchOptions.ParseError(description: "Unknown option '--conections'")) {
             try BenchOptions.parse(["--conections", "1"])
@@ -315,6 +321,40 @@ import Testing
         #expect(
             !BenchReport.table(ScenarioSummary.group(Self.rounds()), ratios: [], idle: nil, settings: Self.settings)
                 .contains("per proxy core")
+        )
+    }
+
+    /// What DPoP costs, per round: the proxy's extra CPU per request, in microseconds and in
+    /// signatures of that round's openssl speed, and the p99s' difference.
+    @Test func dpopIsComparedWithSteadyInCPUPerRequestAndSignatures() throws {
+        let rounds = [12.5, 10.0].map { signature in
+            var dpop = Self.result("dpop", rps: 20_000, p99: 2300)
+            dpop.signatureMicroseconds = signature
+            return [Self.result("steady", rps: 50_000, p99: 2000), dpop]
+        }
+        let comparison = try #require(DPoPComparison.compute(ScenarioSummary.group(rounds)))
+        // 500,000 and 200,000 requests for 5 s of proxy CPU each.
+        #expect(comparison.steadyCPUMicroseconds.median == 10)
+        #expect(comparison.dpopCPUMicroseconds.median == 25)
+        #expect(comparison.extraInSignatures == Spread([1.2, 1.5]))
+        let table = BenchReport.table(ScenarioSummary.group(rounds), ratios: [], idle: nil, settings: Self.settings)
+        for line in [
+            "proxy CPU per request: steady 10.0 µs, dpop 25.0 µs",
+            "dpop extra CPU per request  15.0 µs",
+            "dpop extra CPU / one ES256 signature  1.35 (rounds 1.20–1.50) × (a signature 11.2 (rounds 10.0–12.5) µs, openssl speed ecdsap256)",
+            "dpop p99 - steady p99  +0.30 ms",
+        ] {
+            #expect(table.contains(line + "\n"), "\(line)\n\(table)")
+        }
+        let json = try JSONSerialization.jsonObject(
+            with: BenchReport.json(ScenarioSummary.group(rounds), ratios: [], idle: nil, settings: Self.settings)
+        )
+        let dpop = try #require((json as? [String: Any])?["dpop"] as? [String: Any])
+        #expect((dpop["extra_cpu_in_signatures"] as? [String: Any])?["median"] as? Double == 1.35)
+        #expect(DPoPComparison.compute(ScenarioSummary.group(Self.rounds())) == nil)
+        #expect(
+            OpenSSLSpeed.signMicroseconds(fromMachineReadable: "+DTP:256:sign:ecdsa:3\n+F4:3:256:50000.0:20000.0\n")
+                == 20
         )
     }
 
