@@ -27,9 +27,10 @@ struct Exchange {
         @exclusivity(unchecked) var phase: Phase
         @exclusivity(unchecked) var token: InjectedToken?
         @exclusivity(unchecked) var isReplay = false
+        // Beside the other Bool: in the padding before the Ints, the storage keeps its size.
+        @exclusivity(unchecked) var hasRetriedForNonce = false
         @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var forwardedBodyBytes = 0
-        @exclusivity(unchecked) var hasRetriedForNonce = false
 
         init(
             head: RequestHead,
