@@ -277,7 +277,13 @@ struct BadKeyFileTests {
     func oneLineNamingTheFileAndExitOne(_ bad: Case) throws {
         let material = try TestKeys.material()
         let path = try bad.make(material)
-        let certificate = try material.selfSignedCertificate(commonName: "c", key: TestKeys.key(.p256), name: "ok.pem")
+        // One file per case: the cases run in parallel in one folder, and openssl writing a shared
+        // ok.pem while another case read it made that case's certificate unreadable.
+        let certificate = try material.selfSignedCertificate(
+            commonName: "c",
+            key: TestKeys.key(.p256),
+            name: "ok-\(bad.name.replacingOccurrences(of: " ", with: "-")).pem"
+        )
         let keyLine: String
         switch bad.key {
         case "client_key_file":
