@@ -177,6 +177,12 @@ import Testing
                 "proxy.conf:1: client_secret: '#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
         ),
         BadConfig(
+            id: "inject_hosts without a host",
+            text: "upstream = http://a\ninject_hosts = ,",
+            message:
+                "proxy.conf:2: inject_hosts: no host in ',' (expected host, host:port or *.domain; leave the key out for the upstream's host)"
+        ),
+        BadConfig(
             id: "bad other_hosts",
             text: "other_hosts = maybe",
             message: "proxy.conf:1: other_hosts: expected forward or deny, got 'maybe'"

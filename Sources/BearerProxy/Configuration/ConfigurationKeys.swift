@@ -100,6 +100,12 @@ extension Configuration {
                 }
                 patterns.append(pattern)
             }
+            // Most likely a ${VAR} that expanded to nothing: a session that injects into no host
+            // would send every request without its token, and say nothing.
+            guard !patterns.isEmpty else {
+                return
+                    "no host in '\(value)' (expected host, host:port or *.domain; leave the key out for the upstream's host)"
+            }
             config.injectHosts = patterns
             return nil
         },
