@@ -238,6 +238,39 @@ struct RunningProxy {
         #expect(last.ath == MockDPoPVerifier.accessTokenHash("mock-access-3"))
     }
 
+    /// The DPoP key and the tokens bound to it reach no output: not the debug log with the access
+    /// log on, not /status, /metrics or --check, through a storm of refreshes and replays.
+    @Test func neitherTheKeyNorATokenReachesAnyOutput() throws {
+        let servers = try DPoPServers()
+        let lines = try String(contentsOfFile: servers.config(), encoding: .utf8)
+        let config = temporaryFile(lines + "\nlog_level = debug\naccess_log = stderr\n")
+        let proxy = try RunningProxy(["--config", config])
+        #expect(try proxy.get("/warm").status == 200)
+        try revocationStorm(
+            through: proxy.address,
+            authority: servers.authority,
+            rounds: 2,
+            clients: 10,
+            callCount: { servers.token.callCount }
+        )
+        let status = try proxy.adminText("/status")
+        let metrics = try proxy.adminText("/metrics")
+        let check = try ProxyProcess.run(["--config", config, "--check"])
+        proxy.stop()
+        #expect(proxy.process.standardError.contains("token refreshed"), "the storm was logged")
+        #expect(status.contains("thumbprint"), "the public thumbprint is shown: \(status)")
+        let keyLines = try TestKeys.pemBodyLines(of: servers.keyFile)
+        #expect(!keyLines.isEmpty, "the key file was made")
+        let tokens = (1...servers.authority.issuedCount).map { "\(servers.authority.prefix)\($0)" }
+        expectNoSecrets(
+            keyLines + tokens + ["dpop-secret"],
+            in: [
+                ("stderr", proxy.process.standardError), ("/status", status), ("/metrics", metrics),
+                ("--check", check.stdout + check.stderr),
+            ]
+        )
+    }
+
     @Test func aReplayedPOSTBodyArrivesIntactWithANewProof() throws {
         let servers = try DPoPServers()
         let proxy = try RunningProxy(["--config", servers.config()])
