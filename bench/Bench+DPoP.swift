@@ -26,8 +26,7 @@ extension Bench {
         let callsBefore = self.tokenServer.callCount
         var result = try self.withProxy(config: config) { proxy, target in
             // The start-up token call, under DPoP, before measuring.
-            let deadline = Instant.now() + .seconds(5)
-            while self.tokenServer.callCount == callsBefore && Instant.now() < deadline { usleep(5000) }
+            _ = waitUntil(timeout: .seconds(5)) { self.tokenServer.callCount != callsBefore }
             return self.measure(
                 name: scenario.rawValue,
                 round: round,

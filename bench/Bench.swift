@@ -363,8 +363,7 @@ final class Bench {
             targets.append(Self.target(port: port))
         }
         // One start-up token call for the whole fleet; the others adopt it.
-        let deadline = Instant.now() + .seconds(5)
-        while self.tokenServer.callCount == callsBefore && Instant.now() < deadline { usleep(5000) }
+        _ = waitUntil(timeout: .seconds(5)) { self.tokenServer.callCount != callsBefore }
         return body(proxies, targets)
     }
 

@@ -74,9 +74,7 @@ final class ChildProxy: @unchecked Sendable {
     func stop() {
         guard self.process.isRunning else { return }
         kill(self.pid, SIGTERM)
-        let deadline = Instant.now() + .seconds(15)
-        while self.process.isRunning && Instant.now() < deadline { usleep(10_000) }
-        if self.process.isRunning { kill(self.pid, SIGKILL) }
+        if self.process.wait(timeout: .seconds(15)) == nil { kill(self.pid, SIGKILL) }
         _ = self.process.waitUntilExit()
         try? FileManager.default.removeItem(
             atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path

@@ -146,12 +146,3 @@ import Testing
         #expect(setup.upstream.requests.last?.header("authorization")?.hasPrefix("Bearer mock-access-") == true)
     }
 }
-
-func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let deadline = Instant.now() + timeout
-    while Instant.now() < deadline {
-        if condition() { return true }
-        usleep(5000)
-    }
-    return condition()
-}
