@@ -84,6 +84,17 @@ public struct ByteBuffer: Sendable {
         self._writerIndex = 0
     }
 
+    /// Forgets what was written from `index` on (an absolute index, not before the unread bytes):
+    /// a write that could not be finished, taken back.
+    @inlinable
+    public mutating func moveWriterIndex(to index: Int) {
+        precondition(
+            index >= self._readerIndex && index <= self._writerIndex,
+            "writer index moved outside the written bytes"
+        )
+        self._writerIndex = index
+    }
+
     @inlinable
     public mutating func moveReaderIndex(forwardBy count: Int) {
         precondition(count >= 0 && count <= self.readableBytes, "reader index moved past the written bytes")

@@ -23,6 +23,16 @@ import Testing
         #expect(String(decoding: buffer.readableBytesArray, as: UTF8.self) == expected)
     }
 
+    @Test func movingTheWriterIndexBackForgetsWhatWasWrittenAfterIt() {
+        var buffer = ByteBuffer()
+        buffer.writeStaticString("keep|drop")
+        buffer.moveReaderIndex(forwardBy: 2)
+        buffer.moveWriterIndex(to: 4)
+        #expect(buffer.readableBytesArray == Array("ep".utf8))
+        buffer.writeStaticString("!")
+        #expect(buffer.readableBytesArray == Array("ep!".utf8))
+    }
+
     @Test(arguments: [(0, "0"), (10, "a"), (255, "ff"), (4096, "1000"), (Int.max, "7fffffffffffffff")])
     func writesHexadecimal(value: Int, expected: String) {
         var buffer = ByteBuffer()

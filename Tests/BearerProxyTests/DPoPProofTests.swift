@@ -69,6 +69,88 @@ import Testing
         #expect(prover.proofsMade.load(ordering: .relaxed) == 50)
     }
 
+    @Test func aJTIIs160BitsOfWhichTheFirst96AreEachProversOwn() throws {
+        let path = try Self.temporaryFolder() + "/key.pem"
+        func jtis(_ prover: DPoPProver, _ count: Int) throws -> [String] {
+            try (0..<count).map { _ in
+                let proof = prover.proof(
+                    method: Array("GET".utf8),
+                    targetURI: Array("https://api.example.com/".utf8),
+                    accessTokenHash: nil,
+                    nonce: nil
+                )
+                return try #require(try MockDPoPVerifier.verify(String(decoding: proof, as: UTF8.self)).get().jti)
+            }
+        }
+        // The same key read again, as after a restart: a new prover, a new prefix.
+        let first = try jtis(DPoPProver(key: try DPoPKeyFile.loadOrCreate(path), keyFile: path), 1000)
+        let second = try jtis(DPoPProver(key: try DPoPKeyFile.loadOrCreate(path), keyFile: path), 1000)
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        #expect((first + second).allSatisfy { $0.count == 27 && $0.allSatisfy(alphabet.contains) })
+        #expect(Set(first + second).count == 2000)
+        #expect(Set(first.map { $0.prefix(16) }).count == 1)
+        #expect(first[0].prefix(16) != second[0].prefix(16))
+    }
+
+    @Test func aProofWrittenIntoABufferWithBytesBeforeItVerifies() throws {
+        let prover = try Self.prover()
+        var buffer = ByteBuffer()
+        buffer.writeStaticString("consumed|GET /v1 HTTP/1.1\r\nDPoP: ")
+        buffer.moveReaderIndex(forwardBy: 9)
+        prover.writeProof(
+            method: Array("GET".utf8),
+            targetURI: Array("https://api.example.com/v1".utf8),
+            accessTokenHash: nil,
+            nonce: "n",
+            to: &buffer
+        )
+        let text = String(decoding: buffer.readableBytesArray, as: UTF8.self)
+        #expect(text.hasPrefix("GET /v1 HTTP/1.1\r\nDPoP: "))
+        let verified = try MockDPoPVerifier.verify(String(text.dropFirst("GET /v1 HTTP/1.1\r\nDPoP: ".count))).get()
+        #expect(verified.htu == "https://api.example.com/v1")
+        #expect(verified.nonce == "n")
+    }
+
+    /// The head goes into the upstream's outbound buffer, which may still hold unsent bytes at a
+    /// moved reader index: growing it for the head moves them to the front (whichever write of the
+    /// head finds it full), and the proof's htu must still be the path just written, not the bytes
+    /// now at its old place.
+    @Test func theProofInAForwardedHeadNamesItsPathWhereverTheBufferMoves() throws {
+        let prover = try Self.prover()
+        let head = SessionRoutingTests.head("GET /v1/items/42?page=2 HTTP/1.1\r\nHost: proxy")
+        let target = Target(
+            origin: Origin(isHTTPS: true, host: "api.example.com", port: 443),
+            authority: Array("api.example.com".utf8),
+            pathPrefix: Array("/base".utf8),
+            session: nil,
+            injectsToken: false
+        )
+        let offset = try #require(
+            head.bytes.indices.first { head.bytes[$0...].starts(with: Array("/v1".utf8)) }
+        )
+        let path = ForwardedPath.prefixed(offset..<(offset + "/v1/items/42?page=2".utf8.count))
+        // A new buffer has 256 bytes: `unsent` of them wait to go, after `sent` that went.
+        for filled in 200...256 {
+            let unsent = 5
+            var buffer = ByteBuffer()
+            buffer.writeBytes([UInt8](repeating: UInt8(ascii: "x"), count: filled))
+            buffer.moveReaderIndex(forwardBy: filled - unsent)
+            buffer.writeForwardedRequestHead(
+                head,
+                target: target,
+                path: path,
+                authorization: Array("Authorization: DPoP token-1\r\n".utf8),
+                dpop: prover
+            )
+            let written = String(decoding: buffer.readableBytesArray.dropFirst(unsent), as: UTF8.self)
+            #expect(written.hasPrefix("GET /base/v1/items/42?page=2 HTTP/1.1\r\n"))
+            let proofLine = try #require(written.split(separator: "\r\n").first { $0.hasPrefix("DPoP: ") })
+            let verified = try MockDPoPVerifier.verify(String(proofLine.dropFirst(6))).get()
+            #expect(verified.htu == "https://api.example.com/base/v1/items/42", "\(filled) bytes in the buffer")
+            #expect(verified.ath == MockDPoPVerifier.accessTokenHash("token-1"))
+        }
+    }
+
     @Test(arguments: [
         ("https://api.example.com/v1/x?q=1#f", "https://api.example.com/v1/x"),
         ("https://api.example.com/v1/x#frag", "https://api.example.com/v1/x"),

@@ -112,6 +112,21 @@ struct SigningTests {
         }
     }
 
+    @Test func aTokenWrittenAfterOtherBytesHasTheHeaderAndClaimsSignMakes() throws {
+        let signer = JWSSigner(key: try SigningKey(try #require(PEMPrivateKey.generateP256())), type: "JWT")
+        var claims = JSONObjectWriter()
+        claims.add("iss", "me")
+        var buffer = ByteBuffer()
+        buffer.writeStaticString("before.")
+        #expect(signer.write(claims, to: &buffer))
+        let written = String(decoding: buffer.readableBytesArray, as: UTF8.self)
+        let signed = String(decoding: try #require(signer.sign(claims)), as: UTF8.self)
+        // ECDSA signatures differ each time; the header and claims are the same bytes.
+        let parts = signed.split(separator: ".")
+        #expect(written.hasPrefix("before.\(parts[0]).\(parts[1])."))
+        #expect(written.split(separator: ".").count == 4)
+    }
+
     @Test func jsonStringsAreEscaped() throws {
         var writer = JSONObjectWriter()
         let tricky = "a\"b\\c\u{01}\n\t é ✓ </script>"
@@ -207,7 +222,7 @@ struct SigningTests {
             name: "empty",
             make: { keys in
                 let path = keys.path("empty.pem")
-                FileManager.default.createFile(atPath: path, contents: Data())
+                _ = FileManager.default.createFile(atPath: path, contents: Data())
                 return path
             },
             reason: "is not a PEM file"

@@ -22,7 +22,9 @@ extension ByteBuffer {
             let method = UnsafeRawBufferPointer(rebasing: raw[head.methodRange])
             self.writeBytes(method)
             self.writeByte(0x20)
-            let pathStart = self.writerIndex
+            // Offsets among the readable bytes, not indices: a write that grows the buffer may move
+            // the bytes still unsent to its front, and the indices with them.
+            let pathStart = self.readableBytes
             switch path {
             case .prefixed(let range):
                 // A mount removed from `/github` or `/github?q` leaves nothing or a query: the path is `/`.
@@ -38,7 +40,7 @@ extension ByteBuffer {
             case .asterisk:
                 self.writeByte(UInt8(ascii: "*"))
             }
-            let pathBytes = pathStart..<self.writerIndex
+            let pathBytes = pathStart..<self.readableBytes
             self.writeStaticString(" HTTP/1.1\r\nHost: ")
             self.writeBytes(target.authority)
             self.writeStaticString("\r\n")

@@ -1,6 +1,3 @@
-import COpenSSL
-import Foundation
-
 /// Proof Key for Code Exchange (RFC 7636) with the S256 method, and the `state` of the request.
 ///
 /// The verifier stays in this process; only its SHA-256 goes to the browser. A code intercepted on
@@ -15,7 +12,7 @@ struct PKCE: Sendable {
     let state: String
 
     init() {
-        self.init(verifier: base64URL(randomBytes(32)), state: base64URL(randomBytes(16)))
+        self.init(verifier: Base64URL.encodedString(randomBytes(32)), state: Base64URL.encodedString(randomBytes(16)))
     }
 
     init(verifier: String, state: String) {
@@ -25,24 +22,12 @@ struct PKCE: Sendable {
     }
 
     static func challenge(for verifier: String) -> String {
-        base64URL(sha256(Array(verifier.utf8)))
+        Base64URL.encodedString(sha256(Array(verifier.utf8)))
     }
-}
-
-func sha256(_ bytes: [UInt8]) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-    _ = SHA256(bytes, bytes.count, &digest)
-    return digest
 }
 
 /// Cryptographically secure random bytes (the system generator reads getrandom(2)).
 func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
     return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-}
-
-/// Base64 with the URL-safe alphabet and no padding (RFC 4648 §5).
-func base64URL(_ bytes: [UInt8]) -> String {
-    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-        .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
 }

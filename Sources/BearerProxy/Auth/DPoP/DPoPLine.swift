@@ -27,7 +27,7 @@ enum DPoPLine {
 
 extension ByteBuffer {
     /// Writes `DPoP: <proof>\r\n` for a request of `method` to `scheme://authority` and the path
-    /// just written at `pathBytes` (absolute indices of this buffer; the query and fragment are cut),
+    /// just written at `pathBytes` (offsets among the readable bytes; the query and fragment are cut),
     /// carrying the token of `line` (its `ath`) and `origin`'s newest nonce.
     mutating func writeDPoPProof(
         _ prover: DPoPProver,
@@ -40,24 +40,23 @@ extension ByteBuffer {
         var targetURI = Array(origin.isHTTPS ? "https://".utf8 : "http://".utf8)
         targetURI.reserveCapacity(targetURI.count + authority.count + pathBytes.count)
         targetURI.append(contentsOf: authority)
-        let readerIndex = self.readerIndex
         self.withUnsafeReadableBytes { raw in
             for index in pathBytes {
-                let byte = raw[index - readerIndex]
+                let byte = raw[index]
                 if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
                 targetURI.append(byte)
             }
         }
         // OPTIONS * names the server itself: its URI has no path.
         if targetURI.last == UInt8(ascii: "*") { targetURI.removeLast() }
-        let proof = prover.proof(
+        self.writeStaticString("DPoP: ")
+        prover.writeProof(
             method: method,
             targetURI: targetURI,
             accessTokenHash: prover.accessTokenHash(ofLine: line),
-            nonce: prover.nonces.nonce(for: origin)
+            nonce: prover.nonces.nonce(for: origin),
+            to: &self
         )
-        self.writeStaticString("DPoP: ")
-        self.writeBytes(proof)
         self.writeStaticString("\r\n")
     }
 }

@@ -26,10 +26,10 @@ final class ECDSAKey: @unchecked Sendable {
     }
 
     /// The raw 64-byte r ‖ s (RFC 7518 §3.4) of `message`'s SHA-256. Nil only if OpenSSL fails.
-    func sign(_ message: [UInt8]) -> [UInt8]? {
-        let digest = sha256(message)
-        let signature = digest.withUnsafeBufferPointer { digest in
-            cos_ecdsa_do_sign(digest.baseAddress, Int32(digest.count), self.pointer)
+    func sign(_ message: UnsafeRawBufferPointer) -> [UInt8]? {
+        let signature = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+            sha256(message, into: digest.baseAddress!)
+            return cos_ecdsa_do_sign(digest.baseAddress, 32, self.pointer)
         }
         guard let signature else {
             ERR_clear_error()
@@ -44,9 +44,10 @@ final class ECDSAKey: @unchecked Sendable {
         var r: OpaquePointer?
         var s: OpaquePointer?
         ECDSA_SIG_get0(signature, &r, &s)
-        var raw = [UInt8](repeating: 0, count: 64)
-        let written = raw.withUnsafeMutableBufferPointer { out in
-            BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
+        var written = false
+        let raw = [UInt8](unsafeUninitializedCapacity: 64) { out, count in
+            written = BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
+            count = 64
         }
         return written ? raw : nil
     }

@@ -8,6 +8,11 @@ package struct JSONObjectWriter: Sendable {
 
     package init() {}
 
+    /// A writer whose bytes have room for `capacity` before they grow (a DPoP proof's claims).
+    package init(reservingCapacity capacity: Int) {
+        self.bytes.reserveCapacity(capacity)
+    }
+
     package mutating func add(_ name: String, _ value: String) {
         self.addName(name)
         Self.appendString(value.utf8, to: &self.bytes)
@@ -37,6 +42,12 @@ package struct JSONObjectWriter: Sendable {
         return bytes
     }
 
+    /// The whole object to `body`, without the copy `encoded` makes: the writer is used up.
+    package consuming func withEncodedBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        self.bytes.append(UInt8(ascii: "}"))
+        return self.bytes.withUnsafeBytes(body)
+    }
+
     private mutating func addName(_ name: String) {
         if self.bytes.count > 1 { self.bytes.append(UInt8(ascii: ",")) }
         Self.appendString(name.utf8, to: &self.bytes)
@@ -46,6 +57,12 @@ package struct JSONObjectWriter: Sendable {
     /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped, the rest as UTF-8.
     private static func appendString(_ text: some Collection<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        // Names, methods, URLs, nonces and hashes need no escape: copied whole.
+        if !text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: text)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):

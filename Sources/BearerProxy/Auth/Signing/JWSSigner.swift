@@ -1,3 +1,4 @@
+import BearerCore
 import COpenSSL
 
 /// Signs JWTs in JWS compact serialization (RFC 7515 §7.1) with one key and one protected header,
@@ -27,12 +28,30 @@ package struct JWSSigner: Sendable {
 
     /// The signed token, `header.claims.signature`; nil only if OpenSSL fails to sign.
     package func sign(_ claims: JSONObjectWriter) -> [UInt8]? {
-        var token = self.signingInputPrefix
-        Base64URL.encode(claims.encoded, into: &token)
-        guard let signature = self.key.sign(token) else { return nil }
-        token.append(UInt8(ascii: "."))
-        Base64URL.encode(signature, into: &token)
-        return token
+        var token = ByteBuffer()
+        guard self.write(claims, to: &token) else { return nil }
+        return token.readableBytesArray
+    }
+
+    /// Writes the signed token at the end of `buffer`, with no copy of its own: the signing input is
+    /// encoded into the buffer and signed where it lies (a DPoP proof goes straight into the head
+    /// sent upstream). False, with nothing written, only if OpenSSL fails to sign.
+    package func write(_ claims: consuming JSONObjectWriter, to buffer: inout ByteBuffer) -> Bool {
+        // Where the token starts among the readable bytes: growing the buffer may move them, and
+        // its indices with them, but not their order.
+        let offset = buffer.readableBytes
+        buffer.writeBytes(self.signingInputPrefix)
+        claims.withEncodedBytes { buffer.writeBase64URL($0) }
+        let signature = buffer.withUnsafeReadableBytes { readable in
+            self.key.sign(UnsafeRawBufferPointer(rebasing: readable[offset...]))
+        }
+        guard let signature else {
+            buffer.moveWriterIndex(to: buffer.readerIndex + offset)
+            return false
+        }
+        buffer.writeByte(UInt8(ascii: "."))
+        signature.withUnsafeBytes { buffer.writeBase64URL($0) }
+        return true
     }
 
     /// A fresh `jti` (RFC 7519 §4.1.7): 128 random bits from OpenSSL's generator, base64url.

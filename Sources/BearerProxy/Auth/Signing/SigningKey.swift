@@ -56,7 +56,7 @@ package final class SigningKey: Sendable, CustomStringConvertible {
     /// The JWS signature of `message` (RFC 7515 §5.1): PKCS#1 v1.5 for RS256; for ES256 the raw
     /// 64-byte r ‖ s of RFC 7518 §3.4, not the DER `ECDSA-Sig-Value` OpenSSL produces. Nil only if
     /// OpenSSL fails.
-    func sign(_ message: [UInt8]) -> [UInt8]? {
+    func sign(_ message: UnsafeRawBufferPointer) -> [UInt8]? {
         // ES256 without an EVP context per signature; the EVP path stays for a key OpenSSL cannot
         // hand out as an EC_KEY.
         if let ecdsa = self.ecdsa { return ecdsa.sign(message) }
@@ -68,9 +68,13 @@ package final class SigningKey: Sendable, CustomStringConvertible {
         }
         var length = Int(EVP_PKEY_get_size(self.key.pointer))
         var signature = [UInt8](repeating: 0, count: length)
-        let signed = message.withUnsafeBufferPointer { input in
-            EVP_DigestSign(context, &signature, &length, input.baseAddress, input.count)
-        }
+        let signed = EVP_DigestSign(
+            context,
+            &signature,
+            &length,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            message.count
+        )
         guard signed == 1 else {
             ERR_clear_error()
             return nil
