@@ -7,7 +7,8 @@ import Glibc
 /// endpoint issues DPoP-bound tokens, against an API that wants a proof with every request.
 extension Bench {
     /// The API checks one proof in this many with OpenSSL's verifier (a verify costs about three
-    /// signatures: checking every one, the one mock loop would limit the run, not the proxy); every
+    /// signatures: checking every one, the one mock loop would limit the run, not the proxy), on a
+    /// thread of its own after answering (inline, the checked requests would be the p99); every
     /// request still needs a proof and a token bound to the key the token endpoint saw.
     static let dpopChecksOneIn = 64
 
@@ -24,6 +25,7 @@ extension Bench {
             extra: "dpop = on\ndpop_key_file = \(self.dpopKeyFolder)/dpop-key.pem"
         )
         let callsBefore = self.tokenServer.callCount
+        let refusedBefore = api.dpop?.failures.count ?? 0
         var result = try self.withProxy(config: config) { proxy, target in
             // The start-up token call, under DPoP, before measuring.
             _ = waitUntil(timeout: .seconds(5)) { self.tokenServer.callCount != callsBefore }
@@ -36,6 +38,11 @@ extension Bench {
                 apis: [self.defaultAPI(upstream: api)]
             )
         }
+        // The API's sampled checks ran after their requests were answered: a proof they refused is
+        // an error of the round, as a 401 would have been.
+        api.dpop?.finishChecks()
+        let refused = (api.dpop?.failures.count ?? 0) - refusedBefore
+        if refused > 0 { result.errors["DPoP proof refused by the API's check", default: 0] += refused }
         if scenario == .dpop {
             // In the same minute: what one signature costs on this machine now, to compare the extra
             // CPU per request with.
@@ -51,7 +58,7 @@ extension Bench {
             authority: self.authority,
             recordsRequests: false,
             countsRequestIDs: true,
-            dpop: MockDPoPRules(checksOneIn: Self.dpopChecksOneIn)
+            dpop: MockDPoPRules(checksOneIn: Self.dpopChecksOneIn, checksInBackground: true)
         )
         try api.start()
         self.dpopAPI = api

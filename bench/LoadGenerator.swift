@@ -115,6 +115,10 @@ final class LoadGenerator: Sendable {
             let pipeline = self.pipeline
             let id = self.connectionIDBase + index
             let interval = self.rate.map { Duration.nanoseconds(Int64(Double(self.connections) / $0 * 1e9)) }
+            // Each connection's requests fall at its own point of the interval: together an even
+            // stream, not all of them at once every interval (a burst the size of the connection
+            // count, which measures how a burst queues, not the offered load).
+            let offset = interval.map { Duration.nanoseconds($0.nanoseconds * Int64(index) / Int64(self.connections)) }
             loop.execute {
                 guard let state = shared.state(for: loop.index) else { return }
                 let connection = LoadConnection(
@@ -123,7 +127,8 @@ final class LoadGenerator: Sendable {
                     targetIndex: targetIndex,
                     pipeline: pipeline,
                     state: state,
-                    interval: interval
+                    interval: interval,
+                    offset: offset
                 )
                 state.connections.append(connection)
                 connection.open()
@@ -263,6 +268,8 @@ final class LoadConnection: StreamConnectionDelegate {
     /// With a rate: the time between this connection's requests, and when the last one was due.
     private let interval: Duration?
     private var lastDue: Instant?
+    /// With a rate: how far into the interval this connection's first request falls.
+    private let offset: Duration?
 
     /// Where the connection is before its requests can go.
     private enum Phase {
@@ -280,9 +287,11 @@ final class LoadConnection: StreamConnectionDelegate {
         targetIndex: Int,
         pipeline: Int,
         state: LoadGenerator.LoopState,
-        interval: Duration?
+        interval: Duration?,
+        offset: Duration? = nil
     ) {
         self.interval = interval
+        self.offset = offset
         self.id = id
         self.target = target
         self.targetIndex = targetIndex
@@ -363,6 +372,11 @@ final class LoadConnection: StreamConnectionDelegate {
         if self.phase == .handshaking { self.state.recordHandshake(resumed: connection.tls?.wasSessionReused ?? false) }
         self.phase = .ready
         self.parser.expectResponse(to: .get)
+        if self.lastDue == nil, let interval = self.interval, let offset = self.offset {
+            // The first request, at this connection's point of the interval.
+            self.lastDue = Instant.now() + offset - interval
+            return self.sendWhenDue()
+        }
         self.sendRequests()
     }
 

@@ -151,6 +151,34 @@ import Testing
         }
     }
 
+    /// The bench's API answers before it checks (its check must not be what the p99 measures): a
+    /// bad proof is still found and counted, a good one accepted.
+    @Test func theBenchAPIsChecksAfterAnsweringStillFindABadProof() throws {
+        let prover = try Self.prover()
+        let rules = MockDPoPRules(checksOneIn: 1, checksInBackground: true)
+        let good = prover.proof(
+            method: Array("GET".utf8),
+            targetURI: Array("https://api.example.com/v1".utf8),
+            accessTokenHash: DPoPProver.accessTokenHash(of: Array("t".utf8)),
+            nonce: nil
+        )
+        for (field, uri) in [
+            (String(decoding: good, as: UTF8.self), "https://api.example.com/v1"),
+            (String(decoding: good, as: UTF8.self), "https://api.example.com/v2"),
+            ("not.a.proof", "https://api.example.com/v1"),
+        ] {
+            let verdict = rules.check(field, method: "GET", targetURI: uri, accessToken: "t", boundTo: prover.thumbprint)
+            guard case .accepted(nil) = verdict else {
+                Issue.record("a sampled proof was not answered at once")
+                continue
+            }
+        }
+        rules.finishChecks()
+        #expect(rules.proofsChecked.load(ordering: .relaxed) == 3)
+        #expect(rules.proofs.count == 1)
+        #expect(rules.failures.count == 2, "\(rules.failures)")
+    }
+
     @Test(arguments: [
         ("https://api.example.com/v1/x?q=1#f", "https://api.example.com/v1/x"),
         ("https://api.example.com/v1/x#frag", "https://api.example.com/v1/x"),
