@@ -167,7 +167,13 @@ import Testing
             (String(decoding: good, as: UTF8.self), "https://api.example.com/v2"),
             ("not.a.proof", "https://api.example.com/v1"),
         ] {
-            let verdict = rules.check(field, method: "GET", targetURI: uri, accessToken: "t", boundTo: prover.thumbprint)
+            let verdict = rules.check(
+                field,
+                method: "GET",
+                targetURI: uri,
+                accessToken: "t",
+                boundTo: prover.thumbprint
+            )
             guard case .accepted(nil) = verdict else {
                 Issue.record("a sampled proof was not answered at once")
                 continue
