@@ -53,6 +53,8 @@ static inline uint64_t cos_ctx_prefer_server_ciphers(SSL_CTX *ctx) { return SSL_
 /* A BIO over the stream connection's buffers: "no bytes yet, ask again" and its reset. */
 static inline void cos_bio_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
 static inline void cos_bio_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
+/* The last SSL_read stopped for want of the peer's bytes (SSL_want_read, a macro): no error queue read. */
+static inline int cos_ssl_wants_read(const SSL *ssl) { return SSL_want(ssl) == SSL_READING; }
 
 static const int COS_SSL_ERROR_NONE = SSL_ERROR_NONE;
 static const int COS_SSL_ERROR_SSL = SSL_ERROR_SSL;

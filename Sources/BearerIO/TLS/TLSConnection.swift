@@ -87,6 +87,9 @@ package final class TLSConnection {
         if result == 1 {
             self.state = .established
             self.keepSession()
+            // The data path reads the queue only after a failure: whatever a successful handshake
+            // left in it (verification marks) must not be read as the data's failure.
+            clearErrorQueue()
             return .done
         }
         let code = SSL_get_error(self.ssl, result)
@@ -98,9 +101,13 @@ package final class TLSConnection {
     // MARK: Data
 
     /// Decrypts into `buffer`.
+    ///
+    /// The data path reads no error queue until a call fails for another reason than "want read"
+    /// (`ERR_peek_error` alone is about 200 instructions, paid on every record before): a success
+    /// needs none, and OpenSSL's own state tells a want-read. Errors are read only after a failure,
+    /// and the queue is emptied then (`clearingErrorQueue`), so the next call's starts empty.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
         guard self.state == .established || self.state == .outputClosed else { return .ended }
-        clearErrorQueue()
         let result = SSL_read(self.ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if result > 0 {
             if !self.storedSessionAfterData && !self.isServer {
@@ -110,6 +117,12 @@ package final class TLSConnection {
             }
             return .done(Int(result))
         }
+        if cos_ssl_wants_read(self.ssl) == 1 && !self.hasReceivedEnd { return .needsMoreBytes }
+        return clearingErrorQueue { self.readFailure(result) }
+    }
+
+    /// What a read that did not return bytes means, from OpenSSL's error code and queue.
+    private func readFailure(_ result: Int32) -> Outcome {
         switch SSL_get_error(self.ssl, result) {
         case COS_SSL_ERROR_WANT_READ where !self.hasReceivedEnd:
             return .needsMoreBytes
@@ -138,12 +151,14 @@ package final class TLSConnection {
         guard self.isEstablished else { return .failed(.other("TLS session closed")) }
         var offset = 0
         while offset < bytes.count {
-            clearErrorQueue()
             let remaining = bytes.count - offset
             let result = SSL_write(self.ssl, bytes.baseAddress! + offset, Int32(clamping: remaining))
             guard result > 0 else {
-                let alert = Int32(cos_error_reason(ERR_peek_last_error()))
-                return self.failure(alert: alert) ?? self.failed("TLS error: \(lastErrorString())")
+                // A success needs no error queue (see `read`); a failure reads it, then empties it.
+                return clearingErrorQueue {
+                    let alert = Int32(cos_error_reason(ERR_peek_last_error()))
+                    return self.failure(alert: alert) ?? self.failed("TLS error: \(lastErrorString())")
+                }
             }
             offset += Int(result)
         }
@@ -240,6 +255,14 @@ package final class TLSConnection {
 @inline(__always)
 func clearErrorQueue() {
     if ERR_peek_error() != 0 { ERR_clear_error() }
+}
+
+/// Reads a failure out of OpenSSL's error queue with `body`, then empties the queue, so that the
+/// data path, which calls `SSL_read` and `SSL_write` without clearing it first, starts empty.
+@inline(__always)
+func clearingErrorQueue<Result>(_ body: () -> Result) -> Result {
+    defer { clearErrorQueue() }
+    return body()
 }
 
 /// The protocol ALPN agreed on for `ssl` (any `SSL*`: the proxy's sessions, the tests' clients), if any.
