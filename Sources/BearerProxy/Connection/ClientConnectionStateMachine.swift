@@ -34,6 +34,11 @@ struct ClientConnectionStateMachine {
         }
     }
 
+    /// The cases off the request path (a served tunnel, its TLS handshake, a relay) are `indirect`:
+    /// their payloads (a relay's is the largest) live in a box, so that the state is one word and a
+    /// tag, and every copy and destroy of it on the request path is a pointer's, not a walk over
+    /// payloads a request never has (callgrind, plain HTTP: 22,759 -> 21,868 instructions a request).
+    /// A relay pays one small allocation per relayed read for it (its `lastActivity`).
     enum State {
         /// Between requests, nothing of the next one read. Deadline: `client_idle_timeout`.
         /// Valid transitions: .readingHead, .exchange, .relay, .closing, .closed.
@@ -47,14 +52,14 @@ struct ClientConnectionStateMachine {
         /// The proxy answered a CONNECT to an inject host and serves the tunnel itself; the first
         /// bytes inside say whether the client speaks TLS or HTTP in clear, and whether the tunnel
         /// takes it. Deadline: `client_idle_timeout`. Valid transitions: .idle, .tlsHandshake, .closed.
-        case servedTunnelOpened(ServedTunnel, since: Instant)
+        indirect case servedTunnelOpened(ServedTunnel, since: Instant)
         /// The client's TLS inside a served tunnel is being terminated: the certificate for `host` is
         /// looked up (or made), then the handshake runs. Deadline: `client_header_timeout` from the
         /// first byte. Valid transitions: .idle, .closing, .closed.
-        case tlsHandshake(host: String, since: Instant)
+        indirect case tlsHandshake(host: String, since: Instant)
         /// Bytes both ways: a CONNECT tunnel, or a WebSocket after its 101. Deadline:
         /// `tunnel_idle_timeout` after the last byte. Valid transitions: .closed.
-        case relay(Relay)
+        indirect case relay(Relay)
         /// The last response is being flushed; the connection closes after it. No deadline (the
         /// stream's own linger bound applies). Valid transitions: .closed.
         case closing
