@@ -125,8 +125,7 @@ final class RingTransport {
     /// Gives the send buffer back to the loop.
     func releaseBuffers() {
         if self.sendBuffer.capacity > 0 {
-            self.loop.returnBuffer(self.sendBuffer)
-            self.sendBuffer = ByteBuffer()
+            self.loop.returnBuffer(from: &self.sendBuffer)
         }
     }
 }

@@ -283,12 +283,10 @@ package final class StreamConnection: Selectable {
 
     private func releaseOutbound() {
         if self.outbound.capacity > 0 && self.outbound.isEmpty {
-            self.loop.returnBuffer(self.outbound)
-            self.outbound = ByteBuffer()
+            self.loop.returnBuffer(from: &self.outbound)
         }
         if let tls = self.tls, tls.produced.capacity > 0 && tls.produced.isEmpty {
-            self.loop.returnBuffer(tls.produced)
-            tls.produced = ByteBuffer()
+            self.loop.returnBuffer(from: &tls.produced)
         }
     }
 
@@ -318,7 +316,8 @@ package final class StreamConnection: Selectable {
             // A last close_notify, if the kernel takes it at once; never waited for.
             tls.shutdown()
             self.transport.sendIfPossible(tls.produced)
-            for buffer in [tls.received, tls.produced] where buffer.capacity > 0 { self.loop.returnBuffer(buffer) }
+            if tls.received.capacity > 0 { self.loop.returnBuffer(from: &tls.received) }
+            if tls.produced.capacity > 0 { self.loop.returnBuffer(from: &tls.produced) }
             self.tls = nil
         }
         if self.transport.close() { self.releaseDescriptor() }
@@ -542,12 +541,10 @@ package final class StreamConnection: Selectable {
 
     private func releaseInboundIfEmpty() {
         if self.inboundStorage.isEmpty && self.inboundStorage.capacity > 0 {
-            self.loop.returnBuffer(self.inboundStorage)
-            self.inboundStorage = ByteBuffer()
+            self.loop.returnBuffer(from: &self.inboundStorage)
         }
         if let tls = self.tls, tls.received.isEmpty && tls.received.capacity > 0 {
-            self.loop.returnBuffer(tls.received)
-            tls.received = ByteBuffer()
+            self.loop.returnBuffer(from: &tls.received)
         }
     }
 
