@@ -26,7 +26,8 @@ let package = Package(
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerMocks"],
             path: "bench"
         ),
-        .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore"]),
+        // BearerMocks: `waitUntil`, the one bounded wait for an event.
+        .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore", "BearerMocks"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
         // BearerMocks and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),

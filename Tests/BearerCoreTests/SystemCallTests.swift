@@ -1,3 +1,5 @@
+import BearerMocks
+import Foundation
 import Glibc
 import Synchronization
 import Testing
@@ -6,6 +8,17 @@ import Testing
 
 /// How many times the test's SIGURG handler ran.
 private let interruptions = Atomic<Int>(0)
+
+/// Whether the thread named `name` is asleep in the kernel (state S in /proc/self/task/*/stat).
+private func threadIsSleeping(named name: String) -> Bool {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.contains { task in
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+            let nameEnd = stat.range(of: ") ")
+        else { return false }
+        return stat.contains("(\(name))") && stat[nameEnd.upperBound...].hasPrefix("S")
+    }
+}
 
 /// The one system-call wrapper: a call a signal interrupts is made again; any other failure names
 /// the call; the whole-contents loops built on it read and write everything.
@@ -57,7 +70,8 @@ private let interruptions = Atomic<Int>(0)
         defer { close(fds[0]) }
         let result = Locked<Result<[UInt8], SystemCallError>?>(nil)
         let readerFD = fds[0]
-        let reader = spawnThread(name: "eintr-reader") {
+        let name = "eintr-" + String(UInt32.random(in: 0..<0xFF_FFFF), radix: 16)
+        let reader = spawnThread(name: name) {
             var unblocked = sigset_t()
             sigemptyset(&unblocked)
             sigaddset(&unblocked, SIGURG)
@@ -65,17 +79,18 @@ private let interruptions = Atomic<Int>(0)
             let read = Result { () throws(SystemCallError) in try SystemCall.readToEnd(readerFD, limit: 1 << 20) }
             result.withLock { $0 = read }
         }
-        let before = interruptions.load(ordering: .relaxed)
-        // Signals while the reader waits for bytes that have not been written yet.
-        for _ in 0..<20 {
+        // Three signals, each once the reader is asleep in its read (nothing is written yet), each
+        // waited for until its handler ran: the read is interrupted three times.
+        for _ in 0..<3 {
+            let handled = interruptions.load(ordering: .relaxed)
+            #expect(waitUntil { threadIsSleeping(named: name) }, "the reader never blocked")
             pthread_kill(reader, SIGURG)
-            usleep(5_000)
+            #expect(waitUntil { interruptions.load(ordering: .relaxed) > handled }, "the signal was not handled")
         }
         let message = Array("after the signals\n".utf8)
         try SystemCall.writeAll(fds[1], message)
         close(fds[1])
         joinThread(reader)
-        #expect(interruptions.load(ordering: .relaxed) > before)
         let bytes = try #require(result.withLock { $0 }).get()
         #expect(bytes == message)
     }
