@@ -3,8 +3,8 @@ import Foundation
 import Glibc
 
 /// Keys and certificates for tests, made with Debian's `openssl` command: a maker (and, for
-/// signatures, a checker) that shares no code with the proxy. Each set lives in a temporary folder
-/// of its own; key files are written mode 0600.
+/// signatures, a checker) that shares no code with the proxy. Each set lives in a folder of its own
+/// in the scratch space; key files are written mode 0600.
 package final class TestKeyMaterial: Sendable {
     package struct ToolError: Error, CustomStringConvertible {
         package var description: String
@@ -26,9 +26,7 @@ package final class TestKeyMaterial: Sendable {
     package let directory: String
 
     package init() throws {
-        let directory = NSTemporaryDirectory() + "bearer-keys-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
+        self.directory = try ScratchSpace.newDirectory("keys")
     }
 
     /// Kinds of private keys.

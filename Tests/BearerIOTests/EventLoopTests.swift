@@ -174,7 +174,7 @@ struct BlockingSocket {
     }
 
     @Test func listensOnUnixSocketWithMode0600ReplacingAStaleFile() throws {
-        let path = "/tmp/bearer-io-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("io.sock")
         defer { unlink(path) }
         // A stale socket file: bound once, its process (here: its fd) gone.
         let stale = try Socket.listen(on: .unix(path: path))
@@ -196,7 +196,7 @@ struct BlockingSocket {
     }
 
     @Test func refusesToReplaceALiveUnixSocket() throws {
-        let path = "/tmp/bearer-io-test-live-\(getpid()).sock"
+        let path = try ScratchSpace.newPath("live.sock")
         defer { unlink(path) }
         let live = try Socket.listen(on: .unix(path: path))
         defer { Socket.close(live) }

@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func writesOneAccessLogLinePerRequest() throws {
-        let path = NSTemporaryDirectory() + "bearer-access-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        let path = try ScratchSpace.newPath("access.log")
         defer { unlink(path) }
         let fixture = try SessionFixture { config, _ in
             config.accessLog = .file(path)
@@ -190,7 +190,7 @@ import Testing
     }
 
     @Test func accessLogValuesAreQuotedEscapedAndCut() throws {
-        let path = NSTemporaryDirectory() + "bearer-access-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        let path = try ScratchSpace.newPath("access.log")
         defer { unlink(path) }
         let fixture = try SessionFixture { config, _ in config.accessLog = .file(path) }
         _ = try fixture.get("/a\"b\\c")

@@ -1,3 +1,4 @@
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -32,7 +33,7 @@ import Testing
         Unreadable(
             id: "binary",
             path: {
-                let path = NSTemporaryDirectory() + "bearer-binary-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                let path = (try? ScratchSpace.newPath("binary")) ?? "/nonexistent/binary"
                 // Were it not created, the reason would be a different one and the test would say so.
                 _ = FileManager.default.createFile(atPath: path, contents: Data([0x75, 0xFF, 0xFE, 0x0A]))
                 return path

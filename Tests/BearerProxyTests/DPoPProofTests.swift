@@ -12,9 +12,7 @@ import Testing
 /// again unchanged, refused when it is not a P-256 key the owner alone can read.
 @Suite struct DPoPProofTests {
     static func temporaryFolder() throws -> String {
-        var template = Array("/tmp/bearer-dpop-XXXXXX".utf8CString)
-        guard let path = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        return String(cString: path)
+        try ScratchSpace.newDirectory("dpop")
     }
 
     static func prover() throws -> DPoPProver {

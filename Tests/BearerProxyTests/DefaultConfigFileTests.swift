@@ -1,3 +1,4 @@
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -18,7 +19,7 @@ import Testing
 
     /// A home with `.config/bearer-proxy/proxy.conf` holding `text`, or nothing.
     func home(with text: String?) throws -> String {
-        let home = NSTemporaryDirectory() + "bearer-home-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let home = try ScratchSpace.newDirectory("home")
         try FileManager.default.createDirectory(
             atPath: home + "/.config/bearer-proxy",
             withIntermediateDirectories: true

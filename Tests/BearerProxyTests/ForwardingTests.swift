@@ -267,7 +267,7 @@ import Testing
     }
 
     @Test func servesOnAUnixSocket() throws {
-        let path = "/tmp/bearer-proxy-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("proxy.sock")
         let fixture = try ProxyFixture { $0.listen = [.unix(path: path)] }
         var info = stat()
         #expect(stat(path, &info) == 0)

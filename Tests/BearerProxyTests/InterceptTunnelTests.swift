@@ -30,8 +30,7 @@ final class InterceptFixture {
         io: IOBackend = .ioUring,
         _ configure: @escaping (inout Configuration) -> Void = { _ in }
     ) throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("bearer-intercept-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let directory = try ScratchSpace.newPath("intercept")
         self.caDirectory = directory
         self.session = try SessionFixture(upstreamTLS: try TLSFixtures.server()) { config, _ in
             let port = config.upstream!.port

@@ -7,11 +7,14 @@ import Testing
 
 @testable import BearerProxy
 
-/// A fresh folder for one test's CA (the CA folder itself is not created).
+/// A fresh folder in the scratch space for one test's CA (the CA folder itself is not created).
 func temporaryCADirectory() -> String {
-    let base = NSTemporaryDirectory() + "bearer-ca-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-    return base + "/ca"
+    do {
+        return try ScratchSpace.newDirectory("ca") + "/ca"
+    } catch {
+        Issue.record("\(error)")
+        return "/nonexistent/ca"
+    }
 }
 
 func patterns(_ text: String) -> [HostPattern] {

@@ -36,8 +36,7 @@ import Testing
         // The test's own loops outlive the proxy: what stops must be the watcher, not its loop.
         let group = EventLoopGroup(count: 1, name: "watcher-test")
         defer { group.shutdown() }
-        let folder = NSTemporaryDirectory() + "bearer-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try ScratchSpace.newDirectory("watch")
         let path = folder + "/refresh_token"
         try "rt-first\n".write(toFile: path, atomically: true, encoding: .utf8)
         var configuration = Configuration()

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -12,8 +13,7 @@ import Testing
     let folder: String
 
     init() throws {
-        self.folder = NSTemporaryDirectory() + "bearer-rts-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
+        self.folder = try ScratchSpace.newDirectory("rts")
     }
 
     @Test func aFileNotWrittenYetHoldsNoTokenAndSaysSo() throws {

@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test func aUnixSocketAcceptsAnyHost() throws {
-        let path = "/tmp/bearer-guard-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("guard.sock")
         let fixture = try self.fixture { $0.listen = [.unix(path: path)] }
         let response = try httpRequest(.unix(path: path), "GET /x HTTP/1.1\r\nHost: my-service.docker.internal\r\n\r\n")
         #expect(response.status == 200)

@@ -14,8 +14,7 @@ import Testing
 @Suite struct SecretsAuditTests {
     @Test(arguments: TokenFlavour.allCases)
     func noSecretReachesAnyLogOrOperatorOutput(flavour: TokenFlavour) throws {
-        let directory = NSTemporaryDirectory() + "bearer-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("audit")
         let tokenFile = directory + "/refresh_token"
         let accessLog = directory + "/access.log"
         try "rt-audit-initial\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)

@@ -210,8 +210,7 @@ import Testing
 
     @Test(arguments: TokenFlavour.allCases)
     func rotatedRefreshTokenIsWrittenToTheFileWithMode0600(flavour: TokenFlavour) throws {
-        let directory = NSTemporaryDirectory() + "bearer-rt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("rt")
         let path = directory + "/refresh_token"
         try "rt-initial-secret\n".write(toFile: path, atomically: true, encoding: .utf8)
         let fixture = try SessionFixture(
@@ -245,8 +244,7 @@ import Testing
 
     @Test(arguments: TokenFlavour.allCases)
     func usesARefreshTokenAnotherProcessRotatedInTheFile(flavour: TokenFlavour) throws {
-        let directory = NSTemporaryDirectory() + "bearer-rt2-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("rt")
         let path = directory + "/refresh_token"
         try "rt-one\n".write(toFile: path, atomically: true, encoding: .utf8)
         let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-one", "rt-two"] }) {
@@ -265,8 +263,7 @@ import Testing
 
     @Test(arguments: TokenFlavour.allCases)
     func aReplacedRefreshTokenFileEndsAPermanentFailure(flavour: TokenFlavour) throws {
-        let directory = NSTemporaryDirectory() + "bearer-rt3-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("rt")
         let path = directory + "/refresh_token"
         try "rt-bad\n".write(toFile: path, atomically: true, encoding: .utf8)
         let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-good"] }) {
@@ -285,8 +282,7 @@ import Testing
     @Test(arguments: TokenFlavour.allCases)
     func aRefreshTokenFileWrittenAfterStartIsUsedWithoutWaitingForARequest(flavour: TokenFlavour) throws {
         // The proxy starts before `bearer-proxy login` has written the file.
-        let directory = NSTemporaryDirectory() + "bearer-rt4-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("rt")
         let path = directory + "/refresh_token"
         let fixture = try SessionFixture(flavour: flavour, tokenSettings: { $0.refreshTokens = ["rt-from-login"] }) {
             config,

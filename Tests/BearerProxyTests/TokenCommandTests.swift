@@ -32,8 +32,7 @@ import Testing
 
     @Test(arguments: Hang.allCases)
     func aHangingCommandIsKilledAtRefreshTimeoutAndTheNextRefreshRuns(_ hang: Hang) throws {
-        let directory = NSTemporaryDirectory() + "bearer-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try ScratchSpace.newDirectory("cmd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(FileManager.default.createFile(atPath: directory + "/hang", contents: nil))
         let fixture = try SessionFixture(acceptedTokens: ["cmd-token-after-hang"]) { config, _ in

@@ -1,4 +1,5 @@
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 import Testing
@@ -228,7 +229,7 @@ import Testing
 
     /// run's own settings go over the file's, and the flags over run's.
     @Test func runsSettingsGoOverTheFilesAndItsFlagsOverThose() throws {
-        let path = NSTemporaryDirectory() + "bearer-run-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        let path = try ScratchSpace.newPath("run.conf")
         _ = FileManager.default.createFile(
             atPath: path,
             contents: Data(

@@ -50,7 +50,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
     }
 
     @Test func stopsOnSIGINTAndRemovesItsUnixSocket() throws {
-        let path = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("e2e.sock")
         let proxy = try ProxyProcess(["--upstream", "http://127.0.0.1:9", "--listen", "unix:\(path)"])
         #expect(proxy.waitUntilListening() == "unix:\(path)")
         #expect(FileManager.default.fileExists(atPath: path))
@@ -348,7 +348,7 @@ let staticTokenAdvice =
     /// Draining, the proxy closes its listening sockets: a new client is refused at once (and can go
     /// elsewhere) instead of waiting in a backlog nobody accepts from until its own timeout.
     @Test func refusesNewConnectionsAtOnceWhileDraining() throws {
-        let path = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("e2e.sock")
         let (proxy, address, upstream) = try self.start("shutdown_timeout = 60s", listen: "127.0.0.1:0, unix:\(path)")
         defer { upstream.stop() }
         let unix = SocketAddress.unix(path: path)

@@ -7,7 +7,7 @@ import Testing
 @Suite struct EnvCommandTests {
     /// A folder of its own, with a quote and a blank in its name: the CA's paths must survive the quoting.
     let base: String = {
-        let path = NSTemporaryDirectory() + "bearer-e2e-env-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/it's a dir"
+        let path = temporaryDirectory() + "/it's a dir"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }()

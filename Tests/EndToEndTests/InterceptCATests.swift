@@ -9,7 +9,7 @@ import Testing
 @Suite struct InterceptCATests {
     /// A folder of its own for the CA, the config and the child's temporary files.
     let base: String = {
-        let path = NSTemporaryDirectory() + "bearer-e2e-ca-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = temporaryDirectory()
         try? FileManager.default.createDirectory(atPath: path + "/tmp", withIntermediateDirectories: true)
         return path
     }()

@@ -49,8 +49,7 @@ import Testing
             let tls = try InterceptTunnelBinaryTests.localhostServerTLS()
             self.upstream = MockUpstream(group: e2eMockGroup, authority: self.authority, tls: tls)
             try self.upstream.start()
-            self.base = NSTemporaryDirectory() + "bearer-e2e-intercept-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            try FileManager.default.createDirectory(atPath: self.base, withIntermediateDirectories: true)
+            self.base = try ScratchSpace.newDirectory("intercept")
             self.config = self.base + "/proxy.conf"
             let text = """
                 listen = 127.0.0.1:0
@@ -80,7 +79,7 @@ import Testing
 
     /// Runs a tool with exactly `environment` (no inherited proxy or CA variables), bounded in time.
     static func run(_ arguments: [String], environment: [String: String]) throws -> ProgramOutcome {
-        let base = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+        let base = ["PATH": "/usr/bin:/bin", "HOME": try ScratchSpace.directory()]
         return try runProgram(
             arguments,
             environment: environment.merging(base) { given, _ in given },

@@ -30,13 +30,6 @@ func queryItems(_ url: String) -> [String: String] {
     return items
 }
 
-/// A fresh directory for one test's refresh token file (the file itself is not created).
-func temporaryDirectory() -> String {
-    let directory = NSTemporaryDirectory() + "bearer-login-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    return directory
-}
-
 func fileMode(_ path: String) -> mode_t? {
     var info = stat()
     return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
@@ -518,7 +511,7 @@ func keptLockLine(_ file: String) -> String {
 
     @Test func aConfigWithNoWayToLogInIsAOneLineError() throws {
         let config = temporaryFile(
-            "upstream = http://127.0.0.1:9\ntoken_url = http://127.0.0.1:9/t\nclient_id = c\nrefresh_token_file = /tmp/x-\(getpid())\n"
+            "upstream = http://127.0.0.1:9\ntoken_url = http://127.0.0.1:9/t\nclient_id = c\nrefresh_token_file = \(temporaryDirectory())/refresh_token\n"
         )
         let result = try ProxyProcess.run(["login", "--config", config])
         #expect(result.status == 1)

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 import Synchronization
@@ -170,10 +171,19 @@ func readUntilEnd(_ fd: Int32, _ received: (String) -> Void) {
     }
 }
 
+/// A fresh folder in the scratch space for one test's files (the files themselves are not created).
+func temporaryDirectory() -> String {
+    do {
+        return try ScratchSpace.newDirectory("e2e")
+    } catch {
+        Issue.record("\(error)")
+        return "/nonexistent/bearer-e2e"
+    }
+}
+
+/// `contents` in a file called `name`, in a fresh folder of its own.
 func temporaryFile(_ contents: String, name: String = "proxy.conf") -> String {
-    let directory = NSTemporaryDirectory() + "bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let path = directory + "/" + name
+    let path = temporaryDirectory() + "/" + name
     if !FileManager.default.createFile(atPath: path, contents: Data(contents.utf8)) {
         Issue.record("cannot create the temporary file \(path)")
     }

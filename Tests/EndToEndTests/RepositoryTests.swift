@@ -49,9 +49,6 @@ import Testing
         ),
     ])
     func theTestCommandEndsWithTheSkipCountAndKeepsTheStatus(status: Int32, skips: [String], summary: String) throws {
-        let bin = NSTemporaryDirectory() + "bearer-ci-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: bin) }
         let output =
             ["◇ Test run started.", "✔ Test skipsVerificationWhenToldAndWarns() passed after 0.1 seconds."] + skips
             + ["✔ Test run with 7 tests in 3 suites passed after 0.001 seconds."]
@@ -64,21 +61,57 @@ import Testing
             exit \(status)
 
             """
-        // Written through a close-on-exec descriptor: a child another test spawns meanwhile must not
-        // keep it open for writing, or running the script fails with 'text file busy' (status 126).
-        try AtomicFile.writeFlushed(Array(script.utf8), to: bin + "/swift", mode: 0o755)
-
-        let outcome = try runProgram(
-            [Self.root.appendingPathComponent(".ci/test").path, "--filter", "SomeSuite"],
-            environment: ["PATH": "\(bin):/usr/bin:/bin"],
-            timeout: .seconds(60)
-        )
+        let outcome = try Self.runTestCommand(swift: script, temporary: try ScratchSpace.newDirectory("tmp"))
         let text = outcome.standardOutput
         #expect(outcome.status == status, "the tests' status is lost: \(text)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.first == "swift test --disable-xctest --filter SomeSuite")
         #expect(Array(lines.dropFirst().dropLast()) == output, "the run's output is passed through as it is")
         #expect(lines.last == summary)
+    }
+
+    /// `.ci/test` runs the tests with a fresh TMPDIR of its own (inside the one it was given),
+    /// fails naming each `bearer*` entry left in it (not SwiftPM's `TemporaryDirectory.*`), and
+    /// removes it. Shown with a stand-in `swift` that leaves a file and a locked folder behind.
+    @Test func theTestCommandFailsNamingWhatTheTestsLeftInTMPDIRAndRemovesIt() throws {
+        let temporary = try ScratchSpace.newDirectory("tmp")
+        let script = """
+            #!/bin/sh
+            echo "$TMPDIR" > "$TMPDIR/../seen"
+            touch "$TMPDIR/bearer-e2e-1-2.sock" "$TMPDIR/TemporaryDirectory.aBc123" "$TMPDIR/other"
+            mkdir "$TMPDIR/bearer-login-3-4" && touch "$TMPDIR/bearer-login-3-4/refresh_token"
+            chmod 500 "$TMPDIR/bearer-login-3-4"
+            echo "✔ Test run with 1 test in 1 suite passed after 0.001 seconds."
+
+            """
+        let outcome = try Self.runTestCommand(swift: script, temporary: temporary)
+        #expect(outcome.status == 1, "leftovers fail a passing run: \(outcome.standardError)")
+        #expect(
+            outcome.standardError == """
+                Error: the tests left 2 bearer* entries in TMPDIR (now removed):
+                    bearer-e2e-1-2.sock
+                    bearer-login-3-4
+
+                """
+        )
+        let seen = try String(contentsOfFile: temporary + "/seen", encoding: .utf8)
+            .trimmingCharacters(in: .newlines)
+        #expect(seen.hasPrefix(temporary + "/bearer-test-"), "the tests' TMPDIR is a fresh one: \(seen)")
+        #expect(!FileManager.default.fileExists(atPath: seen), "the tests' TMPDIR is removed afterwards")
+    }
+
+    /// Runs `.ci/test --filter SomeSuite` with `swift` on PATH standing in for the real one, and
+    /// `temporary` as its TMPDIR.
+    static func runTestCommand(swift script: String, temporary: String) throws -> ProgramOutcome {
+        let bin = try ScratchSpace.newDirectory("ci")
+        // Written through a close-on-exec descriptor: a child another test spawns meanwhile must not
+        // keep it open for writing, or running the script fails with 'text file busy' (status 126).
+        try AtomicFile.writeFlushed(Array(script.utf8), to: bin + "/swift", mode: 0o755)
+        return try runProgram(
+            [Self.root.appendingPathComponent(".ci/test").path, "--filter", "SomeSuite"],
+            environment: ["PATH": "\(bin):/usr/bin:/bin", "TMPDIR": temporary],
+            timeout: .seconds(60)
+        )
     }
 
     /// CI builds once and runs the test command once; the README documents that command.

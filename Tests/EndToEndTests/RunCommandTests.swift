@@ -13,7 +13,7 @@ import Testing
 
     /// A folder of its own for the CA, the configs, the scripts and what they write.
     let base: String = {
-        let path = NSTemporaryDirectory() + "bearer-e2e-run-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = temporaryDirectory()
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }()

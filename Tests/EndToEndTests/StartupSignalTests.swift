@@ -33,8 +33,7 @@ import Testing
                 default: .after(.milliseconds(Int64(round * 4)))
                 }
             let signal = round % 2 == 0 ? SIGTERM : SIGINT
-            let path = "/tmp/bearer-e2e-start-\(getpid())-\(round).sock"
-            unlink(path)
+            let path = try ScratchSpace.newPath("start.sock")
             let proxy = try ProxyProcess(["--demo", "--listen", "unix:\(path)"])
             switch moment {
             case .atOnce:
@@ -71,7 +70,7 @@ import Testing
         let upstream = MockUpstream(group: e2eMockGroup)
         try upstream.start()
         defer { upstream.stop() }
-        let path = "/tmp/bearer-e2e-second-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = try ScratchSpace.newPath("second.sock")
         let proxy = try ProxyProcess(["--upstream", upstream.baseURL, "--listen", "unix:\(path)"])
         #expect(proxy.waitUntilListening() == "unix:\(path)")
         let client = try BlockingHTTPClient(connectingTo: .unix(path: path))

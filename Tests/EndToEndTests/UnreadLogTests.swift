@@ -13,7 +13,7 @@ import Testing
         let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["unread-log-token"])
         try upstream.start()
         defer { upstream.stop() }
-        let base = "/tmp/bearer-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let base = try ScratchSpace.newPath("unread")
         // Unix sockets: the proxy's ready line goes to the unread pipe, so the test waits for the
         // socket instead of reading a port from it.
         let config = temporaryFile(
