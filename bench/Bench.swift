@@ -26,9 +26,9 @@ final class Bench {
     /// The DPoP mock API of the dpop scenarios, started when one first runs (`Bench+DPoP`).
     var dpopAPI: MockUpstream?
     /// The proxy's DPoP key, made by its first start and kept for the other rounds.
-    let dpopKeyFolder = NSTemporaryDirectory() + "bearer-bench-dpop-\(getpid())"
+    let dpopKeyFolder: String
     /// The local CA of the intercepting proxy, made by its first start and kept for the other rounds.
-    let caDirectory = NSTemporaryDirectory() + "bearer-bench-ca-\(getpid())"
+    let caDirectory: String
     /// The load generator's TLS: no verification (the client's CPU is not what is measured).
     let clientTLS: TLSContext
 
@@ -50,6 +50,8 @@ final class Bench {
         self.proxyBinary = proxyBinary
         self.log = log
         self.progress = progress
+        self.dpopKeyFolder = try ScratchSpace.newPath("dpop")
+        self.caDirectory = try ScratchSpace.newPath("ca")
         self.mockGroup = EventLoopGroup(count: 1, name: "bench-mocks")
         self.loadGroup = EventLoopGroup(count: options.loadThreads, name: "bench-load")
         self.clientTLS = try TLSContext.client(caFile: nil, verify: false)

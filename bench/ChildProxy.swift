@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 import Synchronization
@@ -21,9 +22,7 @@ final class ChildProxy: @unchecked Sendable {
     }
 
     init(binary: String, config: String) throws {
-        let directory = NSTemporaryDirectory() + "bearer-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.configPath = directory + "/proxy.conf"
+        self.configPath = try ScratchSpace.newDirectory("proxy") + "/proxy.conf"
         try config.write(toFile: self.configPath, atomically: true, encoding: .utf8)
         let errors = makeClosingPipe()
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
@@ -71,10 +70,12 @@ final class ChildProxy: @unchecked Sendable {
         return nil
     }
 
+    /// Ends the proxy and removes its config, also when it had exited by itself.
     func stop() {
-        guard self.process.isRunning else { return }
-        kill(self.pid, SIGTERM)
-        if self.process.wait(timeout: .seconds(15)) == nil { kill(self.pid, SIGKILL) }
+        if self.process.isRunning {
+            kill(self.pid, SIGTERM)
+            if self.process.wait(timeout: .seconds(15)) == nil { kill(self.pid, SIGKILL) }
+        }
         _ = self.process.waitUntilExit()
         try? FileManager.default.removeItem(
             atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path

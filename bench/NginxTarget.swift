@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 
@@ -64,7 +65,9 @@ final class NginxTarget {
             if (try? BlockingProbe.connect(port: self.port)) == true { return }
             usleep(20_000)
         }
-        throw BenchError("nginx did not start (see \(self.directory)/error.log)")
+        // Its folder goes when the bench ends: the log's last line is quoted rather than pointed at.
+        let log = (try? String(contentsOfFile: self.directory + "/error.log", encoding: .utf8)) ?? ""
+        throw BenchError("nginx did not start: \(log.split(separator: "\n").last ?? "no output in its error.log")")
     }
 
     func stop() {
@@ -94,9 +97,7 @@ enum BlockingProbe {
 
 /// A folder of its own and a free port, for a program the bench compares the proxy with.
 func comparisonWorkspace(_ name: String) throws -> (directory: String, port: Int) {
-    let directory = NSTemporaryDirectory() + "bearer-bench-\(name)-\(getpid())"
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    return (directory, try freePort())
+    (try ScratchSpace.newDirectory(name), try freePort())
 }
 
 /// The first of `candidates` that is an executable file; else the error `missing`.

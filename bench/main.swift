@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerMocks
 import Foundation
 import Glibc
 
@@ -27,6 +28,7 @@ func benchMain() -> Int32 {
         )
         return 1
     }
+    removeTemporaryFilesOnSignals()
     raiseFileDescriptorLimit()
     let log: (String) -> Void = { FileHandle.standardError.write(Data("bearer-bench: \($0)\n".utf8)) }
     do {
@@ -78,6 +80,23 @@ func benchMain() -> Int32 {
     } catch {
         FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
         return 1
+    }
+}
+
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP end the run at once, as their default action did, but only
+/// after the bench's temporary files (the proxies' configs, the DPoP key, the local CA, nginx's
+/// folder: all in the `ScratchSpace`) are gone; an ordinary end, or an error, removes them at exit.
+/// The thread that takes the signal dies of it, so a shell sees the status it saw before (130).
+/// Call before anything makes a thread (`SignalReceiver`).
+func removeTemporaryFilesOnSignals() {
+    SignalReceiver(blocking: [SIGINT, SIGTERM, SIGHUP]).start(name: "bench-signals") { received in
+        ScratchSpace.removeAll()
+        signal(received.number, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, received.number)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        raise(received.number)
     }
 }
 
