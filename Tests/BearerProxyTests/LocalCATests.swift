@@ -266,6 +266,22 @@ struct WrittenCA {
         )
     }
 
+    /// A write that fails part way (here the second file cannot be created: a folder holds its name;
+    /// a full disk fails the same way) leaves none of its new files behind: the first was the new
+    /// intermediate's private key, which nothing would ever use.
+    @Test func aWriteThatFailsLeavesNoNewFileBehind() throws {
+        let directory = temporaryCADirectory()
+        let files = CAFiles(directory: directory)
+        try FileManager.default.createDirectory(atPath: files.intermediate + ".new", withIntermediateDirectories: true)
+        #expect {
+            try self.open(directory, "api.example.com")
+        } throws: { error in
+            "\(error)".hasPrefix("\(files.intermediate).new: cannot write the local CA: ")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(left == ["intermediate.pem.new"])
+    }
+
     @Test func aBrokenCAIsAnErrorNamingTheFileAndRenew() throws {
         let directory = temporaryCADirectory()
         try self.open(directory, "api.example.com")

@@ -71,6 +71,10 @@ struct CAFiles {
             try AtomicFile.writeFlushed([], to: self.marker, mode: 0o600)
             try AtomicFile.syncFolder(self.directory)
         } catch {
+            // Nothing is renamed yet, so the old CA (if any) stays whole; what was written of the new
+            // one goes now (its private key among it) rather than at the next open.
+            for member in self.members { unlink(member.path + ".new") }
+            unlink(self.marker)
             throw LocalCAError(error)
         }
         try self.finishInterruptedWrite()
