@@ -9,8 +9,8 @@ import Glibc
 /// Confined to its loop.
 final class RingTransport {
     let fd: Int32
-    /// Unowned and unchecked: the loop outlives every connection registered on it.
-    unowned(unsafe) let loop: EventLoop
+    /// Strong, as `StreamConnection.loop` is (why there): used, it costs no reference counting.
+    let loop: EventLoop
     /// The bytes of the send the ring is carrying: untouched until it completes (the kernel reads
     /// them), then given back. Empty when no send is in flight.
     @exclusivity(unchecked) private var sendBuffer = ByteBuffer()

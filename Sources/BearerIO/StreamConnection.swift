@@ -34,9 +34,11 @@ package protocol StreamConnectionDelegate: AnyObject {
 /// borrowed from the loop while they hold bytes, so an idle connection holds none. Confined to its loop.
 package final class StreamConnection: Selectable {
     package let fd: Int32
-    /// Unowned and unchecked: loops outlive everything registered on them, and a checked reference
-    /// would cost an atomic operation on every access of the data path.
-    package unowned(unsafe) let loop: EventLoop
+    /// Strong, and a `let`: a method called on it borrows it, at no reference counting (an
+    /// `unowned(unsafe)` one is copied into a strong reference, a retain and a release, on every use:
+    /// 87 retains a request measured 73 without). The cycle through the loop's registrations ends
+    /// when the connection closes, or when the loop stops (it lets go of everything registered).
+    package let loop: EventLoop
     @exclusivity(unchecked) package var delegate: StreamConnectionDelegate?
     /// What the owner reads: the peer's bytes (decrypted, with TLS).
     @exclusivity(unchecked) private var inboundStorage = ByteBuffer()

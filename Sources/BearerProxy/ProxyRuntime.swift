@@ -67,9 +67,9 @@ package final class ProxyRuntime: Sendable {
 /// What the connections of one event loop share: the loop, its upstream pool.
 /// Confined to its loop.
 final class LoopContext {
-    /// Unowned and unchecked: the loop outlives its context (the server stops the loops last), and
-    /// every connection reaches its loop through here on the data path.
-    unowned(unsafe) let loop: EventLoop
+    /// Strong, as `StreamConnection.loop` is (why there): every connection reaches its loop through
+    /// here on the data path, at no reference counting.
+    let loop: EventLoop
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
     @exclusivity(unchecked) var metrics = LoopMetrics()
