@@ -291,7 +291,7 @@ package final class EventLoop: @unchecked Sendable {
     package func returnBuffer(from buffer: inout ByteBuffer) {
         var taken = ByteBuffer()
         swap(&taken, &buffer)
-        self.returnBuffer(taken)
+        self.returnBuffer(consume taken)
     }
 
     // MARK: The loop

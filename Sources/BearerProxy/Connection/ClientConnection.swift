@@ -35,13 +35,15 @@ final class ClientConnection {
     static let readAheadLimit = 64 * 1024
 
     var runtime: ProxyRuntime { self.context.runtime }
-    var loop: EventLoop { self.context.loop }
+    /// `context.loop`, stored: read through the context, every `self.loop.now` retained and released it.
+    let loop: EventLoop
 
     /// `listenerSession`: accepted on that session's own listener.
     init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool, listenerSession: NamedSession? = nil) {
         let runtime = context.runtime
         self.stream = stream
         self.context = context
+        self.loop = context.loop
         self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
         self.machine = ClientConnectionStateMachine(
             rules: runtime.connectionRules,
