@@ -112,12 +112,11 @@ public struct ByteBuffer: Sendable {
         _ body: (UnsafeMutableRawBufferPointer) throws -> Int
     ) rethrows -> Int {
         self.reserveWritable(Swift.max(minimumWritable, 1))
-        let storage = self.storage!
         let start = self._writerIndex
-        let written = try body(
-            UnsafeMutableRawBufferPointer(start: storage.pointer + start, count: storage.capacity - start)
-        )
-        precondition(written >= 0 && written <= storage.capacity - start)
+        let writable = self.capacity - start
+        // Only the address is taken out (as in `withUnsafeReadableBytes`).
+        let written = try body(UnsafeMutableRawBufferPointer(start: self.storage!.pointer + start, count: writable))
+        precondition(written >= 0 && written <= writable)
         self._writerIndex += written
         return written
     }
@@ -127,9 +126,11 @@ public struct ByteBuffer: Sendable {
     public func withUnsafeReadableBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard let storage = self.storage else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        // `self` (borrowed for the call) keeps the storage alive while `body` runs.
-        return try body(UnsafeRawBufferPointer(start: storage.pointer + self._readerIndex, count: self.readableBytes))
+        // Only the address is taken out: a reference to the storage held across `body` was retained and
+        // released around it, on every send, read and parse. `self` (borrowed for the call, which
+        // `body` may not change) keeps the storage alive while `body` runs.
+        guard let base = self.storage?.pointer else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: base + self._readerIndex, count: self.readableBytes))
     }
 
     @inlinable
