@@ -12,7 +12,10 @@ import BearerIO
 /// - Any request with browser fetch metadata from another site is refused: an `Origin` not in
 ///   `accept_origins`, or `Sec-Fetch-Site: cross-site/same-site` without an allowed Origin. curl,
 ///   scripts and SDKs send neither.
-package struct RequestGuard: Sendable {
+///
+/// A class, as `Router` is: checked from the machine's rules, the struct was copied for every request
+/// (four retains and two bridge retains, and their releases).
+package final class RequestGuard: Sendable {
     private let names: ProxyNames
     private let acceptOrigins: Set<String>
 
