@@ -59,7 +59,7 @@ extension ByteBuffer {
             }
             let dropsClientProof = dpop != nil && authorization != nil
             let dropsClientAuthorization = authorization != nil
-            self.writeFieldLines(of: head, raw) { index, field in
+            self.writeFieldLines(head.fields, of: raw) { index, field in
                 switch field.knownName {
                 case .host:
                     return false
@@ -93,16 +93,17 @@ extension ByteBuffer {
         }
     }
 
-    /// Writes the field lines of `head` that `keeping` accepts, as they were received: each run of
-    /// consecutive kept lines is one copy (field lines are contiguous in a head, each ending where
-    /// the next begins, the last before the head's final empty line), not four writes per field.
+    /// Writes the field lines of a head (its `fields`, its bytes `raw`) that `keeping` accepts, as they
+    /// were received: each run of consecutive kept lines is one copy (field lines are contiguous in a
+    /// head, each ending where the next begins, the last before the head's final empty line), not four
+    /// writes per field. The fields, not the head: read through `ParsedHead`, a protocol witness this
+    /// compiler does not inline across modules, the array was retained and released once more.
     @inline(__always)
-    mutating func writeFieldLines<Head: ParsedHead>(
-        of head: Head,
-        _ raw: UnsafeRawBufferPointer,
+    mutating func writeFieldLines(
+        _ fields: [HTTPField],
+        of raw: UnsafeRawBufferPointer,
         keeping: (Int, HTTPField) -> Bool
     ) {
-        let fields = head.fields
         var runStart = -1
         for index in fields.indices {
             let field = fields[index]

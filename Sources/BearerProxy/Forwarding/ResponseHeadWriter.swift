@@ -30,7 +30,7 @@ extension ByteBuffer {
             } else {
                 self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
             }
-            self.writeFieldLines(of: head, raw) { index, field in
+            self.writeFieldLines(head.fields, of: raw) { index, field in
                 switch field.knownName {
                 case .contentLength:
                     if framing != .none { return false }
@@ -84,7 +84,7 @@ extension ByteBuffer {
 
     /// The head's fields except hop-by-hop and framing ones.
     private mutating func writeEndToEndFields(_ head: ResponseHead, _ raw: UnsafeRawBufferPointer) {
-        self.writeFieldLines(of: head, raw) { index, field in
+        self.writeFieldLines(head.fields, of: raw) { index, field in
             !field.knownName.isHopByHopOrFraming && !(head.nominatesOtherFields && head.isNominatedByConnection(index))
         }
     }
