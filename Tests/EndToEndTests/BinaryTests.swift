@@ -129,6 +129,9 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(response.text.contains("token generation 1"))
         // The log line is written after the waiting request was resumed; stderr arrives through a pipe.
         #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
+        // The banner is written by the main thread once the server listens, the log lines by the log
+        // writer: nothing orders the two. Its last line ends "# refresh now".
+        #expect(waitUntil { proxy.standardError.contains("# refresh now") }, "the demo's banner")
         #expect(proxy.standardError.contains("curl -i http://"))
 
         // The banner names the admin endpoints, which the demo serves on a loopback port of its own.

@@ -271,7 +271,9 @@ final class JSONBackendProxy {
         #expect(response.text.contains("token generation 1"))
         #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
         #expect(proxy.standardError.contains("tokens=\"json backend: refresh at http://127.0.0.1:"))
-        #expect(proxy.standardError.contains("POST /api/auth/login"))
+        // The banner (what to try) is written by the main thread once the server listens, the log lines
+        // by the log writer: nothing orders the two, so the banner may come after the refresh's line.
+        #expect(waitUntil { proxy.standardError.contains("POST /api/auth/login") }, "the demo's banner")
         proxy.signal(SIGTERM)
         #expect(proxy.waitForExit() == 0)
         for secret in ["demo-password", "mock-access-1", "rt-login-"] {
