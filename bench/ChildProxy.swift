@@ -31,7 +31,7 @@ final class ChildProxy: @unchecked Sendable {
             close(errors.write)
         }
         do {
-            self.process = try ChildProcess(
+            self.process = try BenchChildren.start(
                 [binary, "--config", self.configPath],
                 stdout: null,
                 stderr: errors.write
@@ -77,6 +77,7 @@ final class ChildProxy: @unchecked Sendable {
             if self.process.wait(timeout: .seconds(15)) == nil { kill(self.pid, SIGKILL) }
         }
         _ = self.process.waitUntilExit()
+        BenchChildren.ended(self.process)
         try? FileManager.default.removeItem(
             atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path
         )

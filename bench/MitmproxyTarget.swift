@@ -36,7 +36,7 @@ final class MitmproxyTarget {
         ]
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { close(null) }
-        let process = try ChildProcess(arguments, stdout: null, stderr: null)
+        let process = try BenchChildren.start(arguments, stdout: null, stderr: null)
         self.process = process
         let deadline = Instant.now() + .seconds(30)
         while Instant.now() < deadline && process.isRunning {
@@ -48,9 +48,12 @@ final class MitmproxyTarget {
     }
 
     func stop() {
-        if let process = self.process, process.isRunning {
-            process.signal(SIGTERM)
-            if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
+        if let process = self.process {
+            if process.isRunning {
+                process.signal(SIGTERM)
+                if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
+            }
+            BenchChildren.ended(process)
         }
         try? FileManager.default.removeItem(atPath: self.directory)
     }

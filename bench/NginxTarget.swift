@@ -55,7 +55,7 @@ final class NginxTarget {
         try config.write(toFile: self.directory + "/nginx.conf", atomically: true, encoding: .utf8)
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { close(null) }
-        self.process = try ChildProcess(
+        self.process = try BenchChildren.start(
             [binary, "-p", self.directory, "-c", self.directory + "/nginx.conf", "-e", self.directory + "/error.log"],
             stdout: 1,
             stderr: null
@@ -71,10 +71,13 @@ final class NginxTarget {
     }
 
     func stop() {
-        guard let process = self.process, process.isRunning else { return }
-        process.signal(SIGQUIT)
-        // nginx's worker is the master's child; SIGQUIT ends both.
-        if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
+        guard let process = self.process else { return }
+        if process.isRunning {
+            process.signal(SIGQUIT)
+            // nginx's worker is the master's child; SIGQUIT ends both.
+            if process.wait(timeout: .seconds(10)) == nil { process.signal(SIGKILL) }
+        }
+        BenchChildren.ended(process)
     }
 }
 

@@ -84,12 +84,14 @@ func benchMain() -> Int32 {
 }
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP end the run at once, as their default action did, but only
-/// after the bench's temporary files (the proxies' configs, the DPoP key, the local CA, nginx's
+/// after the programs it started have ended (`BenchChildren`: a signal sent to the bench alone does
+/// not reach them) and its temporary files (the proxies' configs, the DPoP key, the local CA, nginx's
 /// folder: all in the `ScratchSpace`) are gone; an ordinary end, or an error, removes them at exit.
 /// The thread that takes the signal dies of it, so a shell sees the status it saw before (130).
 /// Call before anything makes a thread (`SignalReceiver`).
 func removeTemporaryFilesOnSignals() {
     SignalReceiver(blocking: [SIGINT, SIGTERM, SIGHUP]).start(name: "bench-signals") { received in
+        BenchChildren.endAll(timeout: .seconds(5))
         ScratchSpace.removeAll()
         signal(received.number, SIG_DFL)
         var set = sigset_t()
