@@ -30,9 +30,23 @@ package enum HTTPMethod: Equatable, Sendable {
     }
 }
 
-package enum HTTPVersion: Equatable, Sendable {
+/// Public, with a public inlinable `==`, as `ByteBuffer` is: this compiler inlines across modules
+/// only public inlinable bodies, and the proxy compares versions on every request (through the
+/// synthesized conformance's witness, about 30 instructions a comparison).
+public enum HTTPVersion: Equatable, Sendable {
     case http10
     case http11
+
+    @inlinable
+    public static func == (lhs: HTTPVersion, rhs: HTTPVersion) -> Bool {
+        switch (lhs, rhs) {
+        case (.http10, .http10), (.http11, .http11): true
+        case (.http10, _), (.http11, _): false
+        }
+    }
+
+    @inlinable
+    public static func != (lhs: HTTPVersion, rhs: HTTPVersion) -> Bool { !(lhs == rhs) }
 }
 
 #if canImport(Glibc)

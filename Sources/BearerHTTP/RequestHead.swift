@@ -76,10 +76,24 @@ package final class RequestHead: ParsedHead, Sendable {
     }
 }
 
-package enum RequestFraming: Equatable, Sendable {
+/// Public, with a public inlinable `==`, as `HTTPVersion` is: compared on every request from the
+/// proxy's module.
+public enum RequestFraming: Equatable, Sendable {
     case none
     case contentLength(Int)
     case chunked
+
+    @inlinable
+    public static func == (lhs: RequestFraming, rhs: RequestFraming) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none), (.chunked, .chunked): true
+        case (.contentLength(let left), .contentLength(let right)): left == right
+        case (.none, _), (.contentLength, _), (.chunked, _): false
+        }
+    }
+
+    @inlinable
+    public static func != (lhs: RequestFraming, rhs: RequestFraming) -> Bool { !(lhs == rhs) }
 }
 
 package enum RequestTargetForm: Equatable, Sendable {
