@@ -208,10 +208,13 @@ extension ClientConnection {
 
     /// Writes the request head upstream, then the body bytes already read (a replay or a resend).
     private func send(_ request: ClientConnectionStateMachine.RequestToSend) {
-        guard let upstream = self.upstream else { preconditionFailure("Invalid state: a request to send, no upstream") }
-        upstream.parser.expectResponse(to: request.head.method)
-        self.upstreamBytesSentBeforeRequest = upstream.stream.bytesSent
-        upstream.stream.withOutbound { buffer in
+        // The stream held, not the upstream: calls on a held upstream's stream retained it each time.
+        guard let upstreamStream = self.upstream?.stream else {
+            preconditionFailure("Invalid state: a request to send, no upstream")
+        }
+        self.upstream?.parser.expectResponse(to: request.head.method)
+        self.upstreamBytesSentBeforeRequest = upstreamStream.bytesSent
+        upstreamStream.withOutbound { buffer in
             buffer.writeForwardedRequestHead(
                 request.head,
                 target: request.target,

@@ -145,7 +145,10 @@ extension ClientConnection {
 
     /// Parses what the upstream sent and passes it to the client, while the client keeps up.
     func processUpstreamInput() {
-        while !self.machine.isClosed, let upstream = self.upstream {
+        // Held once for the pass, not once per response event: the loop ends when the exchange lets
+        // go of it (a connection leased instead is read by the pump's next pass).
+        guard let upstream = self.upstream else { return }
+        while !self.machine.isClosed, self.upstream === upstream {
             if self.stream.pendingWriteBytes > Self.highWatermark {
                 // Pause only if the kernel will not take the bytes now; the client's writability
                 // brings the pump back.

@@ -117,13 +117,15 @@ final class ClientConnection {
     /// reading the answers to requests it keeps sending.
     private func updateReading() {
         let clientBackedUp = self.stream.pendingWriteBytes > Self.highWatermark
-        let upstreamBackedUp = (self.upstream?.stream.pendingWriteBytes ?? 0) > Self.highWatermark
-        self.stream.setReading(
-            self.stream.inbound.readableBytes < self.clientReadAhead && !clientBackedUp && !upstreamBackedUp
-        )
-        if let upstream = self.upstream {
-            upstream.stream.setReading(self.machine.upstreamInput != .none && !clientBackedUp)
+        let clientReadable = self.stream.inbound.readableBytes < self.clientReadAhead && !clientBackedUp
+        // The stream itself held, once, not through an optional: each call through `self.upstream`
+        // (or on an optional local) retained and released the stream around it.
+        guard let upstreamStream = self.upstream?.stream else {
+            self.stream.setReading(clientReadable)
+            return
         }
+        self.stream.setReading(clientReadable && upstreamStream.pendingWriteBytes <= Self.highWatermark)
+        upstreamStream.setReading(self.machine.upstreamInput != .none && !clientBackedUp)
     }
 
     /// How much of the client's bytes may wait unparsed. While a head is incomplete, enough for the
