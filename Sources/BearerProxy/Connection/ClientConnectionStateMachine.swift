@@ -205,7 +205,9 @@ struct ClientConnectionStateMachine {
         let isInsideServedTunnel = self.servedTunnelTarget != nil
         // A request refused with its body unread leaves the connection mid-message: close it.
         var closes = !head.wantsKeepAlive || hasBody
-        if let refusal = self.rules.requestGuard.check(
+        // Held once: read through `self` (inout), the guard and the router were retained each.
+        let rules = self.rules
+        if let refusal = rules.requestGuard.check(
             head,
             fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel
         ) {
@@ -216,7 +218,7 @@ struct ClientConnectionStateMachine {
             // Inside a served tunnel, requests name their target through the tunnel, not Host.
             route = .forward(target, path: .absolute(head.target))
         } else {
-            route = self.rules.router.route(head, arrivedOn: self.listenerSession)
+            route = rules.router.route(head, arrivedOn: self.listenerSession)
         }
         switch route {
         case .reject(let error):
