@@ -84,9 +84,11 @@ extension ClientConnectionStateMachine {
             guard case .connecting = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
             exchange.attempts += 1
             exchange.phase = .sent(.init(response: .awaitingHead, lastActivity: now, isReusedConnection: isReused))
+            // An empty copy is not taken out: its nil storage was retained and released all the same.
+            let keptBytes = exchange.keptBodyBytes
             var kept = ByteBuffer()
-            if case .kept(let bytes, _) = exchange.body { kept = bytes }
-            exchange.forwardedBodyBytes = kept.readableBytes
+            if keptBytes > 0, case .kept(let bytes, _) = exchange.body { kept = bytes }
+            exchange.forwardedBodyBytes = keptBytes
             return .sendRequest(
                 RequestToSend(
                     head: exchange.head,
@@ -246,9 +248,11 @@ extension ClientConnectionStateMachine {
             }
             sent.lastActivity = now
             var dpopNonce: DPoPNonceUpdate?
-            if let token = exchange.token {
+            // The generation, not the token: a copy of the token held across these checks was a
+            // retain and a release of its line per response.
+            if let generation = exchange.token?.generation {
                 // The plain bearer path pays this one look at the line's scheme, nothing more.
-                if DPoPLine.isDPoPBound(token.line), let prover = exchange.target.tokenSession?.dpop {
+                if exchange.carriesDPoPBoundToken, let prover = exchange.target.tokenSession?.dpop {
                     dpopNonce = head.value(of: "dpop-nonce").map {
                         DPoPNonceUpdate(prover: prover, origin: exchange.target.origin, nonce: $0)
                     }
@@ -271,7 +275,7 @@ extension ClientConnectionStateMachine {
                     exchange.phase = .sent(sent)
                     return .reportRejection(
                         session,
-                        generation: token.generation,
+                        generation: generation,
                         isReplay: exchange.isReplay,
                         isReplayable: exchange.isReplayable && !exchange.isReplay
                     )

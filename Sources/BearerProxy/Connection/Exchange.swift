@@ -229,6 +229,12 @@ struct Exchange {
 
     var isReplayable: Bool { self.body != .lost }
 
+    /// How many body bytes the copy holds.
+    var keptBodyBytes: Int {
+        if case .kept(let bytes, _) = self.body { return bytes.readableBytes }
+        return 0
+    }
+
     /// The replay budget the body copy holds.
     var reservedReplayBytes: Int {
         if case .kept(_, let reserved) = self.body { return reserved }
@@ -250,6 +256,12 @@ struct Exchange {
             return nil
         }
         return ParkedRequest(session: session, id: id)
+    }
+
+    /// The token the request carries is DPoP-bound (its line's scheme says so).
+    var carriesDPoPBoundToken: Bool {
+        guard let token = self.storage.token else { return false }
+        return DPoPLine.isDPoPBound(token.line)
     }
 
     /// The token the request carries, for the session to hear that it worked.
