@@ -200,7 +200,8 @@ struct ClientConnectionStateMachine {
         case .exchange, .tlsHandshake, .relay, .closing, .closed, .modifying:
             preconditionFailure("Invalid state for a request head: \(self.state)")
         }
-        let record = RequestRecord(head: head, startedAt: now)
+        // The record is made where a branch ends the request here: made up front, it was a retain
+        // and a release of the head on the forwarded path too.
         let hasBody = head.framing != .none && head.framing != .contentLength(0)
         let isInsideServedTunnel = self.servedTunnelTarget != nil
         // A request refused with its body unread leaves the connection mid-message: close it.
@@ -211,7 +212,7 @@ struct ClientConnectionStateMachine {
             head,
             fromUnixSocket: self.isFromUnixSocket || isInsideServedTunnel
         ) {
-            return self.refuse(refusal, record: record, closes: closes)
+            return self.refuse(refusal, record: RequestRecord(head: head, startedAt: now), closes: closes)
         }
         let route: Route
         if let target = self.servedTunnelTarget, head.targetForm == .origin {
@@ -220,17 +221,19 @@ struct ClientConnectionStateMachine {
         } else {
             route = rules.router.route(head, arrivedOn: self.listenerSession)
         }
-        switch route {
+        // Consumed: the target moves into the exchange (a copy was a retain and a release).
+        switch consume route {
         case .reject(let error):
-            return self.refuse(error, record: record, closes: closes)
+            return self.refuse(error, record: RequestRecord(head: head, startedAt: now), closes: closes)
         case .tunnel(let origin):
+            let record = RequestRecord(head: head, startedAt: now)
             self.state = .relay(Relay(kind: .connectTunnel(origin), record: record, now: now))
             return .openTunnel(origin)
         case .serveTunnel(let tunnel):
             // The CONNECT's own `Connection: close` (undici sends one) ends the CONNECT exchange, not
             // the tunnel: the requests inside carry their own keep-alive rules.
             self.state = .servedTunnelOpened(tunnel, since: now)
-            return .acceptServedTunnel(record)
+            return .acceptServedTunnel(RequestRecord(head: head, startedAt: now))
         case .forward(let target, let path):
             closes = !head.wantsKeepAlive
             let body: Exchange.BodyCopy

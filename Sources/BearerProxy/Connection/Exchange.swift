@@ -230,6 +230,7 @@ struct Exchange {
     var isReplayable: Bool { self.body != .lost }
 
     /// How many body bytes the copy holds.
+    @inline(__always)
     var keptBodyBytes: Int {
         if case .kept(let bytes, _) = self.body { return bytes.readableBytes }
         return 0
@@ -259,6 +260,7 @@ struct Exchange {
     }
 
     /// The token the request carries is DPoP-bound (its line's scheme says so).
+    @inline(__always)
     var carriesDPoPBoundToken: Bool {
         guard let token = self.storage.token else { return false }
         return DPoPLine.isDPoPBound(token.line)
