@@ -91,6 +91,11 @@ extension Array where Element == UInt8 {
                 return .failure(error)
             }
         }
-        return try outcome.get()
+        // Consumed, not read with `get()`: that copied the value out (for a head, a retain and a
+        // release on every request and response).
+        switch consume outcome {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
     }
 }
