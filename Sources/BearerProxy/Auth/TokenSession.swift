@@ -325,10 +325,16 @@ package final class TokenSession: Sendable {
         return result
     }
 
+    /// Whether `upstreamAccepted(generation:)` has nothing left to do: only the first acceptance of
+    /// a token changes anything (the storm guard's "it worked").
+    @inline(__always)
+    func knowsAcceptance(of generation: Int) -> Bool {
+        self.acceptedGeneration.load(ordering: .relaxed) == generation
+    }
+
     /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
     func upstreamAccepted(generation: Int) {
-        // Only the first acceptance of a token changes anything (the storm guard's "it worked").
-        if self.acceptedGeneration.load(ordering: .relaxed) == generation { return }
+        if self.knowsAcceptance(of: generation) { return }
         self.modify { state in
             state.machine.upstreamAccepted(generation: generation)
             // Under the lock, ordered with a refusal's reset of it.

@@ -86,7 +86,11 @@ extension ClientConnection {
             case .forwardResponseHead(let response):
                 self.runtime.replayBudget.release(response.releasesReplayBytes)
                 response.dpopNonce?.remember()
-                if let accepted = response.accepted {
+                // Looked at before the token is bound: bound first, its session and token session were
+                // retained and released on every response, though nearly all are known already.
+                if response.accepted.map({ !$0.session.tokens.knowsAcceptance(of: $0.generation) }) == true,
+                    let accepted = response.accepted
+                {
                     accepted.session.tokens.upstreamAccepted(generation: accepted.generation)
                 }
                 self.stream.withOutbound { buffer in
