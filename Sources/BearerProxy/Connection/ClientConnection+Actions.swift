@@ -36,8 +36,7 @@ extension ClientConnection {
 
             case .connectUpstream(let origin, let allowReuse, let isReplay):
                 if isReplay { self.context.metrics.replays += 1 }
-                if allowReuse, let pooled = self.context.pool.lease(origin) {
-                    self.hold(pooled)
+                if allowReuse, self.holdPooled(origin) {
                     action = self.machine.upstreamReady(isReused: true, now: now)
                 } else {
                     self.connectUpstream(to: origin)
@@ -164,6 +163,17 @@ extension ClientConnection {
     private func hold(_ upstream: UpstreamConnection) {
         upstream.owner = self
         self.upstream = upstream
+    }
+
+    /// Makes an idle pooled connection to `origin` this connection's; false when the pool has none.
+    /// The leased reference is moved in, never bound: bound, it was retained for the store and
+    /// released after.
+    private func holdPooled(_ origin: Origin) -> Bool {
+        let pooled = self.context.pool.lease(origin)
+        guard pooled != nil else { return false }
+        self.upstream = pooled
+        self.upstream?.owner = self
+        return true
     }
 
     private func connectUpstream(to origin: Origin) {
