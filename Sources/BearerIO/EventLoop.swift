@@ -271,6 +271,12 @@ package final class EventLoop: @unchecked Sendable {
         return ByteBuffer(capacity: 64 * 1024)
     }
 
+    /// Gives `buffer` one of the pool's buffers when it holds none.
+    @inline(__always)
+    package func lendBuffer(to buffer: inout ByteBuffer) {
+        if buffer.capacity == 0 { buffer.adoptIfUnallocated(self.borrowBuffer()) }
+    }
+
     /// The pool keeps up to `bufferPoolLimit` buffers (4 MiB of 64 KiB ones per loop). On io_uring a
     /// buffer stays with its send until the send completes, so one busy turn has a buffer out for
     /// each send it submitted (about 36 at 256 connections); with a pool of 8 the rest were freed

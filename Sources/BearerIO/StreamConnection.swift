@@ -280,7 +280,7 @@ package final class StreamConnection: Selectable {
     }
 
     private func prepareOutbound() {
-        if self.outbound.capacity == 0 { self.outbound = self.loop.borrowBuffer() }
+        self.loop.lendBuffer(to: &self.outbound)
     }
 
     private func releaseOutbound() {
@@ -295,7 +295,7 @@ package final class StreamConnection: Selectable {
     /// What OpenSSL writes goes into one of the loop's buffers: appended to an empty `produced`, the
     /// BIO would allocate a small buffer of its own for every record (and the ring's send would free it).
     private func prepareTLSOutput(_ tls: TLSConnection) {
-        if tls.produced.capacity == 0 { tls.produced = self.loop.borrowBuffer() }
+        self.loop.lendBuffer(to: &tls.produced)
     }
 
     // MARK: Closing
@@ -466,10 +466,10 @@ package final class StreamConnection: Selectable {
         let progress: ReadProgress
         do throws(IOError) {
             if let tls = self.tls {
-                if tls.received.capacity == 0 { tls.received = self.loop.borrowBuffer() }
+                self.loop.lendBuffer(to: &tls.received)
                 progress = try readiness.read(into: &tls.received)
             } else {
-                if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+                self.loop.lendBuffer(to: &self.inboundStorage)
                 progress = try readiness.read(into: &self.inboundStorage)
             }
         } catch {
@@ -581,7 +581,7 @@ package final class StreamConnection: Selectable {
         var total = 0
         var outcome: TLSConnection.Outcome = .needsMoreBytes
         // The plaintext goes into one of the loop's buffers (an empty inbound would grow one of its own).
-        if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+        self.loop.lendBuffer(to: &self.inboundStorage)
         while total < Self.readSize {
             outcome = .needsMoreBytes
             _ = self.inboundStorage.writeWithUnsafeMutableBytes(minimumWritable: 16 * 1024) { tail -> Int in
@@ -679,10 +679,10 @@ extension StreamConnection: RingReceiver {
             return
         }
         if let tls = self.tls {
-            if tls.received.capacity == 0 { tls.received = self.loop.borrowBuffer() }
+            self.loop.lendBuffer(to: &tls.received)
             tls.received.writeBytes(bytes)
         } else {
-            if self.inboundStorage.capacity == 0 { self.inboundStorage = self.loop.borrowBuffer() }
+            self.loop.lendBuffer(to: &self.inboundStorage)
             self.inboundStorage.writeBytes(bytes)
         }
         self.receivedBytes()
