@@ -1,6 +1,8 @@
 /// Turns the bytes of a complete request head into a `RequestHead` (RFC 9112 §3, §5).
 enum RequestHeadParser {
-    static func parse(_ head: [UInt8], maximumFieldCount: Int) throws(HTTPParseError) -> RequestHead {
+    /// `head` is consumed: the head keeps the bytes it was parsed from (a copy was a retain, and
+    /// the caller's release after, on every request).
+    static func parse(_ head: consuming [UInt8], maximumFieldCount: Int) throws(HTTPParseError) -> RequestHead {
         let parsed = try head.withUnsafeBytesTypedThrows { (raw) throws(HTTPParseError) -> ParsedParts in
             try Self.parseParts(raw, maximumFieldCount: maximumFieldCount)
         }

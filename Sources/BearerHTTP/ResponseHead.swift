@@ -69,8 +69,9 @@ package enum ResponseFraming: Equatable, Sendable {
 }
 
 enum ResponseHeadParser {
-    static func parse(_ head: [UInt8], maximumFieldCount: Int) throws(HTTPParseError) -> ResponseHead {
-        try head.withUnsafeBytesTypedThrows { (bytes) throws(HTTPParseError) -> ResponseHead in
+    /// `head` is consumed, as by the request parser: the head keeps the bytes it was parsed from.
+    static func parse(_ head: consuming [UInt8], maximumFieldCount: Int) throws(HTTPParseError) -> ResponseHead {
+        let parts = try head.withUnsafeBytesTypedThrows { (bytes) throws(HTTPParseError) -> ParsedParts in
             // status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF
             let version: HTTPVersion
             do throws(HTTPParseError) {
@@ -109,19 +110,38 @@ enum ResponseHeadParser {
             case .unsupported: throw .unsupportedTransferCoding
             }
             if isChunked && version == .http10 { throw .transferEncodingInHTTP10 }
-            return ResponseHead(
-                bytes: head,
+            return ParsedParts(
                 version: version,
                 status: status,
                 reason: reason,
                 fields: fields,
-                contentLength: semantics.contentLength,
                 isChunked: isChunked,
-                connectionClose: semantics.connectionClose,
-                keepAliveRequested: semantics.connectionKeepAlive,
-                nominatesOtherFields: semantics.nominatesOtherFields
+                semantics: semantics
             )
         }
+        return ResponseHead(
+            bytes: head,
+            version: parts.version,
+            status: parts.status,
+            reason: parts.reason,
+            fields: parts.fields,
+            contentLength: parts.semantics.contentLength,
+            isChunked: parts.isChunked,
+            connectionClose: parts.semantics.connectionClose,
+            keepAliveRequested: parts.semantics.connectionKeepAlive,
+            nominatesOtherFields: parts.semantics.nominatesOtherFields
+        )
+    }
+
+    /// What the bytes say, made into a head outside the closure that reads them: built inside, the
+    /// head took a copy of the bytes it captured.
+    private struct ParsedParts {
+        var version: HTTPVersion
+        var status: Int
+        var reason: Range<Int>
+        var fields: [HTTPField]
+        var isChunked: Bool
+        var semantics: FieldSemantics
     }
 }
 
