@@ -25,11 +25,14 @@ struct FieldSemantics {
         case unsupported(finalIsChunked: Bool)
     }
 
-    init(_ bytes: UnsafeRawBufferPointer, _ fields: [HTTPField]) throws(HTTPParseError) {
+    /// `fields` borrowed: an initializer takes its arguments owned, so the parser's array was
+    /// retained for the call and released in it, for every head.
+    init(_ bytes: UnsafeRawBufferPointer, _ fields: borrowing [HTTPField]) throws(HTTPParseError) {
         var chunkedCount = 0
         var codingCount = 0
         var lastIsChunked = false
-        for (position, field) in fields.enumerated() {
+        for position in fields.indices {
+            let field = fields[position]
             switch field.knownName {
             case .host:
                 if self.hostField != nil { throw .duplicateHost }
