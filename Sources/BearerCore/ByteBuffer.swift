@@ -38,16 +38,6 @@ public struct ByteBuffer: Sendable {
     @inlinable public var isEmpty: Bool { self._writerIndex == self._readerIndex }
     @inlinable public var capacity: Int { self.storage?.capacity ?? 0 }
 
-    /// Takes `other`'s place when this buffer holds no storage (else does nothing). Written over in
-    /// place: an assignment also released the old value's storage, nil, with a call of its own.
-    @inlinable
-    public mutating func adoptIfUnallocated(_ other: consuming ByteBuffer) {
-        guard self.storage == nil else { return }
-        var incoming = Optional(other)
-        // Sound: with no storage the old value holds no reference, so nothing is left undestroyed.
-        withUnsafeMutablePointer(to: &self) { $0.initialize(to: incoming.take().unsafelyUnwrapped) }
-    }
-
     /// Makes room for at least `minimumWritable` more bytes in storage this buffer alone owns: first
     /// by moving unread bytes to the front, else by moving them to larger storage.
     @inlinable

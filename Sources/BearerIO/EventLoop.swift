@@ -274,7 +274,7 @@ package final class EventLoop: @unchecked Sendable {
     /// Gives `buffer` one of the pool's buffers when it holds none.
     @inline(__always)
     package func lendBuffer(to buffer: inout ByteBuffer) {
-        if buffer.capacity == 0 { buffer.adoptIfUnallocated(self.borrowBuffer()) }
+        if buffer.capacity == 0 { buffer = self.borrowBuffer() }
     }
 
     /// The pool keeps up to `bufferPoolLimit` buffers (4 MiB of 64 KiB ones per loop). On io_uring a
