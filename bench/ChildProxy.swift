@@ -43,13 +43,7 @@ final class ChildProxy: @unchecked Sendable {
         // The reader owns the pipe's end and closes it once the proxy's stderr ends.
         let output = self.output
         _ = spawnThread(name: "proxy-stderr") {
-            var chunk = [UInt8](repeating: 0, count: 16_384)
-            while true {
-                let count = (try? SystemCall.blocking("read") { read(errors.read, &chunk, chunk.count) }) ?? 0
-                guard count > 0 else { break }
-                let text = String(decoding: chunk[..<count], as: UTF8.self)
-                output.withLock { $0 += text }
-            }
+            readUntilEnd(errors.read) { text in output.withLock { $0 += text } }
             close(errors.read)
         }
     }

@@ -68,3 +68,11 @@ package func runProgram(
 private func readToEnd(_ fd: Int32) -> [UInt8] {
     (try? SystemCall.readToEnd(fd, limit: .max)) ?? []
 }
+
+/// Reads `fd` until it ends, passing on what arrives: for a child's output read while it runs.
+package func readUntilEnd(_ fd: Int32, _ received: (String) -> Void) {
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while let count = try? SystemCall.blocking("read", { read(fd, &buffer, buffer.count) }), count > 0 {
+        received(String(decoding: buffer[..<count], as: UTF8.self))
+    }
+}

@@ -94,10 +94,7 @@ import Testing
         close(errors.write)
         let output = Locked("")
         _ = spawnThread(name: "bench-stderr") {
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while case let count = read(errors.read, &chunk, chunk.count), count > 0 {
-                output.withLock { $0 += String(decoding: chunk[..<count], as: UTF8.self) }
-            }
+            readUntilEnd(errors.read) { text in output.withLock { $0 += text } }
             close(errors.read)
         }
         // The bench's children are in its process group: this ends whatever the test leaves running.

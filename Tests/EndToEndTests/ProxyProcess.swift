@@ -163,14 +163,6 @@ final class ProxyProcess: @unchecked Sendable {
     }
 }
 
-/// Reads `fd` until it ends, passing on what arrives.
-func readUntilEnd(_ fd: Int32, _ received: (String) -> Void) {
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while let count = try? SystemCall.blocking("read", { read(fd, &buffer, buffer.count) }), count > 0 {
-        received(String(decoding: buffer[..<count], as: UTF8.self))
-    }
-}
-
 /// A fresh folder in the scratch space for one test's files (the files themselves are not created).
 func temporaryDirectory() -> String {
     do {
