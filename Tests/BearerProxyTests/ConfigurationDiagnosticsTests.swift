@@ -23,6 +23,31 @@ import Testing
         )
     }
 
+    /// A URL the config refuses for its user info or query is quoted without them: they are where
+    /// people put passwords and API keys, and the error reaches the terminal and the journal.
+    @Test func aRefusedURLIsQuotedWithoutItsUserInfoOrQuery() {
+        let found = self.findings(
+            """
+            upstream = http://bob:UPWSECRET@127.0.0.1:9555
+            token_url = https://u:TU/SE?CRET@auth.internal/t
+            revocation_url = https://auth.internal/revoke?key=QSECRET
+            login_url = https://api.internal/login#FRAGSECRET
+            """
+        )
+        #expect(
+            found.errors == [
+                "p.conf:1: upstream: 'http://…@127.0.0.1:9555' must not contain user info (put credentials in the token settings) (expected e.g. https://api.example.com/v2)",
+                // The password's `?` starts a query for the parser; the quote still hides all of it.
+                "p.conf:2: token_url: 'https://…@auth.internal/t' must not have a query or fragment (expected e.g. https://auth.example.com/oauth/token)",
+                "p.conf:3: revocation_url: 'https://auth.internal/revoke?…' must not have a query or fragment (expected e.g. https://auth.example.com/oauth/revoke)",
+                "p.conf:4: login_url: 'https://api.internal/login#…' must not have a query or fragment (expected e.g. https://api.example.com/api/auth/login)",
+            ]
+        )
+        for secret in ["UPWSECRET", "TU/SE", "CRET", "QSECRET", "FRAGSECRET"] {
+            #expect(!found.errors.joined().contains(secret), "\(secret) shown in an error")
+        }
+    }
+
     @Test func aRuleAboutABrokenLinesKeyIsDropped() {
         // token_url's value is wrong: "login needs token_url" would blame the user twice for one typo.
         let found = self.findings(

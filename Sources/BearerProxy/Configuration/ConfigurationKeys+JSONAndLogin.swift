@@ -52,7 +52,7 @@ extension Configuration {
                 config[keyPath: path] = url
                 return nil
             case .failure(let error):
-                return "'\(value)' \(error.reason) (expected e.g. \(example))"
+                return "'\(HTTPURL.quotable(value))' \(error.reason) (expected e.g. \(example))"
             }
         }
     }

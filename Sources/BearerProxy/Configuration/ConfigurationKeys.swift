@@ -77,15 +77,7 @@ extension Configuration {
             config.listen = addresses
             return nil
         },
-        ConfigurationKey("upstream", scope: .session, show: { $0.upstream?.description }) { value, config in
-            switch HTTPURL.parse(value) {
-            case .success(let url):
-                config.upstream = url
-                return nil
-            case .failure(let error):
-                return "'\(value)' \(error.reason) (expected e.g. https://api.example.com/v2)"
-            }
-        },
+        urlKey("upstream", scope: .session, example: "https://api.example.com/v2", \.upstream),
         ConfigurationKey(
             "inject_hosts",
             scope: .session,
@@ -180,30 +172,14 @@ extension Configuration {
             }
             return nil
         },
-        ConfigurationKey("revocation_url", scope: .session, show: { $0.revocationURL?.description }) { value, config in
-            switch HTTPURL.parse(value) {
-            case .success(let url):
-                config.revocationURL = url
-                return nil
-            case .failure(let error):
-                return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/revoke)"
-            }
-        },
+        urlKey("revocation_url", scope: .session, example: "https://auth.example.com/oauth/revoke", \.revocationURL),
         secretKey("refresh_token", scope: .session, \.refreshToken),
         ConfigurationKey("refresh_token_file", scope: .session, show: { $0.refreshTokenFile }) { value, config in
             guard !value.isEmpty else { return "expected a file path" }
             config.refreshTokenFile = ValueParsers.expandingHome(value)
             return nil
         },
-        ConfigurationKey("token_url", scope: .session, show: { $0.tokenURL.map(\.description) }) { value, config in
-            switch HTTPURL.parse(value) {
-            case .success(let url):
-                config.tokenURL = url
-                return nil
-            case .failure(let error):
-                return "'\(value)' \(error.reason) (expected e.g. https://auth.example.com/oauth/token)"
-            }
-        },
+        urlKey("token_url", scope: .session, example: "https://auth.example.com/oauth/token", \.tokenURL),
         ConfigurationKey("grant_type", scope: .session, show: { $0.effectiveGrantType.rawValue }) { value, config in
             guard let grant = GrantType(rawValue: value) else {
                 return "expected refresh_token, client_credentials, password or jwt_bearer, got '\(value)'"

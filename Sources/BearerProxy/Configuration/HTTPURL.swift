@@ -25,6 +25,23 @@ package struct HTTPURL: Equatable, Sendable, CustomStringConvertible {
     /// Where connections for this URL go.
     package var origin: Origin { Origin(isHTTPS: self.isHTTPS, host: self.host, port: self.port) }
 
+    /// `text` as an error may quote it: everything up to an `@` (user info) and from a `?` or `#` on
+    /// (query, fragment) become `…`. Either may hold a password or an API key, and an error reaches the
+    /// terminal and the journal; masking from the last `@` anywhere also covers a password with `/` or `?`.
+    package static func quotable(_ text: String) -> String {
+        let afterScheme = text.range(of: "://")?.upperBound ?? text.startIndex
+        var shown = String(text[..<afterScheme])
+        var rest = text[afterScheme...]
+        if let at = rest.lastIndex(of: "@") {
+            shown += "…"
+            rest = rest[at...]
+        }
+        if let query = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            return shown + rest[..<query] + "\(rest[query])…"
+        }
+        return shown + rest
+    }
+
     /// Parses `http[s]://host[:port][/prefix]`; returns a sentence saying what is wrong otherwise.
     package static func parse(_ text: String) -> Result<HTTPURL, URLParseError> {
         let lower = text.lowercased()
