@@ -91,6 +91,18 @@ import Testing
         #expect(try self.adminRequest(fixture, "GET", "/refresh").status == 405)
     }
 
+    /// Without a token source there is nothing to refresh with: a 409 whose status line and body say so.
+    @Test func postRefreshWithNothingToRefreshWithIs409Conflict() throws {
+        let fixture = try self.fixture { config, _ in
+            config.tokenURL = nil
+            config.accessToken = Secret("static-token")
+        }
+        let response = try self.adminRequest(fixture, "POST", "/refresh")
+        #expect(response.status == 409)
+        #expect(String(decoding: response.head.bytes[response.head.reason], as: UTF8.self) == "Conflict")
+        #expect(response.text == "bearer-proxy: there is nothing to refresh with (set token_url or token_command)\n")
+    }
+
     @Test(arguments: [
         ("GET", "/refresh", "POST"), ("GET", "/logout", "POST"), ("POST", "/status", "GET"),
         ("POST", "/metrics", "GET"), ("DELETE", "/healthz", "GET, HEAD"),

@@ -45,7 +45,8 @@ package struct ServiceAccountKey: Sendable {
         let tokenURI: HTTPURL
         switch HTTPURL.parse(tokenURIText) {
         case .success(let url): tokenURI = url
-        case .failure(let error): throw failure("token_uri '\(oneLine(HTTPURL.quotable(tokenURIText), limit: 100))' \(error.reason)")
+        case .failure(let error):
+            throw failure("token_uri '\(oneLine(HTTPURL.quotable(tokenURIText), limit: 100))' \(error.reason)")
         }
         var pemBytes = Array(pem.utf8)
         defer { wipe(&pemBytes) }
