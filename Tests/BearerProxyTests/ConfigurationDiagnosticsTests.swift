@@ -48,6 +48,32 @@ import Testing
         }
     }
 
+    /// An upstream that is the proxy's own listener would send every request round until its head
+    /// overflows, with the token on each hop: refused where the mistake is.
+    @Test(arguments: [
+        ("upstream = http://127.0.0.1:8080", "http://127.0.0.1:8080", "127.0.0.1:8080"),
+        ("upstream = http://localhost:8080", "http://localhost:8080", "127.0.0.1:8080"),
+        ("listen = 0.0.0.0:9000\nupstream = http://127.0.0.1:9000", "http://127.0.0.1:9000", "0.0.0.0:9000"),
+        (
+            "upstream = https://api.internal\n[session b]\nupstream = http://127.0.0.1:8080\nmount = /b",
+            "http://127.0.0.1:8080", "127.0.0.1:8080 of [session default]"
+        ),
+    ])
+    func anUpstreamThatIsTheProxysOwnListenerIsRefused(text: String, upstream: String, listener: String) {
+        let errors = self.findings(text).errors
+        let expected =
+            "upstream: \(upstream) is this proxy's own listener (listen = \(listener)): every request would come back to it"
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains(expected) == true, "\(errors)")
+    }
+
+    @Test func anUpstreamOnAnotherPortOrHostIsNotALoop() {
+        #expect(self.findings("upstream = http://127.0.0.1:8081").errors == [])
+        #expect(self.findings("listen = 127.0.0.1:9000\nupstream = http://127.0.0.1:8080").errors == [])
+        #expect(self.findings("listen = 127.0.0.1:0\nupstream = http://127.0.0.1:8080").errors == [])
+        #expect(self.findings("upstream = http://10.1.2.3:8080").errors == [])
+    }
+
     @Test func aRuleAboutABrokenLinesKeyIsDropped() {
         // token_url's value is wrong: "login needs token_url" would blame the user twice for one typo.
         let found = self.findings(

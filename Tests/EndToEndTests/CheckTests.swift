@@ -188,7 +188,7 @@ import Testing
             ]
         )
         let elsewhere = try ProxyProcess.run(
-            ["--check", "--config", config, "--upstream", "http://127.0.0.1:8080"],
+            ["--check", "--config", config, "--upstream", "http://127.0.0.1:9090"],
             environment: ["E2E_TOKEN": "t"]
         )
         #expect(elsewhere.stderr.split(separator: "\n").count == 2, "a loopback upstream is not a clear-text warning")

@@ -102,7 +102,7 @@ extension Configuration {
 
     /// Where `key` was set in `session`: its line; else a named session's `[session NAME]` line (its
     /// defaults follow from its name), or for the default session the key's default.
-    private static func place(of key: String, in session: SessionConfiguration) -> String {
+    static func place(of key: String, in session: SessionConfiguration) -> String {
         if let place = session.configuration.settingPlaces.byKey[key] { return place }
         return session.name == Self.defaultSessionName ? "\(key)'s default" : session.place
     }

@@ -62,6 +62,7 @@ package enum ConfigurationLoader {
             session.validate(into: &diagnostics)
         }
         config.validateSessions(into: &diagnostics)
+        config.validateNoSelfLoop(into: &diagnostics)
         return (config, diagnostics)
     }
 
