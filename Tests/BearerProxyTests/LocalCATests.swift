@@ -167,7 +167,7 @@ struct WrittenCA {
             } catch {
                 #expect(
                     error.description
-                        == "inject host \(host) is outside the local CA's name constraints (\(root) permits DNS:api.example.com, IP:127.0.0.1/32, IP:::/128): run `bearer-proxy ca --renew` to make a CA for the current inject_hosts, then trust the new ca.pem"
+                        == "inject host \(host) is outside the local CA's name constraints (\(root) permits DNS:api.example.com, IP:127.0.0.1/32, IP:::/128): the CA in that folder was made for other inject hosts (another config using it?): give this config a ca_dir of its own, or run `bearer-proxy ca --renew` to replace it with one for the current inject_hosts, then trust the new ca.pem"
                 )
             }
         }

@@ -105,7 +105,7 @@ import Testing
         #expect(refused.status == 1)
         #expect(
             refused.stderr
-                == "Error: inject host other.example.com is outside the local CA's name constraints (\(self.rootFile) permits DNS:api.example.com, IP:0.0.0.0/32, IP:::/128): run `bearer-proxy ca --renew` to make a CA for the current inject_hosts, then trust the new ca.pem\n"
+                == "Error: inject host other.example.com is outside the local CA's name constraints (\(self.rootFile) permits DNS:api.example.com, IP:0.0.0.0/32, IP:::/128): the CA in that folder was made for other inject hosts (another config using it?): give this config a ca_dir of its own, or run `bearer-proxy ca --renew` to replace it with one for the current inject_hosts, then trust the new ca.pem\n"
         )
         #expect(self.text(self.rootFile) == oldRoot)
 

@@ -39,7 +39,7 @@ package enum LocalCAError: Error, Equatable, CustomStringConvertible {
         case .notYetValid(let path, let notBefore):
             "\(path): the local CA is valid only from \(notBefore) (is the clock right?)"
         case .outsideConstraints(let host, let rootFile, let permitted):
-            "inject host \(host) is outside the local CA's name constraints (\(rootFile) permits \(permitted)): run `bearer-proxy ca --renew` to make a CA for the current inject_hosts, then trust the new ca.pem"
+            "inject host \(host) is outside the local CA's name constraints (\(rootFile) permits \(permitted)): the CA in that folder was made for other inject hosts (another config using it?): give this config a ca_dir of its own, or run `bearer-proxy ca --renew` to replace it with one for the current inject_hosts, then trust the new ca.pem"
         case .cannotWrite(let path, let reason):
             "\(path): cannot write the local CA: \(reason)"
         case .noSystemTrustStore(let looked):
