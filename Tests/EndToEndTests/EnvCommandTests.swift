@@ -80,6 +80,41 @@ import Testing
         #expect(again.stderr == "")
     }
 
+    /// A secret kept out of the shell (the service's EnvironmentFile has it) does not stop `env`,
+    /// which uses none: the same lines as without the key. A variable in a key `env` reads still
+    /// must be set; the proxy, `--check` and `run` still need the secret.
+    @Test func anUnsetVariableInASecretKeyIsNoErrorButOneInTheUpstreamIs() throws {
+        let common = "listen = 127.0.0.1:8126\ntls_intercept = on\nca_dir = \(self.base)/ca-unset\n"
+        let withoutToken = self.config("upstream = http://127.0.0.1:3000\n" + common)
+        let expected = try ProxyProcess.run(["env", "--config", withoutToken])
+        #expect(expected.status == 0, "stderr: \(expected.stderr)")
+        let unsetToken = self.config(
+            "upstream = http://127.0.0.1:3000\naccess_token = ${E2E_ENV_UNSET_TOKEN}\n"
+                + "client_secret = ${E2E_ENV_UNSET_SECRET}\nsession_store = ${E2E_ENV_UNSET_STORE}\n" + common
+        )
+        let result = try ProxyProcess.run(["env", "--config", unsetToken])
+        #expect(result.status == 0)
+        #expect(result.stdout == expected.stdout)
+        #expect(result.stderr == "")
+        #expect(!result.stdout.contains("${"))
+
+        let unsetUpstream = self.config("upstream = ${E2E_ENV_UNSET_API_URL}\n" + common)
+        let failed = try ProxyProcess.run(["env", "--config", unsetUpstream])
+        #expect(failed.status == 1)
+        #expect(failed.stdout == "")
+        #expect(
+            failed.stderr
+                == "Error: \(unsetUpstream):1: upstream: environment variable E2E_ENV_UNSET_API_URL is not set\n"
+        )
+
+        let unsetError = "Error: \(unsetToken):2: access_token: environment variable E2E_ENV_UNSET_TOKEN is not set\n"
+        for arguments in [["--check", "--config", unsetToken], ["run", "--config", unsetToken, "--", "/bin/true"]] {
+            let strict = try ProxyProcess.run(arguments)
+            #expect(strict.status == 1, "\(arguments)")
+            #expect(strict.stderr.hasPrefix(unsetError), "\(arguments): \(strict.stderr)")
+        }
+    }
+
     @Test func withoutInterceptionTheProxyAloneAndEveryLoopbackNameDirect() throws {
         let config = self.config("upstream = https://api.example.com\nca_dir = \(self.base)/ca\n")
         let result = try ProxyProcess.run(["env", "--config", config, "--listen", "[::1]:8124"])

@@ -167,6 +167,50 @@ import Testing
         #expect(self.text(self.caDirectory + "/bundle.pem") == self.text(system) + self.text(self.rootFile))
     }
 
+    /// `ca` uses no secret: one whose variable is not set in this shell (the service's EnvironmentFile
+    /// has it) is no error, nor is a value that is nothing but that variable. A variable in a key
+    /// `ca` reads still must be set, and the proxy itself still needs the secret.
+    @Test func anUnsetVariableInASecretKeyIsNoErrorButOneInTheUpstreamIs() throws {
+        let config = self.config(
+            injectHosts: "api.example.com",
+            "access_token = ${E2E_CA_UNSET_TOKEN}\npassword = x${E2E_CA_UNSET_PASSWORD}\nlogin_body = ${E2E_CA_UNSET_BODY}"
+        )
+        let result = try self.ca(["--config", config, "--bundle"])
+        #expect(result.status == 0)
+        #expect(result.stdout == self.caDirectory + "/bundle.pem\n")
+        #expect(
+            result.stderr
+                == "Made a new local CA in \(self.caDirectory) for api.example.com: clients must trust its ca.pem.\n"
+        )
+        let again = try self.ca(["--config", config])
+        #expect(again.status == 0)
+        #expect(again.stdout == self.rootFile + "\n")
+        #expect(again.stderr == "")
+
+        let unsetUpstream = self.base + "/unset-upstream.conf"
+        _ = FileManager.default.createFile(
+            atPath: unsetUpstream,
+            contents: Data("upstream = ${E2E_CA_UNSET_API_URL}\nca_dir = \(self.caDirectory)\n".utf8)
+        )
+        let failed = try self.ca(["--config", unsetUpstream])
+        #expect(failed.status == 1)
+        #expect(failed.stdout == "")
+        #expect(
+            failed.stderr
+                == "Error: \(unsetUpstream):1: upstream: environment variable E2E_CA_UNSET_API_URL is not set\n"
+        )
+
+        let proxy = try ProxyProcess.run(["--config", config])
+        #expect(proxy.status == 1)
+        #expect(
+            proxy.stderr.split(separator: "\n").map(String.init) == [
+                "Error: \(config):5: access_token: environment variable E2E_CA_UNSET_TOKEN is not set",
+                "Error: \(config):6: password: environment variable E2E_CA_UNSET_PASSWORD is not set",
+                "Error: \(config):7: login_body: environment variable E2E_CA_UNSET_BODY is not set",
+            ]
+        )
+    }
+
     @Test func failuresAreOneLineAndExitOne() throws {
         let unwritable = temporaryFile("upstream = https://api.example.com\nca_dir = /proc/bearer-e2e-ca\n")
         let result = try self.ca(["--config", unwritable])

@@ -9,6 +9,9 @@ package struct ConfigEntry: Equatable, Sendable {
     /// The `${NAME}`s the value was expanded from, in order: `bearer-proxy run` keeps those of
     /// secret keys out of the wrapped program's environment.
     package var variables: [String] = []
+    /// The `${NAME}`s left as written because they are not set, in a key whose unset variables are
+    /// no error (`ConfigurationLoader.SecretUse.unused`): the value is not the one meant.
+    package var unsetVariables: [String] = []
     /// The `[session NAME]` the line is under; nil outside any section (the default session, and
     /// the process-wide keys).
     package var section: ConfigSection?
@@ -64,11 +67,14 @@ package enum ConfigFileParser {
         return entries
     }
 
-    /// Every line's mistake is recorded and the line skipped, so that one run names them all.
+    /// Every line's mistake is recorded and the line skipped, so that one run names them all. An
+    /// unset variable is an error, except in the keys of `unsetAllowedIn`, where it is left as written
+    /// (`ConfigEntry.unsetVariables`).
     package static func parse(
         _ text: String,
         fileName: String,
         environment: [String: String],
+        unsetAllowedIn lenientKeys: Set<String> = [],
         into diagnostics: inout ConfigurationDiagnostics
     ) -> [ConfigEntry] {
         var entries: [ConfigEntry] = []
@@ -83,7 +89,14 @@ package enum ConfigFileParser {
                     if let error = header.error { diagnostics.lineError(error) }
                     continue
                 }
-                guard var entry = try Self.parseLine(rawLine, place: place, environment: environment) else { continue }
+                guard
+                    var entry = try Self.parseLine(
+                        rawLine,
+                        place: place,
+                        environment: environment,
+                        unsetAllowedIn: lenientKeys
+                    )
+                else { continue }
                 entry.section = sections.current
                 sections.noteKeyLine()
                 let scope = entry.section?.name ?? ""
@@ -118,7 +131,8 @@ package enum ConfigFileParser {
     private static func parseLine(
         _ rawLine: Substring,
         place: String,
-        environment: [String: String]
+        environment: [String: String],
+        unsetAllowedIn lenientKeys: Set<String>
     ) throws(ConfigurationError) -> ConfigEntry? {
         let line = Self.trimmed(rawLine)
         if line.isEmpty || line.hasPrefix("#") { return nil }
@@ -153,21 +167,21 @@ package enum ConfigFileParser {
                     "'#' after the value: comments must be on their own line (quote the value if the '#' belongs to it)"
             )
         }
-        var variables: [String] = []
-        let expanded = try Self.expand(value, place: place, key: key, environment: environment, naming: &variables)
-        return ConfigEntry(key: key, value: expanded, place: place, variables: variables)
+        var entry = ConfigEntry(key: key, value: value, place: place)
+        try Self.expand(&entry, environment: environment, leavingUnset: lenientKeys.contains(key))
+        return entry
     }
 
-    /// Replaces each `${NAME}` with the environment variable's value, adding NAME to `names`; an unset
-    /// variable is an error.
-    static func expand(
-        _ value: String,
-        place: String,
-        key: String,
+    /// Replaces each `${NAME}` in the entry's value with the environment variable's value, adding NAME
+    /// to its `variables`; an unset variable is an error, or (`leavingUnset`) left as written and added
+    /// to its `unsetVariables`.
+    private static func expand(
+        _ entry: inout ConfigEntry,
         environment: [String: String],
-        naming names: inout [String]
-    ) throws(ConfigurationError) -> String {
-        guard value.contains("${") else { return value }
+        leavingUnset: Bool
+    ) throws(ConfigurationError) {
+        let (place, key, value) = (entry.place, entry.key, entry.value)
+        guard value.contains("${") else { return }
         var result = ""
         var rest = Substring(value)
         while let start = rest.range(of: "${") {
@@ -179,15 +193,19 @@ package enum ConfigFileParser {
             guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
                 throw ConfigurationError(place: place, key: key, message: "invalid variable name in '${\(name)}'")
             }
-            guard let replacement = environment[name] else {
+            if let replacement = environment[name] {
+                result += replacement
+                entry.variables.append(name)
+            } else if leavingUnset {
+                result += "${\(name)}"
+                entry.unsetVariables.append(name)
+            } else {
                 throw ConfigurationError(place: place, key: key, message: "environment variable \(name) is not set")
             }
-            result += replacement
-            names.append(name)
             rest = rest[rest.index(after: end)...]
         }
         result += rest
-        return result
+        entry.value = result
     }
 
     /// A blank followed by `#`: what a comment after a value looks like.

@@ -467,11 +467,15 @@ extension Configuration {
                 )
                 continue
             }
-            guard let expected = Self.misplacement(of: key, in: section) ?? key.apply(entry.value, &config) else {
+            let misplaced = Self.misplacement(of: key, in: section)
+            guard let expected = misplaced ?? key.apply(entry.value, &config) else {
                 config.settingPlaces.byKey[entry.key] = entry.place
                 if key.carriesSecrets { config.secretVariables.formUnion(entry.variables) }
                 continue
             }
+            // What the key refuses is the unset `${VAR}` left in the value, not the value meant: the key
+            // stays unset (`ConfigurationLoader.SecretUse.unused`).
+            if misplaced == nil && !entry.unsetVariables.isEmpty { continue }
             diagnostics.lineError(
                 ConfigurationError(place: entry.place, key: entry.key, message: expected),
                 section: section?.name

@@ -2,11 +2,24 @@ import Foundation
 
 /// Reads the config file, applies flags over it, and checks what must be set.
 package enum ConfigurationLoader {
+    /// Whether the command loading the configuration uses its secrets, which decides what an unset
+    /// `${VAR}` in a key that holds one (a key `--check` masks) is.
+    package enum SecretUse: Sendable {
+        /// The proxy, `--check`, `run`, `login`, `logout`: an error, as in any other key.
+        case used
+        /// `ca` and `env`, which read the listen addresses, inject hosts, CA folder and upstream, and
+        /// send nothing: no error. The `${VAR}` is left as written, and a value its key refuses so is
+        /// left unset, so that nothing else fails for want of it either. Nothing may be sent with a
+        /// configuration loaded so.
+        case unused
+    }
+
     /// The configuration, or every error found in it (each line's own, then the rules about settings
     /// together), so that one run names them all. Its warnings are `Configuration.warnings`.
     package static func load(
         _ options: CommandLineOptions,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        secrets: SecretUse = .used
     ) throws(ConfigurationErrors) -> Configuration {
         let path = Self.configFile(for: options, environment: environment)
         var text: String?
@@ -17,7 +30,13 @@ package enum ConfigurationLoader {
                 throw ConfigurationErrors([error])
             }
         }
-        let (config, found) = Self.read(text, fileName: path, overrides: options.overrides, environment: environment)
+        let (config, found) = Self.read(
+            text,
+            fileName: path,
+            overrides: options.overrides,
+            environment: environment,
+            secrets: secrets
+        )
         var diagnostics = found
         if !options.isDemo && config.upstream == nil && config.sessions.isEmpty {
             let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
@@ -38,12 +57,19 @@ package enum ConfigurationLoader {
         _ text: String?,
         fileName: String?,
         overrides: [ConfigEntry] = [],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        secrets: SecretUse = .used
     ) -> (Configuration, ConfigurationDiagnostics) {
         var diagnostics = ConfigurationDiagnostics()
         var entries: [ConfigEntry] = []
         if let text, let fileName {
-            entries += ConfigFileParser.parse(text, fileName: fileName, environment: environment, into: &diagnostics)
+            entries += ConfigFileParser.parse(
+                text,
+                fileName: fileName,
+                environment: environment,
+                unsetAllowedIn: secrets == .used ? [] : Set(Configuration.keys.filter(\.carriesSecrets).map(\.name)),
+                into: &diagnostics
+            )
         }
         entries += overrides
         var config = Configuration.build(from: entries, into: &diagnostics)

@@ -12,9 +12,10 @@ enum CACommand {
         console: Console,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Int32 {
-        guard let configuration = options.loadConfiguration(environment: environment, console: console) else {
-            return 1
-        }
+        // Only the inject hosts and ca_dir are read: no secret.
+        guard
+            let configuration = options.loadConfiguration(environment: environment, secrets: .unused, console: console)
+        else { return 1 }
         do throws(LocalCAError) {
             console.say(
                 try Self.perform(options, configuration: configuration, environment: environment, console: console)

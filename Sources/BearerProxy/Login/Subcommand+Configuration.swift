@@ -13,10 +13,15 @@ extension Subcommand.Options {
     func loadConfiguration(
         overrides: [ConfigEntry] = [],
         environment: [String: String],
+        secrets: ConfigurationLoader.SecretUse,
         console: Console
     ) -> Configuration? {
         do throws(ConfigurationErrors) {
-            return try ConfigurationLoader.load(self.loaderOptions(overrides: overrides), environment: environment)
+            return try ConfigurationLoader.load(
+                self.loaderOptions(overrides: overrides),
+                environment: environment,
+                secrets: secrets
+            )
         } catch {
             Console.write(error.errors.map { "Error: \($0)\n" }.joined(), to: console.errors)
             return nil

@@ -14,6 +14,7 @@ enum EnvCommand {
             let configuration = options.loadConfiguration(
                 overrides: listen ?? [],
                 environment: environment,
+                secrets: .unused,
                 console: console
             )
         else { return 1 }

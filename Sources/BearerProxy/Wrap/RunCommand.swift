@@ -14,6 +14,7 @@ enum RunCommand {
             var configuration = options.loadConfiguration(
                 overrides: Self.overrides(options),
                 environment: environment,
+                secrets: .used,
                 console: .standard
             )
         else { return 1 }
