@@ -115,6 +115,21 @@ import Testing
         }
     }
 
+    /// Without a config file, a subcommand's hint offers what its own command line takes: `ca`, `env`
+    /// and `run` have no `--upstream` and no `--demo` (the proxy's hint offered both).
+    @Test(arguments: [["ca"], ["env"], ["run", "--", "/bin/true"]])
+    func withoutAConfigASubcommandIsToldToPassConfig(arguments: [String]) throws {
+        let home = self.base + "/empty-home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let result = try ProxyProcess.run(arguments, environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config"])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: configuration: upstream: required: no config file was given (--config FILE) and \(home)/.config/bearer-proxy/proxy.conf does not exist; pass --config FILE\n",
+            "\(arguments)"
+        )
+    }
+
     @Test func withoutInterceptionTheProxyAloneAndEveryLoopbackNameDirect() throws {
         let config = self.config("upstream = https://api.example.com\nca_dir = \(self.base)/ca\n")
         let result = try ProxyProcess.run(["env", "--config", config, "--listen", "[::1]:8124"])

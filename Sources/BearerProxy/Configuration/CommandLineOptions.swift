@@ -8,6 +8,9 @@ package struct CommandLineOptions: Equatable, Sendable {
     package var isJSONDemo = false
     package var isHelp = false
     package var isVersion = false
+    /// False for the subcommands (`ca`, `env`, `run`, `login`, `logout`), whose command lines have no
+    /// `--upstream` or `--demo`: the loader's hints then offer only what they take.
+    package var takesProxyFlags = true
 
     package static let version = "0.1.0"
 

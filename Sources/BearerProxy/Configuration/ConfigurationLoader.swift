@@ -40,12 +40,16 @@ package enum ConfigurationLoader {
         var diagnostics = found
         if !options.isDemo && config.upstream == nil && config.sessions.isEmpty {
             let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
-            diagnostics.error(
-                "upstream",
-                path == nil
-                    ? "required: no config file was given (--config FILE) and \(defaultFile) does not exist; pass --upstream URL, or try --demo"
-                    : "required (set 'upstream = https://api.example.com' or pass --upstream URL; --demo needs none)"
-            )
+            let noFile = "required: no config file was given (--config FILE) and \(defaultFile) does not exist"
+            let example = "set 'upstream = https://api.example.com'"
+            let message =
+                switch (path == nil, options.takesProxyFlags) {
+                case (true, true): "\(noFile); pass --upstream URL, or try --demo"
+                case (true, false): "\(noFile); pass --config FILE"
+                case (false, true): "required (\(example) or pass --upstream URL; --demo needs none)"
+                case (false, false): "required (\(example) in the config file)"
+                }
+            diagnostics.error("upstream", message)
         }
         guard diagnostics.errors.isEmpty else { throw ConfigurationErrors(diagnostics.sortedErrors) }
         return config

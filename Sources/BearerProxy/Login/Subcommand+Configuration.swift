@@ -5,6 +5,7 @@ extension Subcommand.Options {
     func loaderOptions(overrides: [ConfigEntry] = []) -> CommandLineOptions {
         var options = CommandLineOptions()
         options.configPath = self.configPath
+        options.takesProxyFlags = false
         options.overrides = overrides
         return options
     }
