@@ -190,6 +190,16 @@ package enum ListenAddressSpec: Equatable, Sendable, CustomStringConvertible {
         return .hostPort(host: String(host), port: port)
     }
 
+    /// The loopback address a client on this machine reaches a listener on `host` at, when `host`
+    /// means "every address" of its family; nil for any other host.
+    package static func loopback(reachingWildcard host: String) -> String? {
+        switch host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "::1"
+        default: nil
+        }
+    }
+
     package var description: String {
         switch self {
         case .hostPort(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"

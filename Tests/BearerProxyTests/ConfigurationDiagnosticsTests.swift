@@ -32,18 +32,21 @@ import Testing
             token_url = https://u:TU/SE?CRET@auth.internal/t
             revocation_url = https://auth.internal/revoke?key=QSECRET
             login_url = https://api.internal/login#FRAGSECRET
+            logout_url = https://api.internal/out?login=me@example.com&key=ATSECRET
             """
         )
         #expect(
             found.errors == [
                 "p.conf:1: upstream: 'http://…@127.0.0.1:9555' must not contain user info (put credentials in the token settings) (expected e.g. https://api.example.com/v2)",
-                // The password's `?` starts a query for the parser; the quote still hides all of it.
-                "p.conf:2: token_url: 'https://…@auth.internal/t' must not have a query or fragment (expected e.g. https://auth.example.com/oauth/token)",
+                // The password's `?` starts a query for the parser, and the quote cannot tell: only the scheme.
+                "p.conf:2: token_url: 'https://…' must not have a query or fragment (expected e.g. https://auth.example.com/oauth/token)",
                 "p.conf:3: revocation_url: 'https://auth.internal/revoke?…' must not have a query or fragment (expected e.g. https://auth.example.com/oauth/revoke)",
                 "p.conf:4: login_url: 'https://api.internal/login#…' must not have a query or fragment (expected e.g. https://api.example.com/api/auth/login)",
+                // An `@` after the `?`: a query with an address in it, or a password with a `?`; only the scheme is shown.
+                "p.conf:5: logout_url: 'https://…' must not have a query or fragment (expected e.g. https://api.example.com/api/auth/logout)",
             ]
         )
-        for secret in ["UPWSECRET", "TU/SE", "CRET", "QSECRET", "FRAGSECRET"] {
+        for secret in ["UPWSECRET", "TU/SE", "CRET", "QSECRET", "FRAGSECRET", "ATSECRET", "example.com&"] {
             #expect(!found.errors.joined().contains(secret), "\(secret) shown in an error")
         }
     }
@@ -51,27 +54,61 @@ import Testing
     /// An upstream that is the proxy's own listener would send every request round until its head
     /// overflows, with the token on each hop: refused where the mistake is.
     @Test(arguments: [
-        ("upstream = http://127.0.0.1:8080", "http://127.0.0.1:8080", "127.0.0.1:8080"),
-        ("upstream = http://localhost:8080", "http://localhost:8080", "127.0.0.1:8080"),
-        ("listen = 0.0.0.0:9000\nupstream = http://127.0.0.1:9000", "http://127.0.0.1:9000", "0.0.0.0:9000"),
+        ("upstream = http://127.0.0.1:8080", "http://127.0.0.1:8080", "listen = 127.0.0.1:8080"),
+        ("upstream = http://localhost:8080", "http://localhost:8080", "listen = 127.0.0.1:8080"),
+        ("listen = 0.0.0.0:9000\nupstream = http://127.0.0.2:9000", "http://127.0.0.2:9000", "listen = 0.0.0.0:9000"),
         (
-            "upstream = https://api.internal\n[session b]\nupstream = http://127.0.0.1:8080\nmount = /b",
-            "http://127.0.0.1:8080", "127.0.0.1:8080 of [session default]"
+            "listen = [::]:9000\nupstream = http://[0:0:0:0:0:0:0:1]:9000",
+            "http://[0:0:0:0:0:0:0:1]:9000", "listen = [::]:9000"
+        ),
+        (
+            "upstream = https://api.internal\n[session b]\nupstream = http://127.0.0.1:8080/b/v1\nmount = /b",
+            "http://127.0.0.1:8080/b/v1", "listen = 127.0.0.1:8080, mount = /b"
         ),
     ])
-    func anUpstreamThatIsTheProxysOwnListenerIsRefused(text: String, upstream: String, listener: String) {
+    func anUpstreamThatIsTheProxysOwnListenerIsRefused(text: String, upstream: String, through: String) {
         let errors = self.findings(text).errors
         let expected =
-            "upstream: \(upstream) is this proxy's own listener (listen = \(listener)): every request would come back to it"
+            "upstream: \(upstream) is this proxy's own listener (\(through)): every request would come back to it"
         #expect(errors.count == 1)
         #expect(errors.first?.contains(expected) == true, "\(errors)")
     }
 
-    @Test func anUpstreamOnAnotherPortOrHostIsNotALoop() {
-        #expect(self.findings("upstream = http://127.0.0.1:8081").errors == [])
-        #expect(self.findings("listen = 127.0.0.1:9000\nupstream = http://127.0.0.1:8080").errors == [])
-        #expect(self.findings("listen = 127.0.0.1:0\nupstream = http://127.0.0.1:8080").errors == [])
-        #expect(self.findings("upstream = http://10.1.2.3:8080").errors == [])
+    @Test func twoSessionsSendingToEachOtherAreBothRefused() {
+        let errors = self.findings(
+            "upstream = http://127.0.0.1:8081\n[session b]\nlisten = 127.0.0.1:8081\nupstream = http://127.0.0.1:8080"
+        ).errors
+        #expect(
+            errors == [
+                "p.conf:1: upstream: http://127.0.0.1:8081 is this proxy's own listener (listen = 127.0.0.1:8081 of [session b], whose upstream leads back here): every request would come back to it (point upstream at the API)",
+                "p.conf:4: upstream: http://127.0.0.1:8080 is this proxy's own listener (listen = 127.0.0.1:8080, whose upstream leads back here): every request would come back to it (point upstream at the API)",
+            ]
+        )
+    }
+
+    /// Another port, host or address family is another socket (IPv6 listeners take no IPv4); a chain
+    /// through another session that ends at the API ends; an https upstream fails its handshake.
+    @Test(arguments: [
+        "upstream = http://127.0.0.1:8081",
+        "listen = 127.0.0.1:9000\nupstream = http://127.0.0.1:8080",
+        "listen = 127.0.0.1:0\nupstream = http://127.0.0.1:8080",
+        "listen = unix:/tmp/p.sock\nupstream = http://127.0.0.1:8080",
+        "upstream = http://10.1.2.3:8080",
+        "upstream = http://[::1]:8080",
+        "upstream = http://127.0.0.2:8080",
+        "listen = [::]:8080\nupstream = http://127.0.0.1:8080",
+        "listen = 0.0.0.0:8080\nupstream = http://[::1]:8080",
+        "upstream = https://127.0.0.1:8080",
+        "upstream = https://api.internal\n[session b]\nupstream = http://127.0.0.1:8080\nmount = /b",
+    ])
+    func anUpstreamOnAnotherSocketOrAChainThatEndsIsNotALoop(text: String) {
+        #expect(self.findings(text).errors == [])
+    }
+
+    @Test func aMistypedListenLineIsNotMeasuredAgainstTheDefault() {
+        let errors = self.findings("listen = 127.0.0.1:80800\nupstream = http://127.0.0.1:8080").errors
+        #expect(errors.count == 1)
+        #expect(errors.first?.hasPrefix("p.conf:1: listen: ") == true, "\(errors)")
     }
 
     @Test func aRuleAboutABrokenLinesKeyIsDropped() {

@@ -1,35 +1,78 @@
 import BearerIO
 
-/// An upstream that is one of the proxy's own listeners: every request would come back to the proxy,
+/// An upstream that leads back to the session it serves: every request would come back to the proxy,
 /// gain a token and a `Via` line, and go round until its head is too large, with the token on every
-/// hop. Caught here, where the mistake is, rather than as a 431 that seems to blame the client.
+/// hop. Caught here, where the mistake is, rather than as a 431 that seems to blame the client. A
+/// chain that ends (one session's upstream is another's listener, whose upstream is the API) is not
+/// a loop and is left alone.
 extension Configuration {
     func validateNoSelfLoop(into diagnostics: inout ConfigurationDiagnostics) {
         let sessions = self.everySession
-        let listeners = sessions.flatMap { session in
-            session.configuration.listen.map { (address: $0, session: session) }
+        // A mistyped listen, mount or upstream line was reported there; the default it leaves would mislead.
+        let hasFailedLine = sessions.indices.contains { index in
+            diagnostics.hasFailedLine(of: ["listen", "mount", "upstream"], in: index == 0 ? nil : sessions[index].name)
         }
-        for session in sessions {
-            guard let upstream = session.configuration.upstream else { continue }
-            guard let (address, owner) = listeners.first(where: { Self.reaches(upstream, $0.address) }) else {
-                continue
+        guard !hasFailedLine else { return }
+        for start in sessions.indices {
+            guard let (firstHop, through) = Self.hop(from: start, in: sessions) else { continue }
+            var visited = [start]
+            var current = firstHop
+            while current != start, !visited.contains(current) {
+                visited.append(current)
+                guard let (next, _) = Self.hop(from: current, in: sessions) else { break }
+                current = next
             }
-            let whose = owner.name == session.name ? "" : " of [session \(owner.name)]"
+            guard current == start, let upstream = sessions[start].configuration.upstream else { continue }
+            let back = firstHop == start ? "" : ", whose upstream leads back here"
             diagnostics.error(
-                at: Self.place(of: "upstream", in: session),
+                at: Self.place(of: "upstream", in: sessions[start]),
                 "upstream",
-                "\(upstream) is this proxy's own listener (listen = \(address)\(whose)): every request would come back to it (point upstream at the API)"
+                "\(upstream) is this proxy's own listener (\(through)\(back)): every request would come back to it (point upstream at the API)"
             )
         }
     }
 
-    /// Whether a connection to `upstream` lands on `listener`: the same port, and the same host, or a
-    /// loopback name for a loopback or wildcard listener.
+    /// The session a request sent to `sessions[index]`'s upstream lands in, if that is one of this
+    /// proxy's listeners, and how (`listen = …`, its session, the mount its path selects).
+    private static func hop(from index: Int, in sessions: [SessionConfiguration]) -> (Int, String)? {
+        // An https upstream on a listener of this proxy fails its handshake: an error, not a loop.
+        guard let upstream = sessions[index].configuration.upstream, !upstream.isHTTPS else { return nil }
+        for (owner, session) in sessions.enumerated() {
+            guard let address = session.configuration.listen.first(where: { Self.reaches(upstream, $0) }) else {
+                continue
+            }
+            guard owner == 0 else { return (owner, "listen = \(address) of [session \(session.name)]") }
+            // The main listener: a named session's mount selects it by the path, else the default session.
+            let path = upstream.pathPrefix
+            if let mounted = sessions.indices.dropFirst().first(where: { candidate in
+                sessions[candidate].configuration.mount.map { path == $0 || path.hasPrefix($0 + "/") } ?? false
+            }) {
+                return (mounted, "listen = \(address), mount = \(sessions[mounted].configuration.mount ?? "")")
+            }
+            return (0, "listen = \(address)")
+        }
+        return nil
+    }
+
+    /// Whether a connection to `upstream` lands on `listener`. An address: the same one, or a loopback
+    /// address of the family whose wildcard the listener is (an IPv6 listener takes no IPv4). A name:
+    /// itself, or a loopback name for any loopback or wildcard listener, since it may resolve to either.
     private static func reaches(_ upstream: HTTPURL, _ listener: ListenAddressSpec) -> Bool {
         guard case .hostPort(let host, let port) = listener, port != 0, port == upstream.port else { return false }
         let listenHost = host.lowercased()
+        let wildcardLoopback = ListenAddressSpec.loopback(reachingWildcard: listenHost)
+        if let address = SocketAddress(ipAddress: upstream.host, port: port) {
+            if SocketAddress(ipAddress: listenHost, port: port) == address { return true }
+            guard let wildcardLoopback, let loopback = SocketAddress(ipAddress: wildcardLoopback, port: port) else {
+                return false
+            }
+            switch (loopback, address) {
+            case (.ipv4, .ipv4): return upstream.host.hasPrefix("127.")
+            case (.ipv6, .ipv6): return loopback == address
+            default: return false
+            }
+        }
         if listenHost == upstream.host { return true }
-        let isWildcard = listenHost == "0.0.0.0" || listenHost == "::"
-        return Self.isLoopback(upstream.host) && (isWildcard || Self.isLoopback(listenHost))
+        return Self.isLoopback(upstream.host) && (Self.isLoopback(listenHost) || wildcardLoopback != nil)
     }
 }

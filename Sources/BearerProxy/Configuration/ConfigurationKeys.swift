@@ -473,8 +473,8 @@ extension Configuration {
                 if key.carriesSecrets { config.secretVariables.formUnion(entry.variables) }
                 continue
             }
-            // What the key refuses is the unset `${VAR}` left in the value, not the value meant: the key
-            // stays unset (`ConfigurationLoader.SecretUse.unused`).
+            // A value holding an unset `${VAR}` is not the value meant, so whatever its key refuses in it
+            // is no error: the key stays unset (`ConfigurationLoader.SecretUse.unused`).
             if misplaced == nil && !entry.unsetVariables.isEmpty { continue }
             diagnostics.lineError(
                 ConfigurationError(place: entry.place, key: entry.key, message: expected),

@@ -27,18 +27,19 @@ package struct HTTPURL: Equatable, Sendable, CustomStringConvertible {
 
     /// `text` as an error may quote it: everything up to an `@` (user info) and from a `?` or `#` on
     /// (query, fragment) become `…`. Either may hold a password or an API key, and an error reaches the
-    /// terminal and the journal; masking from the last `@` anywhere also covers a password with `/` or `?`.
+    /// terminal and the journal. A `?` or `#` before the last `@` is a password holding one or a query
+    /// holding an `@`, which cannot be told apart: then only the scheme is shown.
     package static func quotable(_ text: String) -> String {
+        let startsQuery: (Character) -> Bool = { $0 == "?" || $0 == "#" }
         let afterScheme = text.range(of: "://")?.upperBound ?? text.startIndex
         var shown = String(text[..<afterScheme])
         var rest = text[afterScheme...]
         if let at = rest.lastIndex(of: "@") {
+            if let query = rest.firstIndex(where: startsQuery), query < at { return shown + "…" }
             shown += "…"
             rest = rest[at...]
         }
-        if let query = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            return shown + rest[..<query] + "\(rest[query])…"
-        }
+        if let query = rest.firstIndex(where: startsQuery) { return shown + rest[..<query] + "\(rest[query])…" }
         return shown + rest
     }
 

@@ -12,9 +12,7 @@ struct SubcommandEnvironment {
     private let group: EventLoopGroup
 
     init(_ options: Subcommand.Options, subcommand: Subcommand) throws(LoginError) {
-        var loaderOptions = CommandLineOptions()
-        loaderOptions.configPath = options.configPath
-        loaderOptions.takesProxyFlags = false
+        let loaderOptions = options.loaderOptions()
         guard let path = ConfigurationLoader.configFile(for: loaderOptions) else {
             throw .notConfigured(
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"

@@ -1,3 +1,4 @@
+import BearerIO
 import Foundation
 
 /// The environment that points a program's HTTP clients at a proxy: what `bearer-proxy env` prints
@@ -88,12 +89,7 @@ struct ClientEnvironment: Equatable {
     /// `http://HOST:PORT` for a proxy listening on `host`: an address that means "every address" is
     /// reached on the loopback one.
     static func proxyURL(host: String, port: Int) -> String {
-        let reachable =
-            switch host {
-            case "0.0.0.0": "127.0.0.1"
-            case "::": "::1"
-            default: host
-            }
+        let reachable = ListenAddressSpec.loopback(reachingWildcard: host) ?? host
         return "http://" + (reachable.contains(":") ? "[\(reachable)]" : reachable) + ":\(port)"
     }
 }
