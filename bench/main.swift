@@ -90,7 +90,8 @@ func benchMain() -> Int32 {
 /// The thread that takes the signal dies of it, so a shell sees the status it saw before (130).
 /// Call before anything makes a thread (`SignalReceiver`).
 func removeTemporaryFilesOnSignals() {
-    SignalReceiver(blocking: [SIGINT, SIGTERM, SIGHUP]).start(name: "bench-signals") { received in
+    SignalReceiver(blocking: endingSignals).start(name: "bench-signals") { received in
+        signalEnding.withLock { $0 = true }
         BenchChildren.endAll(timeout: .seconds(5))
         ScratchSpace.removeAll()
         signal(received.number, SIG_DFL)
@@ -110,4 +111,22 @@ func prepareOutput(_ given: String) throws -> String {
     return path
 }
 
-exit(benchMain())
+let endingSignals = [SIGINT, SIGTERM, SIGHUP]
+
+/// Set when a signal's ending has begun (`removeTemporaryFilesOnSignals`).
+let signalEnding = Locked(false)
+
+/// The run's status, unless a signal is ending the bench: a Ctrl-C reaches its proxies too, and the
+/// run, seeing one die, may return 1 before the signal's thread has cleaned up and died of it (the
+/// status a shell expects). So the main thread waits for that end when the signal is taken or still
+/// pending (all threads block these signals, so a pending one is seen here).
+func exitUnlessASignalIsEnding(_ status: Int32) -> Never {
+    var pending = sigset_t()
+    sigpending(&pending)
+    if signalEnding.withLock({ $0 }) || endingSignals.contains(where: { sigismember(&pending, $0) == 1 }) {
+        while true { pause() }
+    }
+    exit(status)
+}
+
+exitUnlessASignalIsEnding(benchMain())
