@@ -65,6 +65,12 @@ import Testing
             "upstream = https://api.internal\n[session b]\nupstream = http://127.0.0.1:8080/b/v1\nmount = /b",
             "http://127.0.0.1:8080/b/v1", "listen = 127.0.0.1:8080, mount = /b"
         ),
+        (
+            // The longest mount takes the path, as the router picks it: c, whose upstream comes back to c.
+            "upstream = https://api.internal\n[session b]\nupstream = https://b.internal\nmount = /b\n"
+                + "[session c]\nupstream = http://127.0.0.1:8080/b/v2/x\nmount = /b/v2",
+            "http://127.0.0.1:8080/b/v2/x", "listen = 127.0.0.1:8080, mount = /b/v2"
+        ),
     ])
     func anUpstreamThatIsTheProxysOwnListenerIsRefused(text: String, upstream: String, through: String) {
         let errors = self.findings(text).errors

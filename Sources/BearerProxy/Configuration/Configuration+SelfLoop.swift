@@ -42,11 +42,18 @@ extension Configuration {
                 continue
             }
             guard owner == 0 else { return (owner, "listen = \(address) of [session \(session.name)]") }
-            // The main listener: a named session's mount selects it by the path, else the default session.
+            // The main listener: the longest mount taking the path selects a named session, segment-wise,
+            // as `SessionTable.mount(of:_:)` routes a request; else the default session.
             let path = upstream.pathPrefix
-            if let mounted = sessions.indices.dropFirst().first(where: { candidate in
-                sessions[candidate].configuration.mount.map { path == $0 || path.hasPrefix($0 + "/") } ?? false
-            }) {
+            let mountLength = { (candidate: Int) -> Int in
+                guard let mount = sessions[candidate].configuration.mount,
+                    path == mount || path.hasPrefix(mount + "/")
+                else { return -1 }
+                return mount.count
+            }
+            if let mounted = sessions.indices.dropFirst().max(by: { mountLength($0) < mountLength($1) }),
+                mountLength(mounted) >= 0
+            {
                 return (mounted, "listen = \(address), mount = \(sessions[mounted].configuration.mount ?? "")")
             }
             return (0, "listen = \(address)")
