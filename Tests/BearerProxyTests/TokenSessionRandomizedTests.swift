@@ -236,7 +236,7 @@ struct RandomSessionRun {
         case .parkAndStartRefresh(let waiterID, let fetch):
             self.requests[id]!.phase = .parked(waiterID)
             self.startCall(fetch)
-        case .forwardToClient, .forwardToClientStormGuard:
+        case .forwardToClient, .forwardToClientStormGuard, .fail:
             self.requests[id]!.phase = .done
         case .forwardToClientUnrefreshable:
             self.check(false, "request \(id): the session can refresh, yet a refusal was called unrefreshable")
@@ -283,8 +283,10 @@ struct RandomSessionRun {
         case .keepCurrentToken(_, let ended):
             self.check(ended.waiters.isEmpty, "a kept token left \(ended.waiters.count) requests waiting for nothing")
             self.isRefreshing = false
-        case .retry:
-            break
+        case .retry(_, _, let gaveUp):
+            for parked in gaveUp?.waiters ?? [] where self.expectParked(parked, "failed while the source is down") {
+                self.requests[parked.waiter]!.phase = .done
+            }
         case .ignore:
             self.check(false, "the token call in flight was ignored")
         }

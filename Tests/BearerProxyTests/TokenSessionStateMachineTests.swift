@@ -309,15 +309,14 @@ func ended(
         _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
         #expect(
             session.refreshEnded(1, .transient(reason: "connection refused", timedOut: false), now: at(0.1))
-                == .retry(after: .milliseconds(100))
+                == .retry(after: .milliseconds(100), becameUnreachable: true, gaveUp: nil)
         )
         #expect(session.nextDeadline == at(0.2), "the retry comes before the waiter gives up")
         #expect(mutate(&session) { $0.deadlinePassed(now: at(0.2)) } == .init(fetch: fetch(2, replacing: "t1")))
         #expect(
             session.refreshEnded(2, .transient(reason: "connection refused", timedOut: false), now: at(0.3))
-                == .retry(after: .milliseconds(200))
+                == .retry(after: .milliseconds(200), becameUnreachable: false, gaveUp: nil)
         )
-        #expect(session.requestNeedsToken("b", now: at(0.4)) == .park(2))
         #expect(mutate(&session) { $0.deadlinePassed(now: at(0.5)) } == .init(fetch: fetch(3, replacing: "t1")))
         #expect(
             session.refreshEnded(
@@ -327,10 +326,123 @@ func ended(
             )
                 == .fail(
                     .unreachable(reason: "cannot connect to token endpoint: Connection refused"),
-                    ended: ended(.rejected, at: 0, [parked(1, "a"), parked(2, "b")])
+                    ended: ended(.rejected, at: 0, [parked(1, "a")])
                 )
         )
         #expect(!session.isRefreshing)
+    }
+
+    /// Issue 32, point 4: with the token source known to be down, a request that needs a token is
+    /// answered at once while the backoff runs, and after one failed call when it joined a call in
+    /// flight; it never waits out refresh_timeout. The requests that parked before the source was
+    /// known down still ride out a blip through the retries.
+    @Test func whileTheTokenSourceIsDownRequestsFailAtOnce() {
+        var session: Machine = machine(token: nil)
+        #expect(session.started(now: at(0)) == fetch(1, replacing: nil))
+        let storm = session.requestNeedsToken("before", now: at(0.01))
+        #expect(storm == .park(1))
+        let reason = "token endpoint http://127.0.0.1:9: connection refused"
+        let refused = SessionFailure.unreachable(reason: reason)
+        #expect(
+            session.refreshEnded(1, .transient(reason: reason, timedOut: false), now: at(0.02))
+                == .retry(after: .milliseconds(100), becameUnreachable: true, gaveUp: nil)
+        )
+        #expect(session.unreachableFailure == refused, "/status shows why")
+        // The backoff runs, no call is in flight: at once.
+        #expect(session.requestNeedsToken("during the backoff", now: at(0.05)) == .fail(refused))
+        #expect(mutate(&session) { $0.deadlinePassed(now: at(0.12)) } == .init(fetch: fetch(2, replacing: nil)))
+        // A call is in flight: wait for it, and for it alone.
+        #expect(session.requestNeedsToken("during a call", now: at(0.13)) == .park(2))
+        #expect(
+            session.refreshEnded(2, .transient(reason: reason, timedOut: false), now: at(0.14))
+                == .retry(
+                    after: .milliseconds(200),
+                    becameUnreachable: false,
+                    gaveUp: .init(waiters: [parked(2, "during a call")], failure: refused)
+                )
+        )
+        #expect(session.parkedCount == 1, "the request of before the source was known down still waits")
+        #expect(mutate(&session) { $0.deadlinePassed(now: at(0.34)) } == .init(fetch: fetch(3, replacing: nil)))
+        #expect(
+            session.refreshEnded(3, .success(token("t1")), now: at(0.4))
+                == .resume(token("t1"), generation: 1, ended: ended(.startup, at: 0, [parked(1, "before")]))
+        )
+        #expect(session.unreachableFailure == nil)
+        #expect(session.tokenSourceDown == nil, "an answer ends it")
+    }
+
+    /// After the refresh gave up, the source is still known down: the next request's refresh ends its
+    /// wait with its first failed call.
+    @Test func aRefreshStartedWhileTheSourceIsDownEndsItsWaitersAtTheFirstFailure() {
+        var session: Machine = machine(token: nil)
+        _ = session.started(now: at(0))
+        let refused = SessionFailure.unreachable(reason: "refused")
+        _ = session.refreshEnded(1, .transient(reason: "refused", timedOut: false), now: at(29.95))
+        #expect(!session.isRefreshing)
+        #expect(session.unreachableFailure == refused)
+        #expect(session.requestNeedsToken("a", now: at(40)) == .parkAndStartRefresh(1, fetch(2, replacing: nil)))
+        #expect(
+            session.refreshEnded(2, .transient(reason: "refused", timedOut: false), now: at(40.01))
+                == .retry(
+                    after: .milliseconds(100),
+                    becameUnreachable: false,
+                    gaveUp: .init(waiters: [parked(1, "a")], failure: refused)
+                )
+        )
+        // A 401 meeting the backoff is answered at once too.
+        #expect(
+            session.upstreamRejected("b", generation: 0, isReplay: false, isReplayable: true, now: at(40.05))
+                == .fail(refused)
+        )
+    }
+
+    /// A Retry-After is an answer, not an outage: requests park behind it as before.
+    @Test func aRateLimitIsNotAnOutage() {
+        var session: Machine = machine(token: nil)
+        _ = session.started(now: at(0))
+        #expect(
+            session.refreshEnded(1, .rateLimited(retryAfter: .seconds(2)), now: at(0.1))
+                == .retry(after: .seconds(2), becameUnreachable: false, gaveUp: nil)
+        )
+        #expect(session.requestNeedsToken("a", now: at(0.2)) == .park(1))
+        #expect(session.unreachableFailure == nil)
+    }
+
+    /// Issue 32, point 3: a 401 that comes back after the refresh failed for good gets the same
+    /// failure as the requests that waited for it, not the upstream's own answer.
+    @Test func aRejectionAfterAPermanentFailureGetsTheFailure() {
+        var session: Machine = machine()
+        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        let failure = SessionFailure.rejected(code: "invalid_grant", description: "revoked")
+        _ = session.refreshEnded(1, .permanent(failure), now: at(0.1))
+        #expect(
+            session.upstreamRejected("late", generation: 1, isReplay: false, isReplayable: true, now: at(0.2))
+                == .fail(failure)
+        )
+        #expect(
+            session.upstreamRejected("big body", generation: 1, isReplay: false, isReplayable: false, now: at(0.2))
+                == .fail(failure)
+        )
+        _ = session.loggedOut()
+        #expect(
+            session.upstreamRejected("after logout", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+                == .fail(.loggedOut)
+        )
+    }
+
+    /// A grant that can be repeated tries again once the window passed, for a 401 as for a request.
+    @Test func aRejectionAfterTheWindowOfARepeatableGrantStartsARefresh() {
+        var session: Machine = machine(retryWithoutNewCredentials: true)
+        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.refreshEnded(1, .rejected(code: "invalid_client", description: nil), now: at(0.1))
+        #expect(
+            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+                == .fail(.rejected(code: "invalid_client", description: nil))
+        )
+        #expect(
+            session.upstreamRejected("c", generation: 1, isReplay: false, isReplayable: true, now: at(30.1))
+                == .parkAndStartRefresh(2, fetch(2, replacing: nil))
+        )
     }
 
     @Test func theBackoffDoublesToFiveSeconds() {
@@ -344,7 +456,7 @@ func ended(
         var now = at(0)
         for attempt in Machine.AttemptID(1)...8 {
             guard
-                case .retry(let delay) = session.refreshEnded(
+                case .retry(let delay, _, _) = session.refreshEnded(
                     attempt,
                     .transient(reason: "x", timedOut: false),
                     now: now
@@ -406,7 +518,7 @@ func ended(
         _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
         #expect(
             session.refreshEnded(1, .rateLimited(retryAfter: .seconds(120)), now: at(0.1))
-                == .retry(after: .seconds(120))
+                == .retry(after: .seconds(120), becameUnreachable: false, gaveUp: nil)
         )
         #expect(session.requestNeedsToken("b", now: at(10)) == .park(2))
         #expect(session.nextDeadline == at(30), "the first waiter gives up before the retry")
@@ -525,7 +637,8 @@ func ended(
         var session: Machine = machine()
         _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
         #expect(
-            session.refreshEnded(1, .rateLimited(retryAfter: .seconds(1)), now: at(0.1)) == .retry(after: .seconds(1))
+            session.refreshEnded(1, .rateLimited(retryAfter: .seconds(1)), now: at(0.1))
+                == .retry(after: .seconds(1), becameUnreachable: false, gaveUp: nil)
         )
         // A second answer to the same call (there is none, but nothing may count on that) changes nothing.
         #expect(session.refreshEnded(1, .success(token("t2")), now: at(0.2)) == .ignore)

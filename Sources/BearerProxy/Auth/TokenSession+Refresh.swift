@@ -79,11 +79,22 @@ extension TokenSession {
                 ["error": failure.shortName, "reason": failure.message]
             )
             self.tell(ended, nil, .failed(failure))
-        case .retry(let delay):
-            self.logger.info(
-                "token refresh will be retried",
-                ["after_ms": "\(Int(delay.milliseconds))", "cause": cause]
-            )
+        case .retry(let delay, let becameUnreachable, let gaveUp):
+            if becameUnreachable {
+                // Said at once, as a warning: a wrong token_url or a stopped server is found here.
+                self.logger.warn(
+                    "token endpoint unreachable; requests that need a token fail until it answers, and it is retried",
+                    ["cause": cause, "retry_after_ms": "\(Int(delay.milliseconds))"]
+                )
+            } else {
+                self.logger.info(
+                    "token refresh will be retried",
+                    ["after_ms": "\(Int(delay.milliseconds))", "cause": cause]
+                )
+            }
+            if let gaveUp {
+                for parked in gaveUp.waiters { parked.waiter.resume(parked.id, .failed(gaveUp.failure)) }
+            }
         case .ignore:
             break
         }

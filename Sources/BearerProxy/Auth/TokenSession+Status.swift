@@ -80,7 +80,8 @@ extension TokenSession {
             lastRefreshOutcome: lastOutcome?.outcome,
             lastRefreshWallTime: lastOutcome?.wallTime,
             parked: machine.parkedCount,
-            failure: machine.failure?.message ?? (machine.isRejectedWithoutRefresh ? self.rejectionText : nil)
+            failure: (machine.failure ?? machine.unreachableFailure)?.message
+                ?? (machine.isRejectedWithoutRefresh ? self.rejectionText : nil)
         )
     }
 }

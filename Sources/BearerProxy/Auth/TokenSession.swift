@@ -37,6 +37,8 @@ package final class TokenSession: Sendable {
         case replay(line: [UInt8], generation: Int)
         case parked(WaiterID)
         case forwardToClient
+        /// The session cannot get a token now: the client gets this instead of the upstream's answer.
+        case failed(SessionFailure)
     }
 
     /// How a refresh ended, for whoever forced it.
@@ -294,6 +296,8 @@ package final class TokenSession: Sendable {
                 return (.replay(line: Self.line(&state, token, newGeneration), generation: newGeneration), action)
             case .park(let id), .parkAndStartRefresh(let id, _):
                 return (.parked(id), action)
+            case .fail(let failure):
+                return (.failed(failure), action)
             case .forwardToClientUnrefreshable:
                 // The next acceptance of this token must reach the machine: it ends the refusal.
                 self.acceptedGeneration.store(0, ordering: .relaxed)
@@ -319,7 +323,7 @@ package final class TokenSession: Sendable {
                 "refresh storm guard: new tokens are rejected right after they are issued; passing 401s to clients",
                 ["max_refreshes": "\(self.state.withLock { $0.machine.settings.maximumSuspectRefreshes })"]
             )
-        case .replay, .park, .forwardToClient, .forwardToClientStormGuard, .forwardToClientUnrefreshable:
+        case .replay, .park, .fail, .forwardToClient, .forwardToClientStormGuard, .forwardToClientUnrefreshable:
             break
         }
         return result

@@ -22,6 +22,9 @@ extension TokenSessionStateMachine {
         case parkAndStartRefresh(WaiterID, Fetch)
         /// Give the client the upstream's answer (a replay's 401, nothing to refresh with, …).
         case forwardToClient
+        /// The session cannot get a token now (it failed for good, was logged out, or its token source
+        /// is down): the client gets this failure, as the requests that waited for the refresh did.
+        case fail(SessionFailure)
         /// The request cannot be replayed (body too large), but the token is bad: refresh for the others.
         case forwardToClientAndStartRefresh(Fetch)
         /// The storm guard stopped a refresh; `isFirst` is true once per window (for one log line).
@@ -50,8 +53,10 @@ extension TokenSessionStateMachine {
         /// A new token, the session's generation `generation`: the waiters of the refresh it ends (nil:
         /// none ran, a token adopted from the session store) are sent with it.
         case resume(Token, generation: Int, ended: EndedRefresh?)
-        /// The call failed for now; the next starts when the deadline passes.
-        case retry(after: Duration)
+        /// The call failed for now; the next starts when the deadline passes. `becameUnreachable`: the
+        /// token source was up until this call (worth a warning). `gaveUp`: the requests that parked
+        /// knowing the source was down, failed now rather than kept through the retries.
+        case retry(after: Duration, becameUnreachable: Bool, gaveUp: GaveUp?)
         case fail(SessionFailure, ended: EndedRefresh)
         /// A proactive refresh failed but the current token still works: keep using it.
         case keepCurrentToken(SessionFailure, ended: EndedRefresh)

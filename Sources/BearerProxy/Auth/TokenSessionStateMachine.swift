@@ -131,6 +131,9 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
     struct Waiting: Equatable, Sendable {
         var parked: Parked
         var since: Instant
+        /// It parked while the token source was known to be down (`tokenSourceDown`): the next failed
+        /// call ends its wait, instead of the retries within refresh_timeout that ride out a blip.
+        var joinedWhileDown = false
     }
 
     enum Phase: Equatable, Sendable {
@@ -202,6 +205,12 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
     private var lastAttempt: AttemptID = 0
     /// The deadline the session's timer was last asked for and has not fired for (`deadlineToArm`).
     private var armedDeadline: Instant?
+    /// Why the last token call failed without an answer (connection refused or reset, a timeout, a
+    /// 5xx): the token source is down until a call gets an answer. Meanwhile a request that needs a
+    /// token fails at once rather than wait out refresh_timeout for a source that is not there,
+    /// unless a call is in flight (README, "Tokens: refresh on expiry, replay, never a 401 for the
+    /// client").
+    package private(set) var tokenSourceDown: SessionFailure?
 
     package init(settings: Settings, token: Token?) {
         self.settings = settings
@@ -241,6 +250,17 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         }
     }
 
+    /// Why the last token call failed, while the token source is down and requests have no working
+    /// token to go on with (during a proactive refresh they still have one): `/status`'s `failure`.
+    package var unreachableFailure: SessionFailure? {
+        guard let down = self.tokenSourceDown else { return nil }
+        switch self.state {
+        case .refreshing(let refresh): return refresh.kind == .proactive ? nil : down
+        case .idle: return down
+        case .failed, .loggedOut: return nil
+        }
+    }
+
     // MARK: Events
 
     /// At start: a session that can fetch a token but has none starts fetching it at once.
@@ -263,6 +283,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
             if self.refreshKind == .proactive, let token = self.token, !token.isExpired(at: now) {
                 return .send(token: token.value, generation: self.generation)
             }
+            if let down = self.downWithNoCallInFlight { return .fail(down) }
             return .park(self.park(waiter, now: now))
         case .idle:
             guard let token = self.token else {
@@ -299,8 +320,17 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         guard self.settings.canRefresh else { return self.rejectedWithoutRefresh(generation: generation) }
         guard !isReplay else { return .forwardToClient }
         switch self.state {
-        case .loggedOut, .failed:
-            return .forwardToClient
+        case .loggedOut:
+            return .fail(.loggedOut)
+        case .failed(let failure, let failedAt):
+            // The session failed for good since this request was sent: its client hears the same
+            // sentence as the requests that waited for the refresh, not the upstream's bare 401.
+            guard self.settings.canRetryWithoutNewCredentials && now - failedAt >= self.settings.refreshWindow else {
+                return .fail(failure)
+            }
+            let fetch = self.startRefresh(.reactive, trigger: .rejected, now: now)
+            guard isReplayable else { return .forwardToClientAndStartRefresh(fetch) }
+            return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
         case .refreshing:
             if generation < self.generation && self.refreshKind == .proactive, let token = self.token,
                 !token.isExpired(at: now)
@@ -309,7 +339,9 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
             }
             // The token being replaced turned out dead already: stop sending it.
             if generation == self.generation { self.modifyRefresh { $0.kind = .reactive } }
-            return isReplayable ? .park(self.park(waiter, now: now)) : .forwardToClient
+            guard isReplayable else { return .forwardToClient }
+            if let down = self.downWithNoCallInFlight { return .fail(down) }
+            return .park(self.park(waiter, now: now))
         case .idle:
             if generation < self.generation {
                 guard let token = self.token, isReplayable else { return .forwardToClient }
@@ -357,6 +389,14 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         now: Instant
     ) -> RefreshEndAction {
         guard case .refreshing(var refresh) = self.state, refresh.phase == .calling(attempt) else { return .ignore }
+        let wasDown = self.tokenSourceDown != nil
+        switch result {
+        case .transient(let reason, let timedOut):
+            self.tokenSourceDown = timedOut ? .timedOut(reason: reason) : .unreachable(reason: reason)
+        case .success, .permanent, .rateLimited:
+            // The source answered: it is up, whatever it said.
+            self.tokenSourceDown = nil
+        }
         switch result {
         case .success(let token):
             return self.putInUse(token, ending: refresh)
@@ -374,8 +414,15 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
             if now - refresh.startedAt + delay < self.settings.refreshTimeout {
                 refresh.lastFailure = failure
                 refresh.phase = .waiting(until: now + delay)
+                // Who parked knowing the source was down waited for this call only.
+                let knewItWasDown = refresh.waiters.filter(\.joinedWhileDown).map(\.parked)
+                refresh.waiters.removeAll(where: \.joinedWhileDown)
                 self.state = .refreshing(refresh)
-                return .retry(after: delay)
+                return .retry(
+                    after: delay,
+                    becameUnreachable: !wasDown,
+                    gaveUp: knewItWasDown.isEmpty ? nil : GaveUp(waiters: knewItWasDown, failure: failure)
+                )
             }
             if let action = self.keepTokenAfterFailedProactiveRefresh(refresh, failure, now: now) { return action }
             self.state = .idle
@@ -386,7 +433,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
             refresh.retryAfterUntil = now + retryAfter
             refresh.phase = .waiting(until: now + retryAfter)
             self.state = .refreshing(refresh)
-            return .retry(after: retryAfter)
+            return .retry(after: retryAfter, becameUnreachable: false, gaveUp: nil)
         }
     }
 
@@ -575,8 +622,22 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
     private mutating func park(_ waiter: Waiter, now: Instant) -> WaiterID {
         let id = self.nextWaiterID
         self.nextWaiterID += 1
-        self.modifyRefresh { $0.waiters.append(Waiting(parked: Parked(id: id, waiter: waiter), since: now)) }
+        let waiting = Waiting(
+            parked: Parked(id: id, waiter: waiter),
+            since: now,
+            joinedWhileDown: self.tokenSourceDown != nil
+        )
+        self.modifyRefresh { $0.waiters.append(waiting) }
         return id
+    }
+
+    /// Why a request must not wait: the token source is down and no call to it is in flight (a
+    /// backoff runs). Not while the token endpoint's Retry-After runs: it answered, and asked to wait.
+    private var downWithNoCallInFlight: SessionFailure? {
+        guard let down = self.tokenSourceDown, case .refreshing(let refresh) = self.state,
+            case .waiting = refresh.phase
+        else { return nil }
+        return down
     }
 
     /// What kind of refresh runs (nil: none).

@@ -306,6 +306,9 @@ extension ClientConnectionStateMachine {
             case .parked(let id):
                 exchange.phase = .waitingForToken(id, since: now, afterRejection: true)
                 return .discardResponse(reusable: exchange.leavesConnectionReusable(after: head), next: .wait)
+            case .failed(let failure):
+                // The refused response is not read further: its upstream connection closes with the exchange.
+                return machine.answerLocally(exchange, .session(failure), closes: false)
             }
         } ?? { preconditionFailure("Invalid state for a rejection answer: \(self.state)") }()
     }
