@@ -2,6 +2,7 @@ import BearerCore
 import BearerIO
 import BearerMocks
 import Dispatch
+import Foundation
 import Glibc
 import Testing
 
@@ -68,6 +69,48 @@ import Testing
             #expect(response.status == 502)
             #expect(response.text.contains("Connection refused"))
         }
+    }
+}
+
+extension RefreshFailureTests {
+    /// Issue 32, point 2: a refusal's hint names what fits the grant; client_credentials has no
+    /// refresh token file to replace.
+    @Test func aRefusedClientSecretNamesTheConfigNotARefreshTokenFile() throws {
+        let fixture = try SessionFixture { config, _ in config.clientSecret = Secret("a-wrong-secret") }
+        let response = try fixture.get("/x")
+        #expect(response.status == 401)
+        #expect(response.text.contains("invalid_client"))
+        #expect(response.text.contains("fix client_id and client_secret (or the client's key) in the config"))
+        #expect(response.text.contains("SIGHUP (the proxy re-reads its config)"))
+        #expect(!response.text.contains("refresh token"), "client_credentials has no refresh token: \(response.text)")
+        fixture.expectNoSecretsInLogs(["a-wrong-secret"])
+    }
+
+    /// A refused refresh token is answered with the way to a new one: a login, or the file.
+    @Test func aRefusedRefreshTokenNamesTheLoginAndTheFile() throws {
+        let file = try ScratchSpace.newDirectory("remedy") + "/refresh-token"
+        try "rt-revoked-secret\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let fixture = try SessionFixture(tokenSettings: { $0.refreshTokens = ["rt-good"] }) { config, _ in
+            config.grantType = .refreshToken
+            config.refreshTokenFile = file
+        }
+        let response = try fixture.get("/x")
+        #expect(response.status == 401)
+        #expect(response.text.contains("invalid_grant"))
+        #expect(response.text.contains("run 'bearer-proxy login', or write a new refresh token to \(file)"))
+    }
+
+    @Test(arguments: [
+        (GrantType.refreshToken, "invalid_grant", RejectionRemedy.newRefreshToken(file: "/f")),
+        (.refreshToken, "invalid_client", .clientCredentials),
+        (.clientCredentials, "invalid_client", .clientCredentials),
+        (.clientCredentials, "invalid_grant", .clientCredentials),
+        (.password, "invalid_grant", .userCredentials),
+        (.jwtBearer, "invalid_grant", .assertion),
+        (.clientCredentials, "invalid_scope", .scope),
+    ])
+    func theRemedyFollowsTheGrantAndTheError(grant: GrantType, code: String, remedy: RejectionRemedy) {
+        #expect(RejectionRemedy(grant: grant, code: code, refreshTokenFile: "/f") == remedy)
     }
 }
 

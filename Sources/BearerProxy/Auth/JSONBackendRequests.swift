@@ -67,7 +67,8 @@ extension SessionFailure {
     /// The same failure with the endpoint's description passed through `redact`.
     func redactingDescription(_ redact: (String?) -> String?) -> SessionFailure {
         switch self {
-        case .rejected(let code, let description): .rejected(code: code, description: redact(description))
+        case .rejected(let code, let description, let remedy):
+            .rejected(code: code, description: redact(description), remedy: remedy)
         case .loginRejected(let code, let description): .loginRejected(code: code, description: redact(description))
         case .unreachable, .timedOut, .rateLimited, .loggedOut, .commandFailed, .noRefreshToken: self
         }

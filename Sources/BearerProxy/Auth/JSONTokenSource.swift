@@ -74,6 +74,7 @@ final class JSONTokenSource: TokenSource {
     ) {
         let fields = self.requests.fields
         let requests = self.requests
+        let store = self.store
         self.client.send(request) { result in
             switch result {
             case .success(let response):
@@ -81,6 +82,7 @@ final class JSONTokenSource: TokenSource {
                 if case .permanent(let failure) = outcome {
                     outcome = .permanent(
                         failure.redactingDescription { requests.redacting($0, also: refreshToken.map { [$0] } ?? []) }
+                            .remedied(by: .newRefreshToken(file: store?.path))
                     )
                 }
                 completion(outcome)

@@ -5,7 +5,8 @@
 /// this machine (no refresh token file yet, a failing command) is never worded as a server's answer.
 package enum SessionFailure: Equatable, Sendable {
     /// The token endpoint refused the grant (400/401: invalid_grant, invalid_client, …). Permanent.
-    case rejected(code: String, description: String?)
+    /// `remedy`: what fixes it, which depends on the grant and the error (`RejectionRemedy`).
+    case rejected(code: String, description: String?, remedy: RejectionRemedy = .credentials)
     /// A JSON backend's login endpoint refused the credentials (after the refresh token was refused,
     /// or with none to refresh). Permanent.
     case loginRejected(code: String, description: String?)
@@ -41,14 +42,13 @@ package enum SessionFailure: Equatable, Sendable {
 
     package var message: String {
         switch self {
-        case .rejected(let code, let description):
+        case .rejected(let code, let description, let remedy):
             "bearer-proxy: token refresh failed: the token endpoint answered \(code)"
-                + (description.map { " (\(oneLine($0)))" } ?? "")
-                + "; fix the credentials, then replace the refresh token file, send SIGHUP or POST /refresh"
+                + (description.map { " (\(oneLine($0)))" } ?? "") + "; " + remedy.sentence
         case .loginRejected(let code, let description):
             "bearer-proxy: login failed: the login endpoint answered \(code)"
                 + (description.map { " (\(oneLine($0)))" } ?? "")
-                + "; fix username/password, or run 'bearer-proxy login', then send SIGHUP or POST /refresh"
+                + "; fix username/password in the config, then send SIGHUP (the proxy re-reads its config), or run 'bearer-proxy login'"
         case .unreachable(let reason):
             "bearer-proxy: token refresh failed: \(oneLine(reason))"
         case .timedOut(let reason):
@@ -56,7 +56,7 @@ package enum SessionFailure: Equatable, Sendable {
         case .rateLimited(let seconds):
             "bearer-proxy: the token endpoint asked to wait \(seconds)s before the next refresh (Retry-After)"
         case .loggedOut:
-            "bearer-proxy: the session was logged out; POST /refresh or send SIGHUP to log in again"
+            "bearer-proxy: the session was logged out; POST /refresh or send SIGHUP to get a token again"
         case .commandFailed(let reason):
             "bearer-proxy: token_command failed: \(oneLine(reason))"
         case .noRefreshToken(.some, let reason):

@@ -52,7 +52,7 @@ final class OAuth2TokenSource: TokenSource {
             self.client.send(self.builder.request(refreshToken: lease?.token)) { result in
                 switch result {
                 case .success(let response):
-                    finish(TokenEndpointResponse.interpret(response))
+                    finish(self.remedied(TokenEndpointResponse.interpret(response)))
                 case .failure(let error):
                     finish(
                         .transient(
@@ -65,6 +65,12 @@ final class OAuth2TokenSource: TokenSource {
         }
     }
 
+    /// A refusal with the remedy that fits this grant and its error.
+    private func remedied(_ outcome: TokenFetchOutcome) -> TokenFetchOutcome {
+        guard case .permanent(let failure) = outcome, let code = failure.rejectionCode else { return outcome }
+        let remedy = RejectionRemedy(grant: self.builder.grant, code: code, refreshTokenFile: self.store?.path)
+        return .permanent(failure.remedied(by: remedy))
+    }
 }
 
 /// What a refresh does with its outcome: off the event loops (writing the file and unlocking may

@@ -81,7 +81,7 @@ struct DeviceLogin {
         case .token(let token):
             return (.approved, token)
         case .permanent(let failure):
-            guard case .rejected(let code, let description) = failure else { return (.refused(failure), nil) }
+            guard case .rejected(let code, let description, _) = failure else { return (.refused(failure), nil) }
             switch code {
             case "authorization_pending": return (.pending, nil)
             case "slow_down": return (.slowDown, nil)

@@ -57,7 +57,7 @@ enum LoginError: Error, Equatable, CustomStringConvertible {
 
     private static func refusal(_ failure: SessionFailure) -> String {
         switch failure {
-        case .rejected(let code, let description):
+        case .rejected(let code, let description, _):
             "the token endpoint refused the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
         case .loginRejected(let code, let description):
             "the login endpoint refused the login: \(code)" + (description.map { " (\(oneLine($0)))" } ?? "")
