@@ -747,4 +747,29 @@ typealias Action = ClientConnectionStateMachine.Action
                 )
         )
     }
+
+    // MARK: Shutting down
+
+    /// An idle connection with nothing left to send closes outright: a lingering close would hold the
+    /// drain for a client that has no reason to close first. One still sending its last response,
+    /// or whose client is in the middle of a request head, closes after a flush.
+    @Test func aDrainClosesAnIdleConnectionAtOnceAndTheOthersAfterAFlush() {
+        var idle = Self.machine()
+        #expect(idle.drainRequested(hasPendingWrites: false) == .close(.idle))
+        #expect(idle.isClosed)
+
+        var flushing = Self.machine()
+        _ = flushing.requestHeadReceived(Self.get, now: at(0))
+        _ = flushing.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = flushing.upstreamReady(isReused: true, now: at(0))
+        _ = flushing.responseHeadReceived(Self.ok, now: at(0.1))
+        _ = flushing.responseBodyReceived(count: 2, now: at(0.1))
+        #expect(flushing.responseEnded(upstreamSentMore: false, now: at(0.2)) == Self.end(Self.get))
+        #expect(flushing.drainRequested(hasPendingWrites: true) == .closeAfterFlush)
+        #expect(!flushing.isClosed)
+
+        var reading = Self.machine()
+        reading.requestHeadStarted(now: at(0))
+        #expect(reading.drainRequested(hasPendingWrites: false) == .closeAfterFlush)
+    }
 }

@@ -69,7 +69,7 @@ final class ClientConnection {
 
     /// Shutting down: an idle connection closes now; a busy one closes once its response is out.
     func drain() {
-        self.run(self.machine.drainRequested())
+        self.run(self.machine.drainRequested(hasPendingWrites: self.stream.pendingWriteBytes > 0))
         self.pump()
     }
 

@@ -192,7 +192,7 @@ extension ClientConnectionStateMachine {
     }
 
     enum CloseReason: Equatable {
-        /// Idle past `client_idle_timeout`.
+        /// Idle past `client_idle_timeout`, or idle when the proxy began shutting down.
         case idle
         /// A relay carried nothing for `tunnel_idle_timeout`.
         case tunnelIdle

@@ -339,9 +339,22 @@ struct ClientConnectionStateMachine {
     }
 
     /// Shutting down: an idle connection closes now, a busy one after its response.
-    mutating func drainRequested() -> Action {
+    ///
+    /// Idle with nothing left to send, it closes outright, as the idle timeout closes it (and as Go's
+    /// `Server.Shutdown` and nginx close idle keep-alive connections): its client is sending nothing
+    /// that a close could turn into a reset, and a lingering close only waited, up to its bound (2 s),
+    /// for a client with no reason to close first, holding the drain and the exit with it. A last
+    /// response still going out, or a request head half sent, closes after a flush.
+    mutating func drainRequested(hasPendingWrites: Bool) -> Action {
         switch self.state {
-        case .idle, .readingHead, .servedTunnelOpened, .tlsHandshake:
+        case .idle, .servedTunnelOpened:
+            guard hasPendingWrites else {
+                self.state = .closed
+                return .close(.idle)
+            }
+            self.state = .closing
+            return .closeAfterFlush
+        case .readingHead, .tlsHandshake:
             self.state = .closing
             return .closeAfterFlush
         case .exchange:
