@@ -33,6 +33,8 @@ package final class ProxyServer: Sendable {
     /// Why the proxy could not start; one line, printed before exiting with status 1.
     package struct StartError: Error, CustomStringConvertible {
         package var description: String
+        /// What the local CA refused, when that stopped the start: `bearer-proxy run` says it its own way.
+        package var localCAError: LocalCAError? = nil
     }
 
     /// A listening socket, and the session whose own listener it is (nil: the main listener).
@@ -237,10 +239,11 @@ package final class ProxyServer: Sendable {
             return try InterceptCertificates.start(
                 caDirectory: directory,
                 permitting: configuration.everyInjectHost,
+                configFile: configuration.settingPlaces.file,
                 logger: logger
             )
         } catch {
-            throw StartError(description: error.description)
+            throw StartError(description: error.description, localCAError: error)
         }
     }
 

@@ -24,6 +24,69 @@ import Testing
         #expect(far.requests.last?.header("via") == nil, "tunnel bytes are not rewritten")
     }
 
+    /// A CONNECT to a host no inject host matches (`localhost:PORT` for an API on `127.0.0.1:PORT`)
+    /// gets the API's own certificate and no token: the first tunnel to each host:port says why,
+    /// once; a CONNECT to an inject host says nothing.
+    @Test func theFirstTunnelToAHostThatIsNotAnInjectHostIsLoggedOnce() throws {
+        let far = MockUpstream(group: mockGroup)
+        try far.start()
+        defer { far.stop() }
+        let fixture = try ProxyFixture()
+        let other = "127.0.0.1:\(far.port)"
+        let inject = "127.0.0.1:\(fixture.upstream.port)"
+        for authority in [other, other, inject] {
+            let response = try fixture.send(
+                "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n",
+                method: .connect
+            )
+            #expect(response.status == 200)
+        }
+        let logged = fixture.logs.capturedLines.filter { $0.contains("tunnelled as is") }
+        #expect(logged.count == 1, "\(logged)")
+        #expect(
+            logged.first?.hasSuffix(
+                " info CONNECT tunnelled as is (not an inject host) target=\(other) inject_hosts=\(inject)\n"
+            ) == true,
+            "\(logged)"
+        )
+    }
+
+    /// With named sessions, the line lists every session's inject hosts, each under its name.
+    @Test func theTunnelLineListsEverySessionsInjectHosts() throws {
+        let far = MockUpstream(group: mockGroup)
+        try far.start()
+        defer { far.stop() }
+        let fixture = try ProxyFixture { configuration in
+            configuration.injectHosts = [.hostAndPort("127.0.0.1", 9103)]
+            var github = Configuration.namedSessionDefaults("github")
+            github.upstream = try? HTTPURL.parse("https://api.github.com").get()
+            github.injectHosts = [.host("api.github.com"), .subdomains(of: "githubusercontent.com")]
+            github.accessToken = Secret("tok-github")
+            configuration.sessions = [SessionConfiguration(name: "github", place: "p.conf:4", configuration: github)]
+        }
+        let other = "127.0.0.1:\(far.port)"
+        let response = try fixture.send("CONNECT \(other) HTTP/1.1\r\nHost: \(other)\r\n\r\n", method: .connect)
+        #expect(response.status == 200)
+        let logged = fixture.logs.capturedLines.filter { $0.contains("tunnelled as is") }
+        #expect(logged.count == 1, "\(logged)")
+        #expect(
+            logged.first?.hasSuffix(
+                " target=\(other) inject_hosts=\"default: 127.0.0.1:9103; github: api.github.com, *.githubusercontent.com\"\n"
+            ) == true,
+            "\(logged)"
+        )
+    }
+
+    /// Memory stays bounded: past the hosts it remembers, a new host is not logged, and a host
+    /// remembered is still not logged twice.
+    @Test func theTunnelLineIsSaidForAtMostCapacityHosts() {
+        let tunnelled = TunnelledHosts(sessions: [])
+        let origins = (0...TunnelledHosts.capacity).map { Origin(isHTTPS: false, host: "h\($0).example", port: 443) }
+        #expect(origins.dropLast().allSatisfy { tunnelled.isFirstTunnel(to: $0) })
+        #expect(!tunnelled.isFirstTunnel(to: origins.last!))
+        #expect(!tunnelled.isFirstTunnel(to: origins[0]))
+    }
+
     @Test func refusesTunnelsWhenOtherHostsAreDenied() throws {
         let fixture = try ProxyFixture { $0.otherHosts = .deny }
         let response = try fixture.send(

@@ -99,6 +99,19 @@ import Testing
         #expect(shellQuoted(value) == quoted)
     }
 
+    /// The config path in the command a made CA's line gives: quoted only when a shell would not read
+    /// it back as it is.
+    @Test(
+        arguments: [
+            ("/etc/bearer-proxy/proxy.conf", "bearer-proxy ca --config /etc/bearer-proxy/proxy.conf --bundle"),
+            ("my proxy.conf", "bearer-proxy ca --config 'my proxy.conf' --bundle"),
+            ("$HOME/p.conf", "bearer-proxy ca --config '$HOME/p.conf' --bundle"),
+        ]
+    )
+    func theBundleCommandQuotesTheConfigPathOnlyWhenItMust(path: String, command: String) {
+        #expect(CACommand.bundleCommand(configFile: path) == command)
+    }
+
     /// What a POSIX shell makes of the quoting: the value itself, whatever it holds.
     @Test func aShellReadsEveryQuotedValueBackUnchanged() throws {
         let values = ["it's a dir", "$(touch /nonexistent/x)", "back`tick`", "new\nline", "'", "\\"]

@@ -94,7 +94,10 @@ import Testing
         let request = try #require(upstream.requests.first { $0.target == "/through-base-url" })
         #expect(request.header("authorization") == "Bearer run-access-6f1d")
         #expect(run.standardOutput.contains("through-base-url"), "the child printed the answer")
-        #expect(run.standardError == "", "run logs at warn: nothing went wrong")
+        #expect(
+            run.standardError.split(separator: "\n").allSatisfy { $0.contains(" info made a local CA; ") },
+            "run logs at warn: nothing went wrong, and it said once that it made the CA: \(run.standardError)"
+        )
 
         let variables = Dictionary(
             self.text(dump).split(separator: "\n").map { line in
@@ -158,6 +161,57 @@ import Testing
         }
         // The mock API echoes the request's headers, so the child's output holds the token; the log must not.
         #expect(!run.standardError.contains("run-https-token-51e0"), "the token reached the log")
+    }
+
+    /// The first run makes the local CA in the default place ($XDG_DATA_HOME here, never the
+    /// developer's own): it says so once, naming the folder, the hosts the CA may vouch for and how
+    /// other clients trust it; the next run loads that CA and says nothing.
+    @Test func runSaysOnceThatItMadeTheLocalCA() throws {
+        let environment = ["HOME": self.base + "/home", "XDG_DATA_HOME": self.base + "/data"]
+        let config = self.write(
+            "default-ca.conf",
+            """
+            upstream = http://127.0.0.1:9
+            inject_hosts = 127.0.0.1:9, *.example.org
+            token_command = /bin/echo run-e2e-token
+
+            """
+        )
+        let child = ["--", "/bin/sh", "-c", "exit 0"]
+        let first = try self.run(["--config", config] + child, environment: environment)
+        #expect(first.waitForExit() == 0, "stderr: \(first.standardError)")
+        #expect(first.standardError.filter { $0 == "\n" }.count == 1, "\(first.standardError)")
+        #expect(
+            first.standardError.hasSuffix(
+                " info made a local CA; clients must trust its ca.pem ca_dir=\(self.base)/data/bearer-proxy/ca permits=\"127.0.0.1, *.example.org\" trust_with=\"bearer-proxy ca --config \(config) --bundle\"\n"
+            ),
+            "\(first.standardError)"
+        )
+        #expect(FileManager.default.fileExists(atPath: self.base + "/data/bearer-proxy/ca/ca.pem"))
+
+        let second = try self.run(["--config", config] + child, environment: environment)
+        #expect(second.waitForExit() == 0)
+        #expect(second.standardError == "", "the CA was loaded, not made")
+    }
+
+    /// A CA made for another config's inject hosts stops run with the proxy's sentence, which under
+    /// run also offers --no-intercept; with it the program runs.
+    @Test func underRunACAMadeForOtherHostsOffersNoIntercept() throws {
+        let child = ["--", "/bin/sh", "-c", "exit 0"]
+        let first = try self.run(["--config", self.config(upstream: "http://127.0.0.1:9")] + child)
+        #expect(first.waitForExit() == 0, "stderr: \(first.standardError)")
+        let other = self.config(
+            upstream: "http://127.0.0.1:9",
+            "token_command = /bin/echo run-e2e-token\ninject_hosts = 127.0.0.1:9, api.example.com"
+        )
+        let refused = try self.run(["--config", other] + child)
+        #expect(refused.waitForExit() == 1)
+        #expect(
+            refused.standardError
+                == "Error: inject host api.example.com is outside the local CA's name constraints (\(self.base)/ca/ca.pem permits DNS:invalid, IP:127.0.0.1/32, IP:::/128): the CA in that folder was made for other inject hosts (another config using it?): give this config a ca_dir of its own, or run `bearer-proxy ca --renew` to replace it with one for the current inject_hosts, then trust the new ca.pem; or pass --no-intercept to bearer-proxy run, if the program calls the API through BEARER_PROXY_URL (or http://) rather than https://\n"
+        )
+        let plain = try self.run(["--config", other, "--no-intercept"] + child)
+        #expect(plain.waitForExit() == 0, "stderr: \(plain.standardError)")
     }
 
     @Test(arguments: [("exit 0", Int32(0)), ("exit 7", 7), ("kill -TERM $$", 128 + SIGTERM)])
@@ -224,7 +278,10 @@ import Testing
         let config = self.config(upstream: "http://127.0.0.1:9")
         let run = try self.run(["--config", config, "--", "no-such-program-e2e-run"])
         #expect(run.waitForExit() == 127)
-        #expect(run.standardError == "Error: cannot run 'no-such-program-e2e-run': No such file or directory\n")
+        // The first run of the test's config made its CA, and said so first.
+        let lines = run.standardError.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].contains(" info made a local CA; "), "\(run.standardError)")
+        #expect(lines.last == "Error: cannot run 'no-such-program-e2e-run': No such file or directory")
         let notExecutable = self.write("not-executable.sh", "exit 0\n")
         let refused = try self.run(["--config", config, "--", notExecutable])
         #expect(refused.waitForExit() == 126)

@@ -111,7 +111,7 @@ extension ClientConnection {
                 return
 
             case .openTunnel(let origin):
-                self.runtime.logger.debug("tunnel", ["to": origin.description])
+                self.logTunnel(to: origin)
                 self.openTunnel(to: origin)
                 return
 
@@ -192,6 +192,20 @@ extension ClientConnection {
                 self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
             }
             self.pump()
+        }
+    }
+
+    /// The first tunnel to a host says, once, that the host is no inject host (a client that meant
+    /// the API gets its own certificate and a 401 through it); the others are debug lines.
+    private func logTunnel(to origin: Origin) {
+        let tunnelled = self.runtime.router.tunnelledHosts
+        if tunnelled.isFirstTunnel(to: origin) {
+            self.runtime.logger.info(
+                "CONNECT tunnelled as is (not an inject host)",
+                ["target": origin.description, "inject_hosts": tunnelled.injectHosts]
+            )
+        } else {
+            self.runtime.logger.debug("tunnel", ["to": origin.description])
         }
     }
 

@@ -43,7 +43,7 @@ enum CACommand {
         if options.renewsCA {
             ca = try LocalCA.renew(files, permitting: hosts, now: now, trustStore: trustStore)
             Console.write(
-                "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust the new ca.pem, and running proxies be restarted.\n",
+                "Made a new local CA in \(directory) for \(HostPattern.hostList(hosts)): clients must trust the new ca.pem, and running proxies be restarted.\n",
                 to: console.errors
             )
         } else {
@@ -59,12 +59,16 @@ enum CACommand {
     /// On stderr: a CA was made (`ca`, `env`), which clients must now trust.
     static func sayMadeCA(in directory: String, for hosts: [HostPattern], console: Console) {
         Console.write(
-            "Made a new local CA in \(directory) for \(Self.list(hosts)): clients must trust its ca.pem.\n",
+            "Made a new local CA in \(directory) for \(HostPattern.hostList(hosts)): clients must trust its ca.pem.\n",
             to: console.errors
         )
     }
 
-    private static func list(_ hosts: [HostPattern]) -> String {
-        hosts.map(\.hostDescription).joined(separator: ", ")
+    /// `bearer-proxy ca --config FILE --bundle`, which prints the file OpenSSL clients trust
+    /// (SSL_CERT_FILE) for the proxy of `configFile` (nil: the default config file's): the next step
+    /// the line about a CA the proxy made gives.
+    static func bundleCommand(configFile: String?) -> String {
+        guard let configFile else { return "bearer-proxy ca --bundle" }
+        return "bearer-proxy ca --config \(shellWord(configFile)) --bundle"
     }
 }

@@ -1,10 +1,11 @@
 // The seam between the local CA and the intercepting tunnel (README, "HTTPS clients").
 //
 // One `InterceptCertificates` per proxy, made at start when tls_intercept is on
-// (`InterceptCertificates.start(caDirectory:permitting:logger:)`, which loads or makes the CA and
-// checks it against the inject hosts; `ProxyRuntime.interceptCertificates`). Sendable: any loop may
-// use it. For a CONNECT target's host (as `ProxyNames.normalizedHost` gives it: lower case, IPv6
-// without brackets; the port does not matter, a certificate names no port), a tunnel asks:
+// (`InterceptCertificates.start(caDirectory:permitting:configFile:logger:)`, which loads or makes
+// the CA and checks it against the inject hosts; `ProxyRuntime.interceptCertificates`). Sendable:
+// any loop may use it. For a CONNECT target's host (as `ProxyNames.normalizedHost` gives it: lower
+// case, IPv6 without brackets; the port does not matter, a certificate names no port), a tunnel
+// asks:
 //
 //     if let tls = certificates.cachedContext(forHost: host) {
 //         // the hot path: every tunnel to a host after its first one
@@ -67,16 +68,26 @@ package final class InterceptCertificates: Sendable {
     }
 
     /// Loads the CA in `caDirectory` or makes it there, and checks it permits every host of `patterns`
-    /// (every session's inject hosts). Blocking: call at start, off the event loops.
+    /// (every session's inject hosts). Blocking: call at start, off the event loops. `configFile`: the
+    /// config the proxy runs (nil: none), for the line that says how clients trust a CA made now.
     package static func start(
         caDirectory: String,
         permitting patterns: [HostPattern],
+        configFile: String?,
         logger: Logger
     ) throws(LocalCAError) -> InterceptCertificates {
         let files = CAFiles(directory: caDirectory)
         let (authority, wasCreated) = try LocalCA.open(files, permitting: patterns, now: wallClockEpochSeconds())
         if wasCreated {
-            logger.info("made a new local CA; clients must trust its ca.pem", ["ca": files.root])
+            // Whatever the log level (`run` logs at warn): said once in the CA's life, it is how a
+            // user learns that a folder now holds a CA which only these hosts' configs can share.
+            logger.announce(
+                "made a local CA; clients must trust its ca.pem",
+                [
+                    "ca_dir": caDirectory, "permits": HostPattern.hostList(patterns),
+                    "trust_with": CACommand.bundleCommand(configFile: configFile),
+                ]
+            )
         } else if authority.intermediateConstraints != NameConstraints(permitting: patterns) {
             logger.info(
                 "the local CA permits more hosts than inject_hosts names; bearer-proxy ca --renew narrows it",

@@ -158,6 +158,13 @@ extension HostPattern {
         case .hostAndPort(let host, _): host.contains(":") ? "[\(host)]" : host
         }
     }
+
+    /// `api.example.com, *.example.org, 127.0.0.1`: the hosts a CA made for `patterns` may vouch for,
+    /// each once (two ports of one host are one name to a certificate), as the lines about it say.
+    static func hostList(_ patterns: [HostPattern]) -> String {
+        var seen: Set<String> = []
+        return patterns.map(\.hostDescription).filter { seen.insert($0).inserted }.joined(separator: ", ")
+    }
 }
 
 /// `2026-12-01T10:00:00Z`.

@@ -20,6 +20,14 @@ package enum LocalCAError: Error, Equatable, CustomStringConvertible {
 
     static let renewHint = "`bearer-proxy ca --renew` makes a new CA (clients must then trust the new ca.pem)"
 
+    /// The sentence `bearer-proxy run` prints: run can also do without the CA, so a CA made for
+    /// other hosts names that way out too.
+    package var descriptionUnderRun: String {
+        guard case .outsideConstraints = self else { return self.description }
+        return self.description
+            + "; or pass --no-intercept to bearer-proxy run, if the program calls the API through BEARER_PROXY_URL (or http://) rather than https://"
+    }
+
     package var description: String {
         switch self {
         case .noDirectory:

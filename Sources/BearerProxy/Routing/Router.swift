@@ -22,6 +22,8 @@ package final class Router: Sendable {
     private let intercepts: Bool
     /// The names that make an absolute-form request one for the proxy itself.
     private let names: ProxyNames
+    /// The hosts a CONNECT was tunnelled to as is (`Route.tunnel`): the first tunnel to each is logged.
+    let tunnelledHosts: TunnelledHosts
 
     /// `sessions`: the default session first (index 0), then the named ones.
     package init(configuration: Configuration, sessions: [NamedSession], names: ProxyNames) {
@@ -30,6 +32,7 @@ package final class Router: Sendable {
         self.otherHosts = configuration.otherHosts
         self.intercepts = configuration.intercept.isEnabled
         self.names = names
+        self.tunnelledHosts = TunnelledHosts(sessions: sessions)
     }
 
     /// Where `head` goes. `listener`: the session whose own listener it arrived on (nil: the main one).

@@ -32,7 +32,7 @@ enum RunCommand {
                 socketFiles: command.socketFiles
             )
         } catch {
-            Self.fail(error.description)
+            Self.fail(error.localCAError?.descriptionUnderRun ?? error.description)
             return 1
         }
         defer {
