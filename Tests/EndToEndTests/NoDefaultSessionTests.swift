@@ -7,7 +7,8 @@ import Testing
 
 /// A config whose keys outside any section reach no API, only `[session NAME]` sections: there is no
 /// default session for the user to see (README, "Several APIs in one proxy"). Not in `/status`, not
-/// in `/metrics`, not as the session admin refresh and logout fall back to, not in the start line.
+/// in `/metrics`, not as the session admin refresh and logout fall back to, not in the start line,
+/// and `BEARER_PROXY_URL` is the first named session's base URL.
 @Suite struct NoDefaultSessionTests {
     /// Two APIs, each accepting its session's token, and the config that puts `github` on a mount of
     /// the main listener and `internal` on a listener of its own; both stopped when it goes.
@@ -120,5 +121,57 @@ import Testing
         ] {
             #expect(metrics.contains("\n\(line)\n"), "missing \(line)")
         }
+    }
+
+    static let sections = [
+        "vendor": "[session vendor]\ninject_hosts = api.vendor.test\naccess_token = t0\n",
+        "github": "[session github]\nmount = /github\nupstream = http://127.0.0.1:3001\naccess_token = t1\n",
+        "internal":
+            "[session internal]\nlisten = 127.0.0.1:8152\nupstream = http://127.0.0.1:3002\naccess_token = t2\n",
+    ]
+
+    /// `BEARER_PROXY_URL` is the first named session's base URL (its own listener's, else the main
+    /// listener's with its mount), past any with neither; with none that has one, the proxy's.
+    @Test(arguments: [
+        (
+            "a mount, after an inject_hosts-only session", ["vendor", "github", "internal"],
+            "http://127.0.0.1:8151/github"
+        ),
+        ("a listener of its own", ["internal", "github"], "http://127.0.0.1:8152"),
+        ("only inject_hosts", ["vendor"], "http://127.0.0.1:8151"),
+    ])
+    func envPointsBearerProxyURLAtTheFirstNamedSessionsBaseURL(_ id: String, order: [String], url: String) throws {
+        let config = temporaryFile("listen = 127.0.0.1:8151\n" + order.map { Self.sections[$0]! }.joined())
+        let result = try ProxyProcess.run(["env", "--config", config])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("export BEARER_PROXY_URL=") } == ["export BEARER_PROXY_URL='\(url)'"])
+        #expect(lines.contains("export http_proxy='http://127.0.0.1:8151'"), "http_proxy stays the proxy's")
+    }
+
+    /// `run`'s program reaches the first named session's API at `BEARER_PROXY_URL`, with its token.
+    @Test func runGivesTheProgramTheFirstNamedSessionsURL() throws {
+        let apis = try TwoAPIs()
+        let child = temporaryFile(
+            """
+            import os, urllib.request
+            url = os.environ["BEARER_PROXY_URL"]
+            print(url, url == os.environ["BEARER_PROXY_URL_GITHUB"], urllib.request.urlopen(url + "/x").status)
+            """,
+            name: "child.py"
+        )
+        let run = try ProxyProcess(
+            ["run", "--config", apis.config, "--", "/usr/bin/python3", child],
+            launcher: ["/usr/bin/setsid", "--fork", "--wait"]
+        )
+        #expect(run.waitForExit() == 0, "stderr: \(run.standardError)")
+        let words = run.standardOutput.split(whereSeparator: \.isWhitespace).map(String.init)
+        #expect(
+            words.count == 3 && words[0].hasSuffix("/github") && words[1] == "True" && words[2] == "200",
+            "\(words)"
+        )
+        #expect(apis.github.requests.last?.target == "/x")
+        #expect(apis.github.requests.last?.header("authorization") == "Bearer github-token")
+        #expect(apis.inner.requests.isEmpty)
     }
 }
