@@ -9,6 +9,9 @@ package final class ProxyRuntime: Sendable {
     package let requestGuard: RequestGuard
     /// Every session: the default one first, then the named ones in file order (`NamedSession.index`).
     package let sessions: [NamedSession]
+    /// The sessions the user sees: every one, less a default session that reaches no API
+    /// (`Configuration.hasDefaultSession`), which stays in `sessions` only for the indexes.
+    package let shownSessions: [NamedSession]
     /// The one way out: upstreams, tunnels, token endpoints.
     package let connector: OutboundConnector
     package let logger: Logger
@@ -53,6 +56,7 @@ package final class ProxyRuntime: Sendable {
         self.router = router
         self.requestGuard = requestGuard
         self.sessions = sessions
+        self.shownSessions = configuration.hasDefaultSession ? sessions : Array(sessions.dropFirst())
         self.connector = connector
         self.logger = logger
         self.replayBudget = ReplayMemoryBudget(limit: configuration.replayMemoryLimit)

@@ -305,29 +305,48 @@ package final class ProxyServer: Sendable {
     }
 
     /// One line with the effective settings (nothing secret), for whoever reads the log later, and
-    /// with named sessions one more for each of them.
+    /// with named sessions one more for each of them. Without a default session
+    /// (`Configuration.hasDefaultSession`) the first line names the sessions where the default one's
+    /// settings were (upstream, inject_hosts, tokens, refresh_on, tls_client_cert, its fleet key):
+    /// settings of no session would read as a session with no upstream and no token.
     private func logStart() {
         let configuration = self.runtime.configuration
-        self.runtime.logger.info(
-            "starting",
-            [
-                "version": CommandLineOptions.version,
-                "upstream": configuration.upstream?.description ?? "-",
-                "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
-                "other_hosts": configuration.otherHosts.rawValue,
-                "tokens": Self.tokens(of: self.runtime.sessions[0]),
-                "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
-                "workers": "\(configuration.workers)",
-                "io": self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll",
-                "admin": self.adminAddress?.description ?? "off",
-                "access_log": configuration.accessLog.description,
-                "tls_verify": configuration.tlsInsecureSkipVerify ? "OFF" : "on",
-                "tls_client_cert": configuration.credentials.tlsCertificate?.subject ?? "none",
-                "session_store": configuration.sessionStore.endpoint.map {
-                    "\($0) session=\(configuration.sessionStore.name) fallback=\(configuration.sessionStore.fallback.rawValue)"
-                } ?? "off",
-            ]
-        )
+        let workers = "\(configuration.workers)"
+        let io = self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll"
+        let admin = self.adminAddress?.description ?? "off"
+        let tlsVerify = configuration.tlsInsecureSkipVerify ? "OFF" : "on"
+        let store = configuration.sessionStore
+        if configuration.hasDefaultSession {
+            self.runtime.logger.info(
+                "starting",
+                [
+                    "version": CommandLineOptions.version,
+                    "upstream": configuration.upstream?.description ?? "-",
+                    "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
+                    "other_hosts": configuration.otherHosts.rawValue,
+                    "tokens": Self.tokens(of: self.runtime.sessions[0]),
+                    "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
+                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
+                    "tls_verify": tlsVerify,
+                    "tls_client_cert": configuration.credentials.tlsCertificate?.subject ?? "none",
+                    "session_store": store.endpoint.map {
+                        "\($0) session=\(store.name) fallback=\(store.fallback.rawValue)"
+                    } ?? "off",
+                ]
+            )
+        } else {
+            self.runtime.logger.info(
+                "starting",
+                [
+                    "version": CommandLineOptions.version,
+                    "sessions": self.runtime.shownSessions.map(\.name).joined(separator: ","),
+                    "other_hosts": configuration.otherHosts.rawValue,
+                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
+                    "tls_verify": tlsVerify,
+                    "session_store": store.endpoint.map { "\($0) fallback=\(store.fallback.rawValue)" } ?? "off",
+                ]
+            )
+        }
         for session in self.runtime.sessions.dropFirst() {
             let settings = session.configuration
             self.runtime.logger.info(

@@ -264,7 +264,8 @@ final class ThreeAPIs {
 
         let status = try proxy.admin("GET", "/status")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.text.utf8)) as? [String: Any])
-        // The top level is the default session's, as in a file without sections.
+        // The top level is the default session's, as in a file without sections, and says so.
+        #expect(object["default_session"] as? String == "default")
         #expect(object["token_generation"] as? Int == 2)
         #expect(object["upstream"] as? String == proxy["default"].upstream.baseURL)
         let sessions = try #require(object["sessions"] as? [String: [String: Any]])
@@ -411,7 +412,7 @@ final class ThreeAPIs {
         let adminAddress = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: String(admin)))!
         let status = try httpRequest(adminAddress, "GET /status HTTP/1.1\r\nHost: \(adminAddress)\r\n\r\n").text
         let metrics = try httpRequest(adminAddress, "GET /metrics HTTP/1.1\r\nHost: \(adminAddress)\r\n\r\n").text
-        #expect(!status.contains("\"sessions\""))
+        #expect(!status.contains("\"sessions\"") && !status.contains("\"default_session\""))
         #expect(!metrics.contains("session="))
         #expect(metrics.contains("\nbearer_proxy_token_generation 1\n"))
         #expect(metrics.contains("\nbearer_proxy_token_refreshes_total{result=\"ok\"} 0\n"))

@@ -6,7 +6,7 @@ import Foundation
 /// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
 /// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
 /// page cannot log the user out or read their session. `?session=NAME` names the session refresh
-/// and logout act on (none: the default session). Confined to its loop.
+/// and logout act on (none: the default session, when there is one). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
     let stream: StreamConnection
     let server: AdminServer
@@ -69,7 +69,7 @@ final class AdminConnection: StreamConnectionDelegate {
         case ("GET", "/metrics"):
             self.isBusy = true
             self.server.gatherLoopMetrics(from: self.stream.loop) { loops in
-                let sessions = runtime.sessions.map { session in
+                let sessions = runtime.shownSessions.map { session in
                     SessionFigures(
                         name: runtime.namesSessions ? session.name : nil,
                         metrics: session.tokens.metrics,
@@ -117,10 +117,20 @@ final class AdminConnection: StreamConnectionDelegate {
     }
 
     /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name
-    /// that is no session's) or 400 (another parameter).
+    /// that is no session's) or 400 (another parameter, or none when there is no default session).
     private func session(named query: String) -> NamedSession? {
-        let sessions = self.server.runtime.sessions
-        guard !query.isEmpty else { return sessions[0] }
+        let runtime = self.server.runtime
+        let sessions = runtime.shownSessions
+        guard !query.isEmpty else {
+            if runtime.configuration.hasDefaultSession { return runtime.sessions[0] }
+            // 400, not 409: the request is incomplete whatever state the sessions are in.
+            let choices = sessions.map { "?session=\($0.name)" }
+            let listed =
+                choices.count > 1
+                ? choices.dropLast().joined(separator: ", ") + " or " + choices[choices.count - 1] : choices.joined()
+            self.respond(400, "bearer-proxy: this proxy has no default session; name one: \(listed)\n")
+            return nil
+        }
         let known = sessions.map(\.name).joined(separator: ", ")
         guard query.hasPrefix("session="), !query.contains("&") else {
             self.respond(400, "bearer-proxy: the only parameter is session=NAME (the sessions are \(known))\n")
@@ -145,14 +155,18 @@ final class AdminConnection: StreamConnectionDelegate {
     }
 
     /// The default session's fields at the top level (as in a file without sections), and with
-    /// named sessions every session's under `sessions`, keyed by name.
+    /// named sessions every session's under `sessions`, keyed by name, and `default_session`: the
+    /// name of the one at the top level, or null when the keys outside any section reach no API
+    /// (then the top level holds no session's fields).
     private func statusJSON() -> String {
         let runtime = self.server.runtime
-        var object = Self.status(of: runtime.sessions[0])
+        let hasDefaultSession = runtime.configuration.hasDefaultSession
+        var object = hasDefaultSession ? Self.status(of: runtime.sessions[0]) : [:]
         object["open_connections"] = runtime.openConnections.load(ordering: .relaxed)
         if runtime.namesSessions {
+            object["default_session"] = hasDefaultSession ? runtime.sessions[0].name : NSNull()
             var sessions: [String: Any] = [:]
-            for session in runtime.sessions {
+            for session in runtime.shownSessions {
                 var fields = Self.status(of: session)
                 fields["mount"] = session.configuration.mount ?? NSNull()
                 let listeners = self.server.sessionListeners(session)

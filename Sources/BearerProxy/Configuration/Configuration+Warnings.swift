@@ -98,7 +98,7 @@ extension Configuration {
             )
         }
         // A default session left empty beside named ones is no mistake: it takes no requests.
-        let isUnused = self.upstream == nil && self.injectHosts == nil && !self.sessions.isEmpty
+        let isUnused = !self.hasDefaultSession && !self.sessions.isEmpty
         if self.accessToken == nil && !self.canRefresh && self.sessionStore.endpoint == nil && !isUnused {
             diagnostics.warning(
                 nil,

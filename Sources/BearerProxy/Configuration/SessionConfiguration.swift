@@ -22,6 +22,13 @@ extension Configuration {
     /// The name of the session of the keys outside any section.
     package static let defaultSessionName = "default"
 
+    /// Whether the keys outside any section make a session the user sees: one with an upstream (the
+    /// main listener's paths no mount takes) or inject_hosts. A file without sections always has one
+    /// (it needs an upstream); beside named sessions the default one may reach no API, and then it
+    /// takes no request, and `/status`, `/metrics`, admin refresh and logout and the start line do
+    /// not speak of it.
+    package var hasDefaultSession: Bool { self.upstream != nil || self.injectHosts != nil }
+
     /// Every session: the default one (this configuration) first, then the named ones in file order.
     package var everySession: [SessionConfiguration] {
         [SessionConfiguration(name: Self.defaultSessionName, place: self.settingPlaces.whole, configuration: self)]

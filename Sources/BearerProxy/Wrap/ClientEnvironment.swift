@@ -17,14 +17,35 @@ struct ClientEnvironment: Equatable {
     /// must go through the proxy to get its token.
     static let loopbackNames = ["localhost", "127.0.0.1", "::1"]
 
-    /// `proxyURL`: `http://HOST:PORT`, the proxy's base URL, which is also its http_proxy.
-    /// `trust`: with tls_intercept on, the files clients must trust. `sessionURLs`: the base URL of
-    /// each named session with a listen or a mount (`sessionURLs(_:proxyURL:listenerURL:)`).
+    /// The environment for `configuration`'s proxy at `proxyURL`. `BEARER_PROXY_URL` is the default
+    /// session's base URL, the proxy's own; without a default upstream a path no mount takes is a
+    /// 404 there, so it is the first named session's base URL instead (the proxy's when no session
+    /// has one).
+    init(
+        _ configuration: Configuration,
+        proxyURL: String,
+        trust: ClientTrustFiles?,
+        sessionURLs: [(session: String, url: String)]
+    ) {
+        self.init(
+            proxyURL: proxyURL,
+            injectHosts: configuration.everyInjectHost,
+            trust: trust,
+            sessionURLs: sessionURLs,
+            baseURL: configuration.upstream == nil ? sessionURLs.first?.url : nil
+        )
+    }
+
+    /// `proxyURL`: `http://HOST:PORT`, the proxy's address, its http_proxy. `trust`: with
+    /// tls_intercept on, the files clients must trust. `sessionURLs`: the base URL of each named
+    /// session with a listen or a mount (`sessionURLs(_:proxyURL:listenerURL:)`). `baseURL`: the
+    /// API's base URL through the proxy (nil: `proxyURL`).
     init(
         proxyURL: String,
         injectHosts: [HostPattern],
         trust: ClientTrustFiles?,
-        sessionURLs: [(session: String, url: String)] = []
+        sessionURLs: [(session: String, url: String)] = [],
+        baseURL: String? = nil
     ) {
         for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
             self.variables.append(Variable(name: name, value: proxyURL))
@@ -43,7 +64,7 @@ struct ClientEnvironment: Equatable {
             }
             self.variables.append(Variable(name: "NODE_EXTRA_CA_CERTS", value: trust.root))
         }
-        self.variables.append(Variable(name: "BEARER_PROXY_URL", value: proxyURL))
+        self.variables.append(Variable(name: "BEARER_PROXY_URL", value: baseURL ?? proxyURL))
         for (session, url) in sessionURLs {
             self.variables.append(Variable(name: Self.urlVariable(of: session), value: url))
         }

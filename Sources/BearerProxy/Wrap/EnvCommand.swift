@@ -33,8 +33,8 @@ enum EnvCommand {
                 trust = prepared.files
             }
             let variables = ClientEnvironment(
+                configuration,
                 proxyURL: url,
-                injectHosts: configuration.everyInjectHost,
                 trust: trust,
                 sessionURLs: try ClientEnvironment.sessionURLs(configuration, proxyURL: url) {
                     (session) throws(WrapError) -> String? in

@@ -115,12 +115,10 @@ enum RunCommand {
                 ClientEnvironment.proxyURL(host: bound.address.hostText!, port: bound.address.port!)
             }
         }
-        return ClientEnvironment(
-            proxyURL: url,
-            injectHosts: configuration.everyInjectHost,
-            trust: trust,
-            sessionURLs: sessionURLs
-        ).applied(to: parent, removing: configuration.secretVariables)
+        return ClientEnvironment(configuration, proxyURL: url, trust: trust, sessionURLs: sessionURLs).applied(
+            to: parent,
+            removing: configuration.secretVariables
+        )
     }
 
     /// `Error: …`, after what the log has queued.
