@@ -147,12 +147,7 @@ import Testing
         #expect(self.text(self.caDirectory + "/bundle.pem") == systemText + "\n" + self.text(self.rootFile))
     }
 
-    @Test(
-        .enabled(
-            if: FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt"),
-            "needs Debian's system store (apt-get install ca-certificates)"
-        )
-    )
+    @Test(.requires(.systemCAStore))
     func theDebianSystemStoreIsFoundWithoutSSLCertFile() throws {
         let system = "/etc/ssl/certs/ca-certificates.crt"
         var environment = ProcessInfo.processInfo.environment
