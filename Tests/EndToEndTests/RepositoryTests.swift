@@ -132,6 +132,44 @@ import Testing
         )
     }
 
+    /// The README's first configs, a static token and an OAuth2 client, each run as a reader would:
+    /// its shell lines (`cat > proxy.conf <<'EOF'` … `export VAR=…`), then the README's `--check` line
+    /// with the built binary. Both pass, warning only about the placeholder hosts.
+    @Test func theReadmesFirstConfigsPassTheCheckAsShown() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "## Run and test\n"))
+        let end = try #require(readme.range(of: "\n## ", range: start.upperBound..<readme.endIndex))
+        // The indented blocks, each a list of its lines.
+        var blocks: [[String]] = [[]]
+        for line in readme[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("    ") {
+                blocks[blocks.count - 1].append(String(line.dropFirst(4)))
+            } else if !blocks[blocks.count - 1].isEmpty {
+                blocks.append([])
+            }
+        }
+        let configs = blocks.filter { $0.first == "cat > proxy.conf <<'EOF'" }
+        let checkLine = try #require(blocks.joined().first { $0.contains("bearer-proxy --check --config proxy.conf") })
+        let check = try #require(checkLine.split(separator: "#").first).replacingOccurrences(
+            of: "swift run -c release bearer-proxy",
+            with: ProxyProcess.binaryURL.path
+        )
+        #expect(configs.count == 2, "a static token and an OAuth2 client: \(configs.count)")
+        for (config, shown) in zip(configs, ["access_token = <redacted>", "grant_type = client_credentials"]) {
+            let folder = temporaryDirectory()
+            let outcome = try runProgram(
+                ["/bin/sh", "-eu", "-c", (config + [check]).joined(separator: "\n")],
+                in: folder,
+                environment: ["PATH": "/usr/bin:/bin", "HOME": folder],
+                timeout: .seconds(30)
+            )
+            #expect(outcome.status == 0, "\(config): \(outcome.standardError)")
+            #expect(outcome.standardOutput.contains("\n\(shown)\n"), "\(config)")
+            let lines = outcome.standardError.split(separator: "\n")
+            #expect(!lines.isEmpty && lines.allSatisfy { $0.hasPrefix("Warning: ") && $0.contains("is a placeholder") })
+        }
+    }
+
     /// The README quotes the test command's last two lines as a run prints them: Swift Testing's
     /// summary, with as many known issues as the tests plant (`withKnownIssue`), and the skip count,
     /// whose reasons are those `ExternalTool` gives (they once said "needs Debian's python3-requests",
