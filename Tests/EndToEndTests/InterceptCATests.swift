@@ -218,7 +218,7 @@ import Testing
         #expect(unknown.status == 1)
         #expect(
             unknown.stderr
-                == "Error: Unknown option '--renw'\nUsage: bearer-proxy ca [--config <file>] [--renew] [--bundle]\n  See 'bearer-proxy ca --help' for more information.\n"
+                == "Error: Unknown option '--renw' (did you mean '--renew'?)\nUsage: bearer-proxy ca [--config <file>] [--renew] [--bundle]\n  See 'bearer-proxy ca --help' for more information.\n"
         )
         let help = try self.ca(["--help"])
         #expect(help.status == 0)
