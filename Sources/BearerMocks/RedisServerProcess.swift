@@ -42,11 +42,9 @@ package final class RedisServerProcess: @unchecked Sendable {
     private let changed = DispatchSemaphore(value: 0)
 
     /// `redis-server` on PATH (or in /usr/bin, /usr/sbin); nil when it is not installed.
-    package static let executable: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let directories = path.split(separator: ":").map(String.init) + ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
-        return directories.map { "\($0)/redis-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    package static var executable: String? {
+        ExternalTool.redisServer.isInstalled ? ExternalTool.redisServer.program : nil
+    }
 
     /// Starts a server and waits (bounded) until it accepts connections. `configuration` adds
     /// directives (`--requirepass pw`, `--user name on >pw …`); `tls` serves TLS only.
@@ -77,7 +75,7 @@ package final class RedisServerProcess: @unchecked Sendable {
     /// Starts the server (again) on its port and waits until it accepts connections.
     package func start(timeout: Duration = .seconds(20)) throws {
         guard let executable = Self.executable else {
-            throw StartError(description: "redis-server is not installed (apt-get install redis-server)")
+            throw StartError(description: ExternalTool.redisServer.skipReason)
         }
         precondition(!self.isRunning, "redis-server is already running")
         var fds: [Int32] = [0, 0]

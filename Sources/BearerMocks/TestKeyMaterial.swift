@@ -11,16 +11,8 @@ package final class TestKeyMaterial: Sendable {
     }
 
     /// `openssl` on PATH (or in /usr/bin); nil when Debian's openssl package is not installed.
-    package static let executable: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let directories = path.split(separator: ":").map(String.init) + ["/usr/bin", "/bin"]
-        return directories.map { "\($0)/openssl" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
-
-    /// Whether the tests that need the command run: it is installed, or under CI (where a missing
-    /// one fails them instead of skipping).
-    package static var isAvailableOrCI: Bool {
-        Self.executable != nil || ProcessInfo.processInfo.environment["CI"] == "true"
+    package static var executable: String? {
+        ExternalTool.openssl.isInstalled ? ExternalTool.openssl.program : nil
     }
 
     package let directory: String
@@ -189,7 +181,7 @@ package final class TestKeyMaterial: Sendable {
 
     private static func run(_ arguments: [String], in directory: String) throws -> ProgramOutcome {
         guard let executable = Self.executable else {
-            throw ToolError(description: "needs the openssl command (apt-get install openssl)")
+            throw ToolError(description: ExternalTool.openssl.skipReason)
         }
         return try runProgram([executable] + arguments, in: directory, timeout: .seconds(60))
     }

@@ -9,7 +9,7 @@ import Testing
 
 /// The rules of signing keys, service accounts, TLS client certificates and resource indicators:
 /// what each needs, what each makes useless, what is read from the key files.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct ClientCredentialConfigurationTests {
     // Made once; a failure (no openssl command under CI) fails each test that needs them.
     private static let made = Result { () throws -> (TestKeyMaterial, String, String) in

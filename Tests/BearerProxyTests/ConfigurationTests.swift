@@ -253,12 +253,14 @@ import Testing
     }
 
     @Test func rejectsUnknownOptionsAndMissingValues() {
-        #expect(throws: CommandLineError.unknownOption("--listn")) { try CommandLineOptions.parse(["--listn", "x"]) }
+        #expect(throws: CommandLineError.unknownOption("--listn", meant: "--listen")) {
+            try CommandLineOptions.parse(["--listn", "x"])
+        }
         #expect(throws: CommandLineError.missingValue("--upstream")) { try CommandLineOptions.parse(["--upstream"]) }
         #expect(throws: CommandLineError.unexpectedArgument("stray")) { try CommandLineOptions.parse(["stray"]) }
         #expect(
-            CommandLineError.unknownOption("--listn").fullMessage
-                == "Error: Unknown option '--listn'\nUsage: bearer-proxy [--config <file>] [<options>]\n  See 'bearer-proxy --help' for more information.\n"
+            CommandLineError.unknownOption("--listn", meant: "--listen").fullMessage
+                == "Error: Unknown option '--listn' (did you mean '--listen'?)\nUsage: bearer-proxy [--config <file>] [<options>]\n  See 'bearer-proxy --help' for more information.\n"
         )
     }
 
@@ -271,8 +273,8 @@ import Testing
 
                 USAGE: bearer-proxy [--config <file>] [<options>]
                        bearer-proxy --demo [json] [<options>]
-                       bearer-proxy login [--config <file>] [--device] [--no-browser]
-                       bearer-proxy logout [--config <file>]
+                       bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
+                       bearer-proxy logout [--config <file>] [--session <name>]
                        bearer-proxy ca [--config <file>] [--renew] [--bundle]
                        bearer-proxy env [--config <file>] [--listen <addr>]
                        bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
@@ -296,8 +298,10 @@ import Testing
 
                 SUBCOMMANDS:
                   login                   Log in once (browser, device code or password) and store the refresh
-                                          token in refresh_token_file. See 'bearer-proxy login --help'.
-                  logout                  Revoke the stored refresh token and delete its file.
+                                          token in refresh_token_file (--session <name>: that of a
+                                          [session <name>]). See 'bearer-proxy login --help'.
+                  logout                  Revoke the stored refresh token and delete its file (--session <name>:
+                                          that of a [session <name>]). See 'bearer-proxy logout --help'.
                   ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA
                                           first when there is none. See 'bearer-proxy ca --help'.
                   env                     Print export lines (http_proxy, https_proxy, NO_PROXY, the CA bundle)

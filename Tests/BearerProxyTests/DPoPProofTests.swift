@@ -250,7 +250,7 @@ import Testing
     }
 }
 
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct DPoPKeyKindTests {
     @Test(arguments: [TestKeyMaterial.KeyKind.rsa2048, .p384])
     func aKeyOfAnotherKindIsRefused(_ kind: TestKeyMaterial.KeyKind) throws {

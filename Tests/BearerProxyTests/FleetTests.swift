@@ -9,7 +9,7 @@ import Testing
 
 /// Several proxies in one process sharing one session through redis-server: what issue 12's
 /// "Behaviour to show" asks, seen as the clients, the token endpoint and the API see it.
-@Suite(.enabled(if: ExternalTools.redisServerOrCI, "needs redis-server (apt-get install redis-server)"))
+@Suite(.requires(.redisServer))
 struct FleetTests {
     /// The store's connections run on the proxy's loops: with io_uring they receive through the ring.
     @Test(arguments: IOBackend.allCases)

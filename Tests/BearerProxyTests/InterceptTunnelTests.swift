@@ -318,12 +318,7 @@ final class InterceptFixture {
         #expect(response.text.contains("tls_intercept"))
     }
 
-    @Test(
-        .enabled(
-            if: ExternalTools.pythonWebSocketsOrCI,
-            "needs Debian's python3-websockets (apt-get install python3-websockets)"
-        )
-    )
+    @Test(.requires(.pythonWebSockets))
     func aWebSocketInsideATunnelReachesTheWSSUpstream() throws {
         let fixture = try InterceptFixture()
         #expect(fixture.session.waitForTokenCalls(1))

@@ -143,7 +143,7 @@ struct TestCA {
         #expect(authority.verify(forged, host: host) == "permitted subtree violation")
     }
 
-    @Test(.enabled(if: ExternalTools.curlOrCI, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func curlTrustingOnlyCaPemAcceptsALeafAndGetsTheIntermediateInTheHandshake() throws {
         let authority = try TestCA()
         for host in ["api.test", "127.0.0.1"] {
@@ -163,7 +163,7 @@ struct TestCA {
         }
     }
 
-    @Test(.enabled(if: ExternalTools.curlOrCI, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func curlTrustingCaPemRefusesALeafOutsideTheConstraints() throws {
         let authority = try TestCA()
         for host in ["evil.example.org", "127.0.0.2"] {

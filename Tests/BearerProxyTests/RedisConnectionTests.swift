@@ -10,7 +10,7 @@ private func bulk(_ text: String) -> RESPValue { .bulkString(Array(text.utf8)) }
 
 /// The RESP client against Debian's redis-server on a loopback port: login, databases, pipelining,
 /// pub/sub, TLS, and what a broken or hung server does to it.
-@Suite(.enabled(if: ExternalTools.redisServerOrCI, "needs redis-server (apt-get install redis-server)"))
+@Suite(.requires(.redisServer))
 struct RedisConnectionTests {
     @Test func setAndGetRoundTrip() throws {
         let redis = try startRedis()

@@ -134,7 +134,7 @@ extension SessionStore.RefreshResult {
 
 /// The fleet protocol against a real Redis: several SessionStores in one process stand for several
 /// proxies; the token endpoint is a counting fake with rotation and reuse detection.
-@Suite(.enabled(if: ExternalTools.redisServerOrCI, "needs redis-server (apt-get install redis-server)"))
+@Suite(.requires(.redisServer))
 struct SessionStoreTests {
     @Test func proxiesNeedingARefreshTogetherMakeOneTokenCall() throws {
         let redis = try startRedis()

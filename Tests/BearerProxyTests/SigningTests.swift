@@ -9,7 +9,7 @@ import Testing
 
 /// JWS signing (Auth/Signing): signatures checked by the `openssl` command, a verifier that shares
 /// no code with the signer; the encodings it writes by hand checked against Foundation's.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct SigningTests {
     // Made once; a failure (no openssl command under CI) fails each test that needs them.
     private static let made = Result { () throws -> (TestKeyMaterial, String, String) in

@@ -6,7 +6,7 @@ import Testing
 @testable import BearerProxy
 
 /// The form a token, revocation or device request carries with each way of authenticating the client.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct TokenRequestBuilderTests {
     static func configuration(_ method: ClientAuthentication) throws -> Configuration {
         var configuration = Configuration()

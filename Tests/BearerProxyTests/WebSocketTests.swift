@@ -56,12 +56,7 @@ import Testing
         #expect(waitUntil { fixture.proxy.runtime.openConnections.load(ordering: .relaxed) == 0 })
     }
 
-    @Test(
-        .enabled(
-            if: ExternalTools.pythonWebSocketsOrCI,
-            "needs Debian's python3-websockets (apt-get install python3-websockets)"
-        )
-    )
+    @Test(.requires(.pythonWebSockets))
     func aRealWebSocketClientTalksThroughTheProxy() throws {
         let fixture = try ProxyFixture()
         let script = """

@@ -215,11 +215,11 @@ import Testing
     @Test func runWithoutACommandOrWithAnUnknownFlagIsAnError() throws {
         #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--config", "p.conf"]) }
         #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--"]) }
-        #expect(throws: CommandLineError.unknownOption("--lisen")) {
+        #expect(throws: CommandLineError.unknownOption("--lisen", meant: "--listen")) {
             try Subcommand.run.parse(["--lisen", "x", "--", "true"])
         }
         #expect(throws: CommandLineError.missingValue("--listen")) { try Subcommand.run.parse(["--listen"]) }
-        #expect(throws: CommandLineError.unknownOption("--no-intercept=yes")) {
+        #expect(throws: CommandLineError.unknownOption("--no-intercept=yes", meant: "--no-intercept")) {
             try Subcommand.run.parse(["--no-intercept=yes", "--", "true"])
         }
         #expect(try Subcommand.run.parse(["--help"]).isHelp)

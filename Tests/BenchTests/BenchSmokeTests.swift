@@ -118,8 +118,8 @@ import Testing
 /// The fleet scenario against the built proxy and Debian's redis-server: its invariants, never its speed.
 @Suite(
     .enabled(
-        if: RedisServerProcess.executable != nil || ProcessInfo.processInfo.environment["CI"] == "true",
-        "needs redis-server (apt-get install redis-server)"
+        if: ExternalTool.redisServer.isInstalledOrCI,
+        Comment(rawValue: ExternalTool.redisServer.skipReason)
     )
 )
 struct BenchFleetSmokeTests {

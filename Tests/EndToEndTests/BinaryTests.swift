@@ -102,10 +102,29 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         )
     }
 
-    @Test func unknownOptionExitsOneWithUsage() throws {
-        let result = try ProxyProcess.run(["--listn", "x"])
+    /// An unknown flag of the proxy or of a subcommand: exit 1, the flag it was likely meant to be,
+    /// the usage line and where help is.
+    @Test func unknownOptionExitsOneWithUsageAndTheFlagMeant() throws {
+        let result = try ProxyProcess.run(["--chek"])
         #expect(result.status == 1)
-        #expect(result.stderr.hasPrefix("Error: Unknown option '--listn'\nUsage: bearer-proxy"))
+        #expect(
+            result.stderr == """
+                Error: Unknown option '--chek' (did you mean '--check'?)
+                Usage: bearer-proxy [--config <file>] [<options>]
+                  See 'bearer-proxy --help' for more information.
+
+                """
+        )
+        let login = try ProxyProcess.run(["login", "--sesion", "github"])
+        #expect(login.status == 1)
+        #expect(
+            login.stderr == """
+                Error: Unknown option '--sesion' (did you mean '--session'?)
+                Usage: bearer-proxy login --config <file> [<options>]
+                  See 'bearer-proxy login --help' for more information.
+
+                """
+        )
     }
 
     @Test func helpAndVersionGoToStdout() throws {

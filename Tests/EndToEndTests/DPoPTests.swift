@@ -97,7 +97,7 @@ struct RunningProxy {
 @Suite struct DPoPTests {
     /// An https_proxy client (curl) through an intercepted tunnel: the proxy terminates its TLS and
     /// the request goes on to the https API with the token and a proof whose htu is the https URL.
-    @Test(.enabled(if: InterceptTunnelBinaryTests.hasCurl, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func anInterceptedTunnelsRequestsCarryAProofForTheHTTPSTarget() throws {
         let fixtures = InterceptTunnelBinaryTests.fixtures
         let servers = try DPoPServers(tls: try InterceptTunnelBinaryTests.localhostServerTLS())

@@ -6,9 +6,6 @@ import Foundation
 import Glibc
 import Testing
 
-/// Debian's redis-server, or CI (where `.ci/run` installs it, so a missing one fails the tests).
-let redisServerOrCI = RedisServerProcess.executable != nil || ProcessInfo.processInfo.environment["CI"] == "true"
-
 /// Built `bearer-proxy` processes sharing one session through a real redis-server, in front of one
 /// mock API whose token server rotates refresh tokens and revokes the family on reuse.
 final class ProxyFleet {
@@ -105,7 +102,7 @@ final class ProxyFleet {
     }
 }
 
-@Suite(.enabled(if: redisServerOrCI, "needs redis-server (apt-get install redis-server)"))
+@Suite(.requires(.redisServer))
 struct FleetProcessTests {
     @Test func threeProxiesThreeHundredClientsFiveRevocationsFiveTokenCalls() throws {
         let fleet = try ProxyFleet()

@@ -154,12 +154,7 @@ import Testing
         #expect(self.text(self.caDirectory + "/bundle.pem") == systemText + "\n" + self.text(self.rootFile))
     }
 
-    @Test(
-        .enabled(
-            if: FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt"),
-            "needs Debian's system store (apt-get install ca-certificates)"
-        )
-    )
+    @Test(.requires(.systemCAStore))
     func theDebianSystemStoreIsFoundWithoutSSLCertFile() throws {
         let system = "/etc/ssl/certs/ca-certificates.crt"
         var environment = ProcessInfo.processInfo.environment
@@ -230,7 +225,7 @@ import Testing
         #expect(unknown.status == 1)
         #expect(
             unknown.stderr
-                == "Error: Unknown option '--renw'\nUsage: bearer-proxy ca [--config <file>] [--renew] [--bundle]\n  See 'bearer-proxy ca --help' for more information.\n"
+                == "Error: Unknown option '--renw' (did you mean '--renew'?)\nUsage: bearer-proxy ca [--config <file>] [--renew] [--bundle]\n  See 'bearer-proxy ca --help' for more information.\n"
         )
         let help = try self.ca(["--help"])
         #expect(help.status == 0)

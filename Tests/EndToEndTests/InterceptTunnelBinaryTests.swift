@@ -11,12 +11,8 @@ import Testing
 @Suite struct InterceptTunnelBinaryTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/tls")
-    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
-    static let curl = "/usr/bin/curl"
-    static let python = "/usr/bin/python3"
-    static var hasCurl: Bool { FileManager.default.isExecutableFile(atPath: Self.curl) || Self.isCI }
-    static let hasRequests: Bool =
-        (try? Self.run([Self.python, "-c", "import requests"], environment: [:]))?.status == 0 || Self.isCI
+    static var curl: String { ExternalTool.curl.program }
+    static var python: String { ExternalTool.pythonRequests.program }
 
     /// An https mock API's context: the test certificate for localhost and 127.0.0.1.
     static func localhostServerTLS() throws -> TLSContext {
@@ -87,7 +83,7 @@ import Testing
         )
     }
 
-    @Test(.enabled(if: hasCurl, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func curlThroughAnInterceptedTunnelGetsTheToken() throws {
         let setup = try Setup()
         let result = try Self.run(
@@ -105,7 +101,7 @@ import Testing
     }
 
     /// curl says only "unable to get local issuer certificate"; the proxy's line says what to do.
-    @Test(.enabled(if: hasCurl, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func curlWithoutTheCAGetsNothingForwardedAndTheProxySaysWhatToTrust() throws {
         let setup = try Setup()
         let result = try Self.run(
@@ -125,7 +121,7 @@ import Testing
         #expect(logged.contains("bearer-proxy ca"))
     }
 
-    @Test(.enabled(if: hasRequests, "needs Debian's python3-requests (apt-get install python3-requests)"))
+    @Test(.requires(.pythonRequests))
     func pythonRequestsWithTheBundleGetsTheToken() throws {
         let setup = try Setup()
         let bundle = try ProxyProcess.run(["ca", "--bundle", "--config", setup.config])

@@ -488,7 +488,7 @@ func keptLockLine(_ file: String) -> String {
         #expect(unknown.status == 1)
         #expect(
             unknown.stderr
-                == "Error: Unknown option '--devise'\nUsage: bearer-proxy login --config <file> [<options>]\n  See 'bearer-proxy login --help' for more information.\n"
+                == "Error: Unknown option '--devise' (did you mean '--device'?)\nUsage: bearer-proxy login --config <file> [<options>]\n  See 'bearer-proxy login --help' for more information.\n"
         )
         let device = try ProxyProcess.run(["logout", "--device"])
         #expect(device.status == 1)

@@ -44,7 +44,7 @@ final class ClientCertificates {
 
 /// Mutual TLS (RFC 8705) against the binary: a token endpoint and an upstream that require a client
 /// certificate from the test CA (which trusts only the root, so the intermediate must be sent).
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct MutualTLSTests {
     let certificates: ClientCertificates
 
@@ -230,7 +230,7 @@ final class OpenSSLServer {
     private let input = makeClosingPipe()
 
     init(clientCA: String, arguments: [String]) throws {
-        let executable = try #require(TestKeyMaterial.executable, "needs the openssl command (apt-get install openssl)")
+        let executable = try #require(TestKeyMaterial.executable, Comment(rawValue: ExternalTool.openssl.skipReason))
         // A free port: bound, read, released, then given to the server (its own output is buffered
         // when it is a pipe, so the port it would print cannot be waited for).
         let probe = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)

@@ -603,7 +603,7 @@ extension MockUpstream {
 /// tls_intercept with two sessions: the local CA's constraints permit every session's inject hosts,
 /// and each intercepted tunnel's requests carry the token of the session whose host it is.
 @Suite struct NamedSessionInterceptTests {
-    @Test(.enabled(if: InterceptTunnelBinaryTests.hasCurl, "needs curl (apt-get install curl)"))
+    @Test(.requires(.curl))
     func eachInterceptedHostGetsItsSessionsToken() throws {
         let fixtures = InterceptTunnelBinaryTests.fixtures
         let tls = try TLSContext.server(

@@ -30,7 +30,25 @@ import Testing
         #expect(!readme.contains("../"), "the README names a path outside the repository")
     }
 
-    /// `.ci/test`, the README's test command, ends its ~1,600 lines with one line counting the skipped
+    /// A test skipped for a missing tool takes its reason from `ExternalTool`, which names what it
+    /// checked (the path, the interpreter) and the package: a reason written at the test drifts from the
+    /// check beside it ("needs Debian's python3-requests" did not say which python3 was asked).
+    @Test func everySkipForAMissingToolTakesItsReasonFromExternalTool() throws {
+        let tests = Self.root.appendingPathComponent("Tests")
+        let files = try #require(FileManager.default.enumerator(atPath: tests.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") && !$0.hasSuffix("RepositoryTests.swift") }
+        #expect(files.count > 20, "the Tests folder was not found at \(tests.path)")
+        for file in files {
+            let text = try String(contentsOf: tests.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                let writesAReason = code.hasPrefix(#""needs "#) || code.contains(#", "needs "#)
+                #expect(!writesAReason, "\(file): \(code)")
+            }
+        }
+    }
+
+    /// `.ci/test`, the README's test command, ends its ~2,700 lines with one line counting the skipped
     /// tests by reason, and exits with swift test's status. Shown with a stand-in `swift` on PATH that
     /// prints what Swift Testing prints (lines copied from a real run) and exits as told.
     @Test(arguments: [
@@ -38,20 +56,20 @@ import Testing
         (
             1,
             [
-                #"➜ Suite S skipped: "needs redis-server (apt-get install redis-server)""#,
-                #"➜ Test c() skipped: "needs Debian's python3-websockets (apt-get install python3-websockets)""#,
+                #"➜ Suite S skipped: "needs redis-server on PATH or in /usr/bin, /usr/sbin, /usr/local/bin (apt-get install redis-server)""#,
+                #"➜ Test c() skipped: "needs /usr/bin/python3 with the websockets module (apt-get install python3-websockets)""#,
                 "➜ Test d() skipped.",
-                #"➜ Test a() skipped: "needs redis-server (apt-get install redis-server)""#,
-                #"➜ Test b() skipped: "needs redis-server (apt-get install redis-server)""#,
+                #"➜ Test a() skipped: "needs redis-server on PATH or in /usr/bin, /usr/sbin, /usr/local/bin (apt-get install redis-server)""#,
+                #"➜ Test b() skipped: "needs redis-server on PATH or in /usr/bin, /usr/sbin, /usr/local/bin (apt-get install redis-server)""#,
             ],
-            "skipped: 4 (needs Debian's python3-websockets (apt-get install python3-websockets): 1, no reason given: 1,"
-                + " needs redis-server (apt-get install redis-server): 2)"
+            "skipped: 4 (needs /usr/bin/python3 with the websockets module (apt-get install python3-websockets): 1,"
+                + " no reason given: 1, needs redis-server on PATH or in /usr/bin, /usr/sbin, /usr/local/bin (apt-get install redis-server): 2)"
         ),
     ])
     func theTestCommandEndsWithTheSkipCountAndKeepsTheStatus(status: Int32, skips: [String], summary: String) throws {
         let output =
             ["◇ Test run started.", "✔ Test skipsVerificationWhenToldAndWarns() passed after 0.1 seconds."] + skips
-            + ["✔ Test run with 7 tests in 3 suites passed after 0.001 seconds."]
+            + ["━ Test run with 7 tests in 3 suites passed after 0.001 seconds with 2 known issues."]
         let script = """
             #!/bin/sh
             echo "swift $*"
@@ -112,6 +130,73 @@ import Testing
             environment: ["PATH": "\(bin):/usr/bin:/bin", "TMPDIR": temporary],
             timeout: .seconds(60)
         )
+    }
+
+    /// The README's first configs, a static token and an OAuth2 client, each run as a reader would:
+    /// its shell lines (`cat > proxy.conf <<'EOF'` … `export VAR=…`), then the README's `--check` line
+    /// with the built binary. Both pass, warning only about the placeholder hosts.
+    @Test func theReadmesFirstConfigsPassTheCheckAsShown() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "## Run and test\n"))
+        let end = try #require(readme.range(of: "\n## ", range: start.upperBound..<readme.endIndex))
+        // The indented blocks, each a list of its lines.
+        var blocks: [[String]] = [[]]
+        for line in readme[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("    ") {
+                blocks[blocks.count - 1].append(String(line.dropFirst(4)))
+            } else if !blocks[blocks.count - 1].isEmpty {
+                blocks.append([])
+            }
+        }
+        let configs = blocks.filter { $0.first == "cat > proxy.conf <<'EOF'" }
+        let checkLine = try #require(blocks.joined().first { $0.contains("bearer-proxy --check --config proxy.conf") })
+        let check = try #require(checkLine.split(separator: "#").first).replacingOccurrences(
+            of: "swift run -c release bearer-proxy",
+            with: ProxyProcess.binaryURL.path
+        )
+        #expect(configs.count == 2, "a static token and an OAuth2 client: \(configs.count)")
+        for (config, shown) in zip(configs, ["access_token = <redacted>", "grant_type = client_credentials"]) {
+            let folder = temporaryDirectory()
+            let outcome = try runProgram(
+                ["/bin/sh", "-eu", "-c", (config + [check]).joined(separator: "\n")],
+                in: folder,
+                environment: ["PATH": "/usr/bin:/bin", "HOME": folder],
+                timeout: .seconds(30)
+            )
+            #expect(outcome.status == 0, "\(config): \(outcome.standardError)")
+            #expect(outcome.standardOutput.contains("\n\(shown)\n"), "\(config)")
+            let lines = outcome.standardError.split(separator: "\n")
+            #expect(!lines.isEmpty && lines.allSatisfy { $0.hasPrefix("Warning: ") && $0.contains("is a placeholder") })
+        }
+    }
+
+    /// The README quotes the test command's last two lines as a run prints them: Swift Testing's
+    /// summary, with as many known issues as the tests plant (`withKnownIssue`), and the skip count,
+    /// whose reasons are those `ExternalTool` gives (they once said "needs Debian's python3-requests",
+    /// naming no interpreter, under a summary that no run printed any more).
+    @Test func theReadmeQuotesTheTestRunsLastLines() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let quoted = readme.split(separator: "\n").filter { $0.hasPrefix("    ") }.map { $0.dropFirst(4) }
+        let summary = try #require(quoted.first { $0.hasPrefix("━ Test run with ") })
+        let match = try #require(
+            summary.wholeMatch(
+                of: #/━ Test run with \d+ tests in \d+ suites passed after [\d.]+ seconds with (\d+) known issues\./#
+            )
+        )
+        var planted = 0
+        for file in try #require(FileManager.default.enumerator(atPath: Self.root.appendingPathComponent("Tests").path))
+            .compactMap({ $0 as? String }) where file.hasSuffix(".swift")
+        {
+            let text = try String(contentsOf: Self.root.appendingPathComponent("Tests/" + file), encoding: .utf8)
+            planted +=
+                text.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces) == "withKnownIssue {" }
+                .count
+        }
+        #expect(Int(match.1) == planted, "the tests plant \(planted) known issues")
+        let skipped = try #require(quoted.first { $0.hasPrefix("skipped: ") })
+        for tool in [ExternalTool.redisServer, .pythonRequests, .pythonWebSockets] {
+            #expect(skipped.contains("\(tool.skipReason): "), "\(skipped) lacks \(tool.skipReason)")
+        }
     }
 
     /// CI builds once and runs the test command once; the README documents that command.

@@ -65,7 +65,7 @@ final class GoogleAccount {
     }
 }
 
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct ServiceAccountTests {
     @Test func aServiceAccountFileIsAllTheConfigNeeds() throws {
         let account = try GoogleAccount()

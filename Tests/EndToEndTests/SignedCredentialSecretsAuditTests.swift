@@ -9,7 +9,7 @@ import Testing
 /// Refresh storms with each new token source, the proxy logging at debug: no byte of a key file, no
 /// signed assertion (nor its signature), no token reaches a log line, `/status`, `/metrics` or
 /// `--check`.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct SignedCredentialSecretsAuditTests {
     enum Source: String, CaseIterable, Sendable {
         case privateKeyJWT, jwtBearer, serviceAccount, mutualTLS

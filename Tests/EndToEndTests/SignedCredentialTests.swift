@@ -10,7 +10,7 @@ import Testing
 /// endpoint checks every assertion as an authorization server does: its signature under the public
 /// key the openssl command derived (OpenSSL's EVP_DigestVerify, not the proxy's signer), each claim,
 /// `exp = iat + 60`, the exact URNs, and a jti it has never seen.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct SignedCredentialTests {
     enum Grant: String, CaseIterable, Sendable {
         case clientCredentials = "client_credentials"
@@ -177,7 +177,7 @@ struct SignedCredentialTests {
 }
 
 /// Key files that cannot be used stop the start (and `--check`) with one line naming the file.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct BadKeyFileTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String

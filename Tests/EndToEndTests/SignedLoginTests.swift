@@ -8,7 +8,7 @@ import Testing
 
 /// `bearer-proxy login` with private_key_jwt and resource indicators: every request to the device
 /// authorization and token endpoints carries a freshly signed client assertion and every `resource`.
-@Suite(.enabled(if: TestKeyMaterial.isAvailableOrCI, "needs the openssl command (apt-get install openssl)"))
+@Suite(.requires(.openssl))
 struct SignedLoginTests {
     static let resources = ["https://api.test.local/", "https://files.test.local/"]
 

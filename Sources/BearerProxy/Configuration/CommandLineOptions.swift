@@ -23,6 +23,9 @@ package struct CommandLineOptions: Equatable, Sendable {
         ("--log-level", "log_level"),
     ]
 
+    /// Every flag, for the `did you mean` of an unknown one.
+    private static let flags = Self.valueFlags.map(\.flag) + ["--check", "--demo", "--version", "--help"]
+
     package static func parse(_ arguments: [String]) throws(CommandLineError) -> CommandLineOptions {
         var options = CommandLineOptions()
         var index = 0
@@ -50,7 +53,7 @@ package struct CommandLineOptions: Equatable, Sendable {
             case "--version": options.isVersion = true
             default:
                 guard let flag = Self.valueFlags.first(where: { $0.flag == name }) else {
-                    if argument.hasPrefix("-") { throw .unknownOption(argument) }
+                    if argument.hasPrefix("-") { throw .unknownOption(argument, among: Self.flags) }
                     throw .unexpectedArgument(argument)
                 }
                 let value: String
@@ -77,8 +80,8 @@ package struct CommandLineOptions: Equatable, Sendable {
 
         USAGE: bearer-proxy [--config <file>] [<options>]
                bearer-proxy --demo [json] [<options>]
-               bearer-proxy login [--config <file>] [--device] [--no-browser]
-               bearer-proxy logout [--config <file>]
+               bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
+               bearer-proxy logout [--config <file>] [--session <name>]
                bearer-proxy ca [--config <file>] [--renew] [--bundle]
                bearer-proxy env [--config <file>] [--listen <addr>]
                bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
@@ -102,8 +105,10 @@ package struct CommandLineOptions: Equatable, Sendable {
 
         SUBCOMMANDS:
           login                   Log in once (browser, device code or password) and store the refresh
-                                  token in refresh_token_file. See 'bearer-proxy login --help'.
-          logout                  Revoke the stored refresh token and delete its file.
+                                  token in refresh_token_file (--session <name>: that of a
+                                  [session <name>]). See 'bearer-proxy login --help'.
+          logout                  Revoke the stored refresh token and delete its file (--session <name>:
+                                  that of a [session <name>]). See 'bearer-proxy logout --help'.
           ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA
                                   first when there is none. See 'bearer-proxy ca --help'.
           env                     Print export lines (http_proxy, https_proxy, NO_PROXY, the CA bundle)
@@ -120,7 +125,8 @@ package struct CommandLineOptions: Equatable, Sendable {
 
 /// A command-line mistake; printed as `Error: …`, the usage line, and a pointer to `--help`.
 package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertible {
-    case unknownOption(String)
+    /// A flag the command does not take, and the one it may have been meant to be.
+    case unknownOption(String, meant: String? = nil)
     case unexpectedArgument(String)
     case missingValue(String)
     /// `--demo xml`: the argument after `--demo` names its variant.
@@ -130,13 +136,22 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
 
     package var description: String {
         switch self {
-        case .unknownOption(let option): "Unknown option '\(option)'"
+        case .unknownOption(let option, let meant):
+            "Unknown option '\(option)'\(meant.map { " (did you mean '\($0)'?)" } ?? "")"
         case .unexpectedArgument(let argument): "Unexpected argument '\(argument)'"
         case .missingValue(let option): "Missing value for '\(option)'"
         case .unknownDemo(let name):
             "Unknown demo variant '\(name)': the only one is json (--demo json: a JSON login backend); plain --demo runs OAuth2"
         case .missingCommand: "Missing the command to run, after '--'"
         }
+    }
+
+    /// `argument`, which is none of `flags`, with the flag it was most likely meant to be: compared
+    /// by name (`--lisen=x` as `--lisen`), without the dashes (`-check` is `--check`).
+    static func unknownOption(_ argument: String, among flags: [String]) -> CommandLineError {
+        let name = argument.prefix { $0 != "=" }.drop { $0 == "-" }
+        let names = flags.map { String($0.drop { $0 == "-" }) }
+        return .unknownOption(argument, meant: closestName(to: String(name), among: names).map { "--" + $0 })
     }
 
     package var fullMessage: String {

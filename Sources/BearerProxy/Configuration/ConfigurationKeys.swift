@@ -458,7 +458,7 @@ extension Configuration {
         var config = start
         for entry in entries {
             guard let key = Self.keys.first(where: { $0.name == entry.key }) else {
-                let meant = Self.closestKey(to: entry.key)
+                let meant = closestName(to: entry.key, among: Self.keys.map(\.name))
                 let suggestion = meant.map { " (did you mean '\($0)'?)" } ?? ""
                 diagnostics.lineError(
                     ConfigurationError(place: entry.place, key: entry.key, message: "unknown key\(suggestion)"),
@@ -483,24 +483,4 @@ extension Configuration {
         }
         return config
     }
-
-    private static func closestKey(to name: String) -> String? {
-        let scored = Self.keys.map { ($0.name, editDistance($0.name, name)) }.min { $0.1 < $1.1 }
-        guard let (best, distance) = scored, distance <= 3 else { return nil }
-        return best
-    }
-}
-
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a)
-    let b = Array(b)
-    var previous = Array(0...b.count)
-    for i in 1...max(a.count, 1) where !a.isEmpty {
-        var current = [i] + Array(repeating: 0, count: b.count)
-        for j in 1...max(b.count, 1) where !b.isEmpty {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
 }

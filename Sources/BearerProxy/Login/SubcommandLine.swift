@@ -111,13 +111,24 @@ package enum Subcommand: String, CaseIterable, Sendable {
                 options.command = Array(arguments[(index - 1)...])
                 index = arguments.count
             case (_, _) where argument.hasPrefix("-"):
-                throw .unknownOption(argument)
+                throw .unknownOption(argument, among: self.flags)
             default:
                 throw .unexpectedArgument(argument)
             }
         }
         if self == .run && options.command.isEmpty && !options.isHelp { throw .missingCommand }
         return options
+    }
+
+    /// The flags `parse` takes (`--help` too), for the `did you mean` of an unknown one.
+    var flags: [String] {
+        switch self {
+        case .login: ["--config", "--session", "--device", "--no-browser", "--help"]
+        case .logout: ["--config", "--session", "--help"]
+        case .ca: ["--config", "--renew", "--bundle", "--help"]
+        case .env: ["--config", "--listen", "--help"]
+        case .run: ["--config", "--listen", "--admin-listen", "--no-intercept", "--log-level", "--help"]
+        }
     }
 
     var usageLine: String {
