@@ -27,14 +27,30 @@ package struct Logger: Sendable {
         }
     }
 
-    package var level: Level
+    /// The least severe level written. Shared by every logger made from this one (`with`), so that
+    /// a new `log_level` (SIGHUP re-reads the config) reaches every component that was given one.
+    package var level: Level { Level(rawValue: self.threshold.value.load(ordering: .relaxed)) ?? .info }
     package let sink: LogSink
     /// `key=value` pairs every line of this logger carries before its own, formatted once.
     private var context = ""
+    private let threshold: Threshold
+
+    private final class Threshold: Sendable {
+        let value: Atomic<Int>
+
+        init(_ level: Level) {
+            self.value = Atomic(level.rawValue)
+        }
+    }
 
     package init(level: Level, sink: LogSink) {
-        self.level = level
+        self.threshold = Threshold(level)
         self.sink = sink
+    }
+
+    /// Changes the level of this logger and of every logger made from it.
+    package func changeLevel(to level: Level) {
+        self.threshold.value.store(level.rawValue, ordering: .relaxed)
     }
 
     /// This logger with `key=value` on each of its lines, ahead of the line's own metadata: a

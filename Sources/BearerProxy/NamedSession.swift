@@ -12,10 +12,11 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     /// Its place in `ProxyRuntime.sessions`, and in each loop's token caches.
     let index: Int
     package let tokens: TokenSession
-    /// The session's own settings (its section's keys over the file's process-wide ones).
+    /// The session's own settings as it started (its section's keys over the file's process-wide
+    /// ones). SIGHUP's changes reach its token session (`TokenSupply`), not this copy.
     package let configuration: Configuration
-    /// Where admin `POST /logout` revokes its refresh token; nil: nowhere.
-    let revocation: TokenRevocation?
+    /// Makes its token supply again when SIGHUP re-reads the config (nil: a session made by a test).
+    let supplies: TokenSupplyMaker?
     /// Statuses that mean its token was refused (`refresh_on`).
     let refreshOn: Set<Int>
     let replayBodyLimit: Int
@@ -29,13 +30,13 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         index: Int,
         tokens: TokenSession,
         configuration: Configuration,
-        revocation: TokenRevocation? = nil
+        supplies: TokenSupplyMaker? = nil
     ) {
         self.name = name
         self.index = index
         self.tokens = tokens
         self.configuration = configuration
-        self.revocation = revocation
+        self.supplies = supplies
         self.refreshOn = Set(configuration.refreshOn)
         self.replayBodyLimit = configuration.replayBodyLimit
         self.dpop = configuration.dpop.prover

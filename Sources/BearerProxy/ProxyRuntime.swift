@@ -15,8 +15,11 @@ package final class ProxyRuntime: Sendable {
     /// The one way out: upstreams, tunnels, token endpoints.
     package let connector: OutboundConnector
     package let logger: Logger
-    /// One logfmt line per request, when access_log is on.
-    package let accessLog: LogSink?
+    /// One logfmt line per request, when access_log is on. SIGHUP may move it (`changeAccessLog`).
+    package var accessLog: LogSink? { self.accessLogSink.withLock { $0 } }
+    private let accessLogSink: Locked<LogSink?>
+    /// Lines the access logs SIGHUP replaced had dropped, so that the count never goes down.
+    private let retiredDroppedLines = Atomic<Int>(0)
     package let openConnections = Atomic<Int>(0)
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
     package let replayBudget: ReplayMemoryBudget
@@ -28,8 +31,22 @@ package final class ProxyRuntime: Sendable {
     /// Lines the log and the access log dropped (one count when both go to stderr).
     var droppedLogLines: Int {
         let sink = self.logger.sink
-        guard let accessLog = self.accessLog, accessLog !== sink else { return sink.droppedLines }
-        return sink.droppedLines + accessLog.droppedLines
+        let retired = self.retiredDroppedLines.load(ordering: .relaxed)
+        guard let accessLog = self.accessLog, accessLog !== sink else { return sink.droppedLines + retired }
+        return sink.droppedLines + accessLog.droppedLines + retired
+    }
+
+    /// Makes `sink` the access log's from now on (nil: off) and returns the one it replaces; the
+    /// loops' buffers are moved by the server (`ProxyServer.changeAccessLog`).
+    func replaceAccessLog(with sink: LogSink?) -> LogSink? {
+        let old = self.accessLogSink.withLock { current in
+            defer { current = sink }
+            return current
+        }
+        if let old, old !== self.logger.sink {
+            self.retiredDroppedLines.add(old.droppedLines, ordering: .relaxed)
+        }
+        return old
     }
 
     /// The default session's token session (the one session of a file without sections).
@@ -50,7 +67,7 @@ package final class ProxyRuntime: Sendable {
         interceptCertificates: InterceptCertificates? = nil,
         logger: Logger
     ) {
-        self.accessLog = accessLog
+        self.accessLogSink = Locked(accessLog)
         self.interceptCertificates = interceptCertificates
         self.configuration = configuration
         self.router = router
@@ -77,8 +94,9 @@ final class LoopContext {
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
     @exclusivity(unchecked) var metrics = LoopMetrics()
-    /// This loop's access log lines, written in batches (nil: no access log).
-    let accessLog: AccessLogBuffer?
+    /// This loop's access log lines, written in batches (nil: no access log). Replaced on the loop
+    /// when SIGHUP moves the access log.
+    @exclusivity(unchecked) var accessLog: AccessLogBuffer?
     /// The token line this loop's requests of each session carry while that session says it stands
     /// (no lock), by `NamedSession.index`.
     @exclusivity(unchecked) var tokenCaches: [TokenSession.LoopTokenCache]

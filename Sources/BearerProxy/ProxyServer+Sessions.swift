@@ -18,7 +18,7 @@ extension ProxyServer {
     ) -> NamedSession {
         let configuration = session.configuration
         let logger = namesSessions ? logger.with("session", session.name) : logger
-        let endpoints = EndpointCaller(configuration: configuration, loop: loop, connector: connector)
+        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, logger: logger)
         let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
             SessionStore(
                 endpoint: endpoint,
@@ -32,8 +32,7 @@ extension ProxyServer {
         }
         let tokens = TokenSession(
             configuration: configuration,
-            source: Self.makeTokenSource(configuration, store: store, endpoints: endpoints, logger: logger),
-            store: store,
+            supply: supplies.supply(configuration, store: store),
             sessionStore: sessionStore,
             logger: logger,
             timers: loop
@@ -43,11 +42,30 @@ extension ProxyServer {
             index: index,
             tokens: tokens,
             configuration: configuration,
-            revocation: TokenRevocation(configuration: configuration, client: endpoints)
+            supplies: supplies
+        )
+    }
+}
+
+/// Makes a session's token supply from its configuration: at start, and again each time SIGHUP
+/// re-reads the config. What it is made with lasts as long as the process: the loop its token calls
+/// start from and the connector that reaches its endpoints (TLS settings need a restart).
+struct TokenSupplyMaker: Sendable {
+    let loop: EventLoop
+    let endpoints: OutboundConnector
+    let logger: Logger
+
+    func supply(_ configuration: Configuration, store: RefreshTokenStore?) -> TokenSupply {
+        let caller = EndpointCaller(configuration: configuration, loop: self.loop, connector: self.endpoints)
+        return TokenSupply(
+            configuration: configuration,
+            source: Self.source(configuration, store: store, endpoints: caller, logger: self.logger),
+            store: store,
+            revocation: TokenRevocation(configuration: configuration, client: caller)
         )
     }
 
-    static func makeTokenSource(
+    static func source(
         _ configuration: Configuration,
         store: RefreshTokenStore?,
         endpoints: EndpointCaller,

@@ -16,7 +16,9 @@ package final class ProxyServer: Sendable {
     private let ownsGroup: Bool
     /// Every listening socket: the main listener's, then the named sessions' own.
     private let listeners: [BoundListener]
-    private let contexts: Locked<[UnsafeTransfer<LoopContext>]>
+    let contexts: Locked<[UnsafeTransfer<LoopContext>]>
+    /// The configuration in force: the one it started with, then each one SIGHUP applied.
+    let configurationInForce: Locked<Configuration>
     private let accepting: Locked<[UnsafeTransfer<Listener>]>
     private let isShutDown = Atomic<Bool>(false)
     private let areListenersClosed = Atomic<Bool>(false)
@@ -115,17 +117,12 @@ package final class ProxyServer: Sendable {
             closeListeners()
             throw error
         }
-        var accessLog: LogSink?
-        switch configuration.accessLog {
-        case .off: accessLog = nil
-        case .standardError: accessLog = LogSink.standardError
-        case .file(let path):
-            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                closeListeners()
-                throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
-            }
-            accessLog = LogSink(fileDescriptor: fd, closesDescriptor: true)
+        let accessLog: LogSink?
+        do throws(StartError) {
+            accessLog = try Self.openAccessLog(configuration.accessLog)
+        } catch {
+            closeListeners()
+            throw error
         }
         var adminFD: Int32?
         var adminAddress: SocketAddress?
@@ -226,6 +223,22 @@ package final class ProxyServer: Sendable {
         return server
     }
 
+    /// Where access_log lines go (nil: off); a file is opened for appending, created 0600.
+    static func openAccessLog(_ destination: AccessLogDestination) throws(StartError) -> LogSink? {
+        switch destination {
+        case .off:
+            return nil
+        case .standardError:
+            return LogSink.standardError
+        case .file(let path):
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
+            }
+            return LogSink(fileDescriptor: fd, closesDescriptor: true)
+        }
+    }
+
     /// With tls_intercept on: the local CA, loaded or made, checked against the inject hosts.
     private static func startInterception(
         _ configuration: Configuration,
@@ -264,6 +277,7 @@ package final class ProxyServer: Sendable {
         self.ownsGroup = ownsGroup
         self.socketFiles = socketFiles
         self.contexts = Locked([])
+        self.configurationInForce = Locked(runtime.configuration)
         self.accepting = Locked([])
     }
 

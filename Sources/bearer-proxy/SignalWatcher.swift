@@ -10,12 +10,13 @@ import Glibc
 /// (`SignalReceiver`): none can find the process half-built with nobody to clean up. What a signal
 /// does depends on how far the run is:
 /// - starting: remove the unix socket files created so far and exit 0 (nothing is in flight yet);
-/// - serving: the first SIGTERM/SIGINT asks `main` to drain and stop; SIGHUP re-reads credentials;
+/// - serving: the first SIGTERM/SIGINT asks `main` to drain and stop; SIGHUP re-reads the config
+///   and refreshes the sessions (`ProxyServer.reloadConfiguration`);
 /// - stopping: a second SIGTERM/SIGINT exits at once (status 1), removing the socket files.
 final class SignalWatcher: Sendable {
     private enum Phase {
         case starting
-        case serving(ProxyServer, Logger)
+        case serving(ProxyServer, Logger, CommandLineOptions)
         case stopping(Logger)
     }
 
@@ -35,9 +36,9 @@ final class SignalWatcher: Sendable {
         return watcher
     }
 
-    /// The proxy is up: signals now stop it gracefully.
-    func serving(_ server: ProxyServer, logger: Logger) {
-        self.phase.withLock { $0 = .serving(server, logger) }
+    /// The proxy is up: signals now stop it gracefully, and SIGHUP re-reads the config `options` name.
+    func serving(_ server: ProxyServer, logger: Logger, options: CommandLineOptions) {
+        self.phase.withLock { $0 = .serving(server, logger, options) }
     }
 
     /// Returns once SIGTERM or SIGINT asked the serving proxy to stop.
@@ -55,11 +56,13 @@ final class SignalWatcher: Sendable {
                     self.startupLogger.info("stopping: signal during start-up", ["signal": name])
                     self.socketFiles.removeAllAndExit(0)
                 }
-            case .serving(let server, let logger):
+            case .serving(let server, let logger, let options):
                 if number == SIGHUP {
                     return {
-                        logger.info("SIGHUP: re-reading credentials")
-                        server.runtime.session.reloadCredentials()
+                        _ = server.reloadConfiguration(
+                            file: ConfigurationLoader.configFile(for: options),
+                            isDemo: options.isDemo
+                        ) { () throws(ConfigurationErrors) in try ConfigurationLoader.load(options) }
                     }
                 }
                 phase = .stopping(logger)

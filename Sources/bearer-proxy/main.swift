@@ -70,7 +70,7 @@ func run(_ options: CommandLineOptions) -> Int32 {
         writeStandardError("Error: \(error)\n")
         return 1
     }
-    signals.serving(server, logger: logger)
+    signals.serving(server, logger: logger, options: options)
     for address in server.boundAddresses {
         logger.announce(
             "listening on \(address)",

@@ -117,6 +117,19 @@ import Testing
         #expect(lines[0].hasSuffix(" info listening on 127.0.0.1:8080 workers=2 note=\"two words\"\n"))
     }
 
+    /// SIGHUP's new `log_level` reaches every logger made from the proxy's, session loggers too.
+    @Test func aNewLevelReachesEveryLoggerMadeFromIt() {
+        let sink = LogSink(capturing: ())
+        let root = Logger(level: .warn, sink: sink)
+        let session = root.with("session", "github")
+        session.info("before")
+        root.changeLevel(to: .info)
+        session.info("after")
+        #expect(session.level == .info)
+        #expect(sink.capturedLines.count == 1)
+        #expect(sink.capturedLines.first?.hasSuffix(" info after session=github\n") == true)
+    }
+
     @Test func formatsTimestampsInUTC() {
         #expect(formatTimestamp(0) == "1970-01-01T00:00:00.000Z")
         #expect(formatTimestamp(1_796_023_517.5) == "2026-11-30T07:25:17.500Z")

@@ -445,6 +445,46 @@ func ended(
         )
     }
 
+    /// SIGHUP re-read the config: a changed access_token is put in use at once, also for the requests
+    /// parked behind a running refresh, and a failure for good ends.
+    @Test func aReconfigurationPutsAChangedConfiguredTokenInUse() {
+        var session: Machine = machine()
+        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        #expect(
+            session.reconfigured(
+                .init(canRefresh: false, canRetryWithoutNewCredentials: false),
+                configuredToken: token("t2")
+            )
+                == .resume(token("t2"), generation: 2, ended: ended(.rejected, at: 0, [parked(1, "a")]))
+        )
+        #expect(!session.settings.canRefresh)
+        #expect(session.requestNeedsToken("b", now: at(1)) == .send(token: Secret("t2"), generation: 2))
+        #expect(session.refreshEnded(1, .success(token("late")), now: at(1.5)) == .ignore, "the call it ended")
+    }
+
+    /// Without a new access_token only the settings change: the token and a running refresh stay, and
+    /// a session that can no longer refresh has nothing left to fail for.
+    @Test func aReconfigurationWithoutANewTokenChangesTheSettingsOnly() {
+        var session: Machine = machine()
+        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        let repeatable = Machine.Settings(
+            canRefresh: true,
+            canRetryWithoutNewCredentials: true,
+            maximumSuspectRefreshes: 2
+        )
+        #expect(session.reconfigured(repeatable, configuredToken: nil) == .ignore)
+        #expect(session.settings.maximumSuspectRefreshes == 2)
+        #expect(session.isRefreshing)
+        _ = session.refreshEnded(1, .rejected(code: "invalid_client", description: nil), now: at(0.1))
+        #expect(session.failure != nil)
+        #expect(
+            session.reconfigured(.init(canRefresh: false, canRetryWithoutNewCredentials: false), configuredToken: nil)
+                == .ignore
+        )
+        #expect(session.failure == nil)
+        #expect(session.requestNeedsToken("b", now: at(1)) == .sendWithoutToken)
+    }
+
     @Test func theBackoffDoublesToFiveSeconds() {
         // A refresh_timeout long enough for every retry below.
         var session = Machine(

@@ -11,12 +11,7 @@ import Testing
 /// answered 401. The default session is the keys outside any section; `a` is mounted at `/a`; `b`
 /// has a listener of its own.
 final class ThreeAPIs {
-    struct API {
-        let name: String
-        let authority: MockTokenAuthority
-        let tokens: MockTokenServer
-        let upstream: MockUpstream
-    }
+    typealias API = MockAPI
 
     let apis: [String: API]
     let proxy: ProxyProcess
@@ -27,17 +22,7 @@ final class ThreeAPIs {
     /// `extra`: process-wide lines added above the sections.
     init(_ extra: String = "", sessionLines: [String: String] = [:]) throws {
         var apis: [String: API] = [:]
-        for name in ["default", "a", "b"] {
-            let authority = MockTokenAuthority(prefix: "\(name)-access-")
-            var settings = MockTokenServer.Settings()
-            settings.clientID = "\(name)-client"
-            settings.clientSecret = "\(name)-secret-e2e"
-            let tokens = MockTokenServer(group: e2eMockGroup, authority: authority, settings: settings)
-            try tokens.start()
-            let upstream = MockUpstream(group: e2eMockGroup, authority: authority)
-            try upstream.start()
-            apis[name] = API(name: name, authority: authority, tokens: tokens, upstream: upstream)
-        }
+        for name in ["default", "a", "b"] { apis[name] = try MockAPI(name, secret: "\(name)-secret-e2e") }
         self.apis = apis
         func keys(_ name: String) -> String {
             let api = apis[name]!
@@ -87,10 +72,7 @@ final class ThreeAPIs {
     deinit {
         self.proxy.signal(SIGTERM)
         _ = self.proxy.waitForExit()
-        for api in self.apis.values {
-            api.tokens.stop()
-            api.upstream.stop()
-        }
+        for api in self.apis.values { api.stop() }
     }
 
     subscript(name: String) -> API { self.apis[name]! }
@@ -127,6 +109,33 @@ final class ThreeAPIs {
     /// The last request `name`'s API got, and the token it carried.
     func lastRequest(_ name: String) -> (target: String, token: String?)? {
         self[name].upstream.requests.last.map { ($0.target, $0.header("authorization")) }
+    }
+}
+
+/// One API of several behind a proxy: its token server (client `NAME-client`), and an upstream that
+/// accepts only the tokens that server issued (`NAME-access-N`), so a token that reached the wrong
+/// API is answered 401.
+struct MockAPI {
+    let name: String
+    let authority: MockTokenAuthority
+    let tokens: MockTokenServer
+    let upstream: MockUpstream
+
+    init(_ name: String, secret: String) throws {
+        self.name = name
+        self.authority = MockTokenAuthority(prefix: "\(name)-access-")
+        var settings = MockTokenServer.Settings()
+        settings.clientID = "\(name)-client"
+        settings.clientSecret = secret
+        self.tokens = MockTokenServer(group: e2eMockGroup, authority: self.authority, settings: settings)
+        try self.tokens.start()
+        self.upstream = MockUpstream(group: e2eMockGroup, authority: self.authority)
+        try self.upstream.start()
+    }
+
+    func stop() {
+        self.tokens.stop()
+        self.upstream.stop()
     }
 }
 

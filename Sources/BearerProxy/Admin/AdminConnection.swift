@@ -254,7 +254,7 @@ final class AdminConnection: StreamConnectionDelegate {
         let loop = self.stream.loop
         let this = UnsafeTransfer(self)
         let refreshToken = session.tokens.logOut()
-        guard let revocation = session.revocation, let refreshToken else {
+        guard let revocation = session.tokens.revocation, let refreshToken else {
             self.respond(200, #"{"logged_out":true,"revoked":false}"# + "\n", contentType: "application/json")
             return
         }

@@ -195,19 +195,6 @@ extension TokenSession {
 
     // MARK: Operator actions
 
-    /// SIGHUP: re-read the refresh token file and refresh now (ends a permanent failure or a logout).
-    package func reloadCredentials() {
-        if let store = self.store, store.path != nil {
-            do throws(RefreshTokenStore.StoreError) {
-                try store.reload()
-                self.logger.info("refresh token file re-read", ["file": store.path ?? ""])
-            } catch {
-                self.logger.error("cannot re-read the refresh token file", ["error": error.description])
-            }
-        }
-        self.forceRefresh(trigger: "SIGHUP")
-    }
-
     /// Starts a refresh now unless one runs; `observer` hears how it (or the running one) ended.
     /// Returns false when there is nothing to refresh with.
     @discardableResult

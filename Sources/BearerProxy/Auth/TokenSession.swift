@@ -75,6 +75,8 @@ package final class TokenSession: Sendable {
 
     struct State {
         var machine: Machine
+        /// Where tokens come from: replaced whole when SIGHUP re-reads the config (`reconfigure`).
+        var supply: TokenSupply
         /// The `Authorization` line of the token last handed out: made once per generation.
         var line: (generation: Int, bytes: [UInt8])?
         var records = Records()
@@ -107,14 +109,11 @@ package final class TokenSession: Sendable {
     private let freeEpoch = Atomic<Int>(0)
     /// The newest generation the session heard was accepted: later acceptances of it need no lock.
     private let acceptedGeneration = Atomic<Int>(0)
-    let source: TokenSource?
-    package let store: RefreshTokenStore?
     /// The fleet's shared session (session_store), when there is one.
     package let sessionStore: SessionStore?
     let storeFallback: SessionStoreFallback
     let logger: Logger
     let clock: TimeSource
-    let refreshSkew: Duration
     let refreshOn: [Int]
     let timer: SessionTimer
     /// Where writing and watching refresh_token_file run: those system calls may block.
@@ -125,40 +124,73 @@ package final class TokenSession: Sendable {
 
     /// `timers` runs the session's timer (in the proxy, one of its event loops); `clock` is the
     /// clock its deadlines are read on.
-    package init(
+    convenience init(
         configuration: Configuration,
         source: TokenSource?,
         store: RefreshTokenStore?,
+        revocation: TokenRevocation? = nil,
         sessionStore: SessionStore? = nil,
         logger: Logger,
         clock: TimeSource = SystemTimeSource(),
         timers: any TimerScheduler,
         blockingWork: BlockingWorkPool = .shared
     ) {
-        self.source = source
-        self.store = store
+        self.init(
+            configuration: configuration,
+            supply: TokenSupply(configuration: configuration, source: source, store: store, revocation: revocation),
+            sessionStore: sessionStore,
+            logger: logger,
+            clock: clock,
+            timers: timers,
+            blockingWork: blockingWork
+        )
+    }
+
+    /// `configuration` gives what lasts as long as the process (refresh_on, refresh_timeout, the
+    /// fleet's fallback, DPoP); `supply` what SIGHUP may replace.
+    init(
+        configuration: Configuration,
+        supply: TokenSupply,
+        sessionStore: SessionStore? = nil,
+        logger: Logger,
+        clock: TimeSource = SystemTimeSource(),
+        timers: any TimerScheduler,
+        blockingWork: BlockingWorkPool = .shared
+    ) {
         self.sessionStore = sessionStore
         self.storeFallback = configuration.sessionStore.fallback
         self.logger = logger
         self.clock = clock
-        self.refreshSkew = configuration.refreshSkew
         self.refreshOn = configuration.refreshOn
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
         self.usesDPoP = configuration.dpop.prover != nil
-        let settings = Machine.Settings(
-            canRefresh: source != nil,
-            canRetryWithoutNewCredentials: source?.canRetryWithoutNewCredentials ?? false,
-            maximumSuspectRefreshes: configuration.maxRefreshes,
-            refreshWindow: configuration.refreshWindow,
-            refreshTimeout: configuration.refreshTimeout
-        )
+        let settings = Self.machineSettings(supply, refreshTimeout: configuration.refreshTimeout)
         let now = clock.now()
-        let initial = configuration.accessToken.map {
-            Self.makeToken($0, lifetime: nil, now: now, skew: configuration.refreshSkew)
+        let initial = supply.configuredToken.map {
+            Self.makeToken($0, lifetime: nil, now: now, skew: supply.refreshSkew)
         }
-        self.state = Locked(State(machine: Machine(settings: settings, token: initial)))
+        self.state = Locked(State(machine: Machine(settings: settings, token: initial), supply: supply))
     }
+
+    /// The machine's settings for `supply`; `refreshTimeout` lasts as long as the process.
+    static func machineSettings(_ supply: TokenSupply, refreshTimeout: Duration) -> Machine.Settings {
+        Machine.Settings(
+            canRefresh: supply.source != nil,
+            canRetryWithoutNewCredentials: supply.source?.canRetryWithoutNewCredentials ?? false,
+            maximumSuspectRefreshes: supply.maximumSuspectRefreshes,
+            refreshWindow: supply.refreshWindow,
+            refreshTimeout: refreshTimeout
+        )
+    }
+
+    /// The token source in use (nil: nothing refreshes).
+    package var source: TokenSource? { self.state.withLock { $0.supply.source } }
+    /// The refresh token store in use.
+    package var store: RefreshTokenStore? { self.state.withLock { $0.supply.store } }
+    /// Where admin POST /logout revokes the refresh token.
+    var revocation: TokenRevocation? { self.state.withLock { $0.supply.revocation } }
+    var refreshSkew: Duration { self.state.withLock { $0.supply.refreshSkew } }
 
     /// Starts the session: the fleet's store is read (a token stored there is adopted instead of
     /// fetching one), a token is fetched at once when there is none but one can be had, the timer

@@ -185,7 +185,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
 
     // MARK: State
 
-    package let settings: Settings
+    package private(set) var settings: Settings
     private(set) var state: State = .idle
     package private(set) var token: Token?
     /// How many tokens the session has put in use: the configured token is generation 1 (without one,
@@ -589,6 +589,20 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         }
         if let observer { self.modifyRefresh { $0.observers.append(observer) } }
         return action
+    }
+
+    /// SIGHUP re-read the config: `settings` follow its token source (added, changed or removed) and
+    /// storm guard, and `configuredToken` is its access_token when that changed, put in use at once (a
+    /// static token rotated by editing the config). A logout or a failure for good ends with a new
+    /// token; without a way to refresh, a failure ends too (nothing is left to fail).
+    package mutating func reconfigured(_ settings: Settings, configuredToken: Token?) -> RefreshEndAction {
+        self.settings = settings
+        guard let token = configuredToken else {
+            if !settings.canRefresh, case .failed = self.state { self.state = .idle }
+            return .ignore
+        }
+        if case .refreshing(let refresh) = self.state { return self.putInUse(token, ending: refresh) }
+        return self.putInUse(token, ending: nil)
     }
 
     /// Drops the tokens on purpose (admin POST /logout): the running refresh ends, and whoever waited

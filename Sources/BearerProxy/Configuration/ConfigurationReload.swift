@@ -1,0 +1,98 @@
+/// What SIGHUP's re-read of the config changes in a running proxy: the running configuration with
+/// every key that can change without dropping a connection taken from the new file, and the names of
+/// the keys whose change waits for a restart (README, "Signals").
+///
+/// What applies live is where a new value takes effect on the next use: the token source and every
+/// key and secret it is made of (files re-read, `${VAR}`s re-expanded), scopes, the proactive
+/// refresh and the storm guard, revocation and logout, the login keys, `log_level` and `access_log`.
+/// The rest is bound into something built once: listeners, loops, routes, TLS contexts, the local CA,
+/// the fleet's store, DPoP keys, and the limits every open connection already holds (refresh_on,
+/// refresh_timeout, replay_body_limit, the timeouts); those keep their running values.
+package struct ConfigurationReload: Sendable {
+    /// The configuration in force after the reload.
+    package var applied: Configuration
+    /// The keys (and sessions) the new file changes that take a restart, in `--check`'s order:
+    /// `listen`, `[session github] upstream`, `[session new] (a new session)`.
+    package var needsRestart: [String]
+
+    /// `new` (a file read and checked like at start) applied over `running` as far as it can be.
+    package init(running: Configuration, new: Configuration) {
+        var applied = running
+        applied.takeLiveSettings(from: new)
+        applied.logLevel = new.logLevel
+        applied.accessLog = new.accessLog
+        var needsRestart = Self.differences(
+            applied,
+            new,
+            keys: Configuration.keys.filter { $0.scope != .namedSession },
+            prefix: ""
+        )
+        for index in applied.sessions.indices {
+            let name = applied.sessions[index].name
+            guard let newSession = new.sessions.first(where: { $0.name == name }) else {
+                needsRestart.append("[session \(name)] (removed)")
+                continue
+            }
+            applied.sessions[index].configuration.takeLiveSettings(from: newSession.configuration)
+            needsRestart += Self.differences(
+                applied.sessions[index].configuration,
+                newSession.configuration,
+                keys: Configuration.keys.filter { $0.scope != .process },
+                prefix: "[session \(name)] "
+            )
+        }
+        for session in new.sessions where !running.sessions.contains(where: { $0.name == session.name }) {
+            needsRestart.append("[session \(session.name)] (a new session)")
+        }
+        self.applied = applied
+        self.needsRestart = needsRestart
+    }
+
+    /// The keys whose values, as `--check` shows them, differ.
+    private static func differences(
+        _ applied: Configuration,
+        _ new: Configuration,
+        keys: [ConfigurationKey],
+        prefix: String
+    ) -> [String] {
+        keys.filter { $0.show(applied) != $0.show(new) }.map { prefix + $0.name }
+    }
+}
+
+extension Configuration {
+    /// Takes from `new` every session key that applies without a restart (see `ConfigurationReload`).
+    /// Every secret key is among them, so that no change hides behind `--check`'s `<redacted>`.
+    mutating func takeLiveSettings(from new: Configuration) {
+        self.accessToken = new.accessToken
+        self.refreshToken = new.refreshToken
+        self.refreshTokenFile = new.refreshTokenFile
+        self.tokenURL = new.tokenURL
+        self.grantType = new.grantType
+        self.clientID = new.clientID
+        self.clientSecret = new.clientSecret
+        self.scope = new.scope
+        self.audience = new.audience
+        self.username = new.username
+        self.password = new.password
+        self.clientAuthentication = new.clientAuthentication
+        self.resources = new.resources
+        self.tokenCommand = new.tokenCommand
+        self.tokenFormat = new.tokenFormat
+        self.jsonBackend = new.jsonBackend
+        self.login = new.login
+        self.revocationURL = new.revocationURL
+        self.refreshSkew = new.refreshSkew
+        self.maxRefreshes = new.maxRefreshes
+        self.refreshWindow = new.refreshWindow
+        // The signing credentials, read again from their files; the TLS client certificate is bound
+        // into the connectors' TLS contexts and waits for a restart.
+        self.credentials.keyFile = new.credentials.keyFile
+        self.credentials.key = new.credentials.key
+        self.credentials.keyID = new.credentials.keyID
+        self.credentials.assertionIssuer = new.credentials.assertionIssuer
+        self.credentials.assertionSubject = new.credentials.assertionSubject
+        self.credentials.serviceAccountFile = new.credentials.serviceAccountFile
+        self.credentials.serviceAccount = new.credentials.serviceAccount
+        self.settingPlaces = new.settingPlaces
+    }
+}

@@ -1,0 +1,160 @@
+import BearerCore
+import BearerIO
+import Dispatch
+import Glibc
+
+/// SIGHUP: the config file is read again and what can change is applied while the proxy serves, as
+/// `nginx -s reload` and systemd's `ExecReload` lead people to expect (README, "Signals").
+extension ProxyServer {
+    /// How a re-read ended.
+    package enum ReloadOutcome: Equatable, Sendable {
+        /// Applied; these keys (`ConfigurationReload.needsRestart`) wait for a restart.
+        case applied(needsRestart: [String])
+        /// The file has mistakes, one line each (`file:line: key: …`): nothing changed.
+        case invalid([String])
+        /// Something the new config needs could not be made (a refresh token file's folder, the access
+        /// log's file): nothing changed.
+        case refused(String)
+        /// Nothing to read again: `--demo`, flags alone, or a config that came from a pipe (it cannot be
+        /// read twice). The sessions are refreshed all the same.
+        case notReread(String)
+    }
+
+    /// SIGHUP: reads the config again (`load`), applies it when it is valid, logs how that went, then
+    /// refreshes every session that can refresh (a permanent failure or a logout ends with it), with
+    /// the credentials it applied. A file that cannot be applied changes nothing, no token either.
+    package func reloadConfiguration(
+        file: String?,
+        isDemo: Bool,
+        load: () throws(ConfigurationErrors) -> Configuration
+    ) -> ReloadOutcome {
+        let logger = self.runtime.logger
+        let outcome: ReloadOutcome
+        if let reason = Self.whyNotReread(file: file, isDemo: isDemo) {
+            outcome = .notReread(reason)
+            logger.info("SIGHUP: refreshing the sessions; the config is not read again", ["reason": reason])
+        } else {
+            do throws(ConfigurationErrors) {
+                outcome = self.reload(to: try load())
+            } catch {
+                outcome = .invalid(error.errors.map(\.description))
+            }
+            Self.log(outcome, file: file ?? "", logger: logger)
+        }
+        switch outcome {
+        case .applied, .notReread:
+            for session in self.runtime.sessions where session.tokens.source != nil {
+                session.tokens.forceRefresh(trigger: "SIGHUP")
+            }
+        case .invalid, .refused:
+            break
+        }
+        return outcome
+    }
+
+    /// Applies `new` (checked like at start) as far as it can change while the proxy serves: every
+    /// session's token supply, `log_level`, `access_log`. Everything it needs is made first, so that a
+    /// failure changes nothing.
+    package func reload(to new: Configuration) -> ReloadOutcome {
+        let running = self.configurationInForce.withLock { $0 }
+        let reload = ConfigurationReload(running: running, new: new)
+        var supplies: [(TokenSession, TokenSupply)] = []
+        let accessLog: LogSink?
+        do throws(StartError) {
+            for session in self.runtime.sessions {
+                guard let maker = session.supplies,
+                    let configuration = reload.applied.session(named: session.name),
+                    let before = running.session(named: session.name)
+                else { continue }
+                let store = try Self.store(configuration, replacing: session.tokens.store, configuredAs: before)
+                supplies.append((session.tokens, maker.supply(configuration, store: store)))
+            }
+            accessLog =
+                reload.applied.accessLog == running.accessLog
+                ? self.runtime.accessLog : try Self.openAccessLog(reload.applied.accessLog)
+        } catch {
+            return .refused(error.description)
+        }
+        self.runtime.logger.changeLevel(to: reload.applied.logLevel)
+        if reload.applied.accessLog != running.accessLog { self.changeAccessLog(to: accessLog) }
+        for (tokens, supply) in supplies { tokens.reconfigure(supply) }
+        self.configurationInForce.withLock { $0 = reload.applied }
+        return .applied(needsRestart: reload.needsRestart)
+    }
+
+    /// The refresh token store for `configuration`: the running one when its refresh token settings
+    /// did not change (its file read again; an inline token it rotated is kept), else a new one.
+    private static func store(
+        _ configuration: Configuration,
+        replacing current: RefreshTokenStore?,
+        configuredAs before: Configuration
+    ) throws(StartError) -> RefreshTokenStore? {
+        do throws(RefreshTokenStore.StoreError) {
+            if let current, configuration.refreshTokenFile == before.refreshTokenFile,
+                configuration.refreshToken == before.refreshToken
+            {
+                _ = try current.reload()
+                return current
+            }
+            let store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
+            try store.requireFolder()
+            return store
+        } catch {
+            throw StartError(description: error.description)
+        }
+    }
+
+    /// Moves every loop's access log buffer to `sink` (nil: off), each on its loop after writing out
+    /// what it holds; returns once every loop has.
+    private func changeAccessLog(to sink: LogSink?) {
+        _ = self.runtime.replaceAccessLog(with: sink)
+        let done = DispatchSemaphore(value: 0)
+        let contexts = self.contexts.withLock { $0 }
+        for context in contexts {
+            context.value.loop.execute {
+                let context = context.value
+                context.accessLog?.flush()
+                context.accessLog = sink.map {
+                    AccessLogBuffer(sink: $0, loop: context.loop, namesSessions: context.runtime.namesSessions)
+                }
+                done.signal()
+            }
+        }
+        for _ in contexts { done.wait() }
+    }
+
+    /// Why the config is not read again, or nil when it is.
+    private static func whyNotReread(file: String?, isDemo: Bool) -> String? {
+        if isDemo { return "--demo: the demo's settings are made at start" }
+        guard let file else { return "no config file: the settings came from flags" }
+        var info = stat()
+        guard stat(file, &info) == 0 else { return nil }  // the load names what is wrong with it
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            return "\(file) is not a regular file (a pipe cannot be read twice): restart to apply a new config"
+        }
+        return nil
+    }
+
+    private static func log(_ outcome: ReloadOutcome, file: String, logger: Logger) {
+        switch outcome {
+        case .applied(let needsRestart):
+            logger.info("SIGHUP: configuration re-read and applied", ["file": file])
+            if !needsRestart.isEmpty {
+                logger.warn(
+                    "SIGHUP: restart to apply these changes; they keep their running values until then",
+                    ["keys": needsRestart.joined(separator: ", ")]
+                )
+            }
+        case .invalid(let errors):
+            var metadata: KeyValuePairs<String, String> = ["error": errors.first ?? ""]
+            if errors.count > 1 {
+                metadata = ["error": errors[0], "more": "\(errors.count - 1) (bearer-proxy --check --config \(file))"]
+            }
+            logger.error("SIGHUP: the config file has errors; the running configuration stays", metadata)
+        case .refused(let reason):
+            logger.error("SIGHUP: the new configuration cannot be applied; the running one stays", ["error": reason])
+        case .notReread:
+            break
+        }
+    }
+}
