@@ -1,3 +1,4 @@
+import BearerHTTP
 import Testing
 
 @testable import BearerProxy

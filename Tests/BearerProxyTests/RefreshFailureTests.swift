@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 import BearerMocks
 import Dispatch

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerMocks
 import Foundation
 import Testing

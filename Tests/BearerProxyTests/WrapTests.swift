@@ -1,3 +1,4 @@
+import BearerHTTP
 import BearerIO
 import BearerMocks
 import Foundation

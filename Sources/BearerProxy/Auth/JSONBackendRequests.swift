@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import Foundation
 
 /// The requests of a JSON backend: refresh (token_body to token_url), login (login_body to login_url)

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import Foundation
 
 /// Builds the form-encoded POSTs to the token endpoint for the configured grant (RFC 6749 §4.3, §4.4,

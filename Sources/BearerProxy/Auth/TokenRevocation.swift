@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 
 /// Revokes a refresh token: at `revocation_url` (RFC 7009, with the same client authentication as

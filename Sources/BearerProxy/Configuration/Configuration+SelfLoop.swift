@@ -1,3 +1,4 @@
+import BearerHTTP
 import BearerIO
 
 /// An upstream that leads back to the session it serves: every request would come back to the proxy,

@@ -1,3 +1,4 @@
+import BearerHTTP
 import BearerIO
 
 /// The rules between sessions (README, "Several APIs in one proxy"): each request has one session,

@@ -1,3 +1,4 @@
+import BearerHTTP
 import BearerIO
 
 /// Settings that work, but surely not as meant or not safely: the proxy starts, `--check` prints

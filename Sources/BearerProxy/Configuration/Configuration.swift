@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 
 /// Everything the proxy is configured with, typed and validated, with the documented defaults.

@@ -1,3 +1,5 @@
+import BearerHTTP
+
 extension Configuration {
     /// The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
     static let jsonAndLoginKeys: [ConfigurationKey] = [

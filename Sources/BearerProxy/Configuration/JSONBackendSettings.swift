@@ -1,3 +1,5 @@
+import BearerHTTP
+
 /// How token_url is spoken to.
 package enum TokenFormat: String, Equatable, Sendable {
     /// RFC 6749: a form post, an OAuth2 JSON answer.

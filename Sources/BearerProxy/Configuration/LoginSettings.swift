@@ -1,3 +1,5 @@
+import BearerHTTP
+
 /// What `bearer-proxy login` needs beyond the token settings: where the user authorizes, and for
 /// how long the command waits for them.
 package struct LoginSettings: Equatable, Sendable {

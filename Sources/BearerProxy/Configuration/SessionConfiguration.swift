@@ -1,3 +1,5 @@
+import BearerHTTP
+
 /// One `[session NAME]` of the config file: its name, its place, and its settings (README, "Several
 /// APIs in one proxy").
 ///

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 
 /// Idle upstream connections of one event loop, per origin, reused most-recently-used first.

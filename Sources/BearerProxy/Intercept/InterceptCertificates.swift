@@ -27,6 +27,7 @@
 // - `rootFile`: the absolute path of ca.pem, for the line that tells a refusing client what to trust.
 
 import BearerCore
+import BearerHTTP
 import BearerIO
 import Synchronization
 

@@ -1,3 +1,4 @@
+import BearerHTTP
 import COpenSSL
 import Glibc
 

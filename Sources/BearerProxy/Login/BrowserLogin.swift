@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 
 /// OAuth2 authorization code with PKCE (RFC 7636) and a loopback redirect (RFC 8252): the user
 /// logs in in a browser, the browser brings the code back to 127.0.0.1, the code and the PKCE

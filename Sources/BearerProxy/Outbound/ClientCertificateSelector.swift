@@ -1,3 +1,4 @@
+import BearerHTTP
 import BearerIO
 
 /// Presents the TLS client certificate (RFC 8705) only to the servers it is for: the upstream, the

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 
 /// Makes TLS connections over a connected socket; `TLSContext` is the real one.

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 
 /// The hosts CONNECTs were tunnelled to as they are, so that the first tunnel to each says so.
 ///

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import Foundation
 
 /// Where the session store is and how to log in to it: `session_store`.

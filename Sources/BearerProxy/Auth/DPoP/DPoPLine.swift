@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 
 /// The `DPoP` field of a request the proxy sends upstream with a DPoP-bound token (RFC 9449 §7.1):
 /// `Authorization: DPoP <token>` (the token session's line) and, beside it, a proof made for this

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import Synchronization
 
 /// The newest `DPoP-Nonce` each origin gave (RFC 9449 §8 for the token endpoint, §9 for resource

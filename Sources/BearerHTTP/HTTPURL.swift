@@ -79,11 +79,11 @@ package struct HTTPURL: Equatable, Sendable, CustomStringConvertible {
 
 package struct URLParseError: Error, Equatable, Sendable {
     package var reason: String
-    init(_ reason: String) { self.reason = reason }
+    package init(_ reason: String) { self.reason = reason }
 }
 
 /// Splits `host[:port]` or `[v6][:port]`; the host comes back lower-cased without brackets.
-func splitHostPort(_ authority: Substring) -> (host: String, port: Int?)? {
+package func splitHostPort(_ authority: Substring) -> (host: String, port: Int?)? {
     var host: Substring
     var portText: Substring?
     if authority.hasPrefix("[") {
