@@ -31,7 +31,7 @@ package struct HTTPURL: Equatable, Sendable, CustomStringConvertible {
     /// holding an `@`, which cannot be told apart: then only the scheme is shown.
     package static func quotable(_ text: String) -> String {
         let startsQuery: (Character) -> Bool = { $0 == "?" || $0 == "#" }
-        let afterScheme = text.range(of: "://")?.upperBound ?? text.startIndex
+        let afterScheme = text.firstRange(of: "://")?.upperBound ?? text.startIndex
         var shown = String(text[..<afterScheme])
         var rest = text[afterScheme...]
         if let at = rest.lastIndex(of: "@") {
