@@ -14,10 +14,13 @@ let package = Package(
         .target(name: "BearerCore", dependencies: ["CBearerLinux"]),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
-        // COpenSSL directly: SHA-256 for PKCE (the login's code challenge); CBearerLinux: pipe2 for token_command.
+        // BearerIO: PEM keys (the TLS layer's) and atomic file writes, for the CA's and the DPoP key's files;
+        // BearerHTTP: the host patterns a CA's name constraints permit, the origins DPoP nonces belong to.
+        .target(name: "BearerCrypto", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
+        // CBearerLinux: pipe2 for token_command.
         .target(
             name: "BearerProxy",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL", "CBearerLinux"]
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "CBearerLinux"]
         ),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
@@ -31,7 +34,7 @@ let package = Package(
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
         // BearerMocks and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
-        .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerMocks"]),
+        .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerCrypto", "BearerMocks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),
     ],

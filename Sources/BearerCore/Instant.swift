@@ -103,6 +103,11 @@ package func wallClockSeconds() -> Double {
     return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
 }
 
+/// Seconds since 1970, from the system's real-time clock.
+@Sendable package func wallClockEpochSeconds() -> Int64 {
+    Int64(wallClockSeconds())
+}
+
 /// Milliseconds since 1970 (CLOCK_REALTIME): stored expiries are shared between machines.
 package func wallClockMilliseconds() -> Int64 {
     Int64(wallClockSeconds() * 1000)

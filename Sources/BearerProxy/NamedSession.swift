@@ -1,4 +1,5 @@
 import BearerCore
+import BearerCrypto
 
 /// One session as the running proxy holds it: its name, its token session, what its requests follow
 /// (refresh_on, replay_body_limit), and its place in every loop's token caches (README, "Several APIs

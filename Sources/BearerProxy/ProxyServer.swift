@@ -1,4 +1,5 @@
 import BearerCore
+import BearerCrypto
 import BearerHTTP
 import BearerIO
 import Dispatch

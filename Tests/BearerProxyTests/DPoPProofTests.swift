@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// DPoP proofs (Auth/DPoP): their shape, their signature checked by OpenSSL's verifier through the

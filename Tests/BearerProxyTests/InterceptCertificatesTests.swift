@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// Issuance work held until the test lets it run: what "concurrent" means, made exact.

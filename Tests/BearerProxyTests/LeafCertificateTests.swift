@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// A CA made for the tests' hosts, with its files.

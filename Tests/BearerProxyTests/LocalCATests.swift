@@ -1,3 +1,4 @@
+import BearerCore
 import BearerHTTP
 import BearerIO
 import BearerMocks
@@ -6,6 +7,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// A fresh folder in the scratch space for one test's CA (the CA folder itself is not created).

@@ -1,6 +1,8 @@
+import BearerCore
 import BearerHTTP
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 @Suite struct NameConstraintsTests {

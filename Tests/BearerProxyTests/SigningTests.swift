@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// JWS signing (Auth/Signing): signatures checked by the `openssl` command, a verifier that shares

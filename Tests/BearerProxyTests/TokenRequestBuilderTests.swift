@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerCrypto
 @testable import BearerProxy
 
 /// The form a token, revocation or device request carries with each way of authenticating the client.

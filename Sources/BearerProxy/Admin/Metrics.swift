@@ -1,3 +1,4 @@
+import BearerCrypto
 import BearerIO
 
 /// Every metric the proxy exports, in one place, with bounded label values.

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerCrypto
 
 /// An RFC 7523 assertion: a JWT the proxy signs afresh for each token request, as the client's
 /// credential (private_key_jwt, §2.2) or as the grant itself (jwt_bearer, §2.1).

@@ -1,3 +1,4 @@
+import BearerCrypto
 import BearerHTTP
 import BearerIO
 import Foundation

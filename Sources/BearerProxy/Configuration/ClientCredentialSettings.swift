@@ -1,3 +1,4 @@
+import BearerCrypto
 import BearerIO
 
 /// What proves who the proxy is without a client secret (README, "Service accounts and locked-down

@@ -1,3 +1,4 @@
+import BearerCrypto
 import BearerIO
 
 extension Configuration {

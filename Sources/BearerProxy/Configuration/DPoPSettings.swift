@@ -1,3 +1,5 @@
+import BearerCrypto
+
 /// DPoP for one session: `dpop` and `dpop_key_file` (README, "Sender-constrained tokens: DPoP").
 package struct DPoPSettings: Sendable {
     /// `dpop = on`: token requests carry a proof, and requests with a DPoP-bound token carry one each.

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerCrypto
 import BearerIO
 
 /// Terminating the client's TLS inside an intercepted tunnel (README, "HTTPS clients"): the

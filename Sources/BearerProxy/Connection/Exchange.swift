@@ -1,4 +1,5 @@
 import BearerCore
+import BearerCrypto
 import BearerHTTP
 
 /// One request and its response, from its head to the end of its response: the data the

@@ -1,3 +1,5 @@
+import BearerCore
+import BearerCrypto
 import BearerHTTP
 import Foundation
 import Glibc

@@ -27,6 +27,7 @@
 // - `rootFile`: the absolute path of ca.pem, for the line that tells a refusing client what to trust.
 
 import BearerCore
+import BearerCrypto
 import BearerHTTP
 import BearerIO
 import Synchronization
@@ -206,9 +207,4 @@ package final class InterceptCertificates: Sendable {
             return .failure(LeafIssuanceError(description: "cannot serve the leaf for \(host): \(error.description)"))
         }
     }
-}
-
-/// Seconds since 1970, from the system's real-time clock.
-@Sendable func wallClockEpochSeconds() -> Int64 {
-    Int64(wallClockSeconds())
 }

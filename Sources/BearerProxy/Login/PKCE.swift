@@ -1,3 +1,5 @@
+import BearerCrypto
+
 /// Proof Key for Code Exchange (RFC 7636) with the S256 method, and the `state` of the request.
 ///
 /// The verifier stays in this process; only its SHA-256 goes to the browser. A code intercepted on
@@ -24,10 +26,4 @@ struct PKCE: Sendable {
     static func challenge(for verifier: String) -> String {
         Base64URL.encodedString(sha256(Array(verifier.utf8)))
     }
-}
-
-/// Cryptographically secure random bytes (the system generator reads getrandom(2)).
-func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
 }

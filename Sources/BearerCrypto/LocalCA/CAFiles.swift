@@ -13,13 +13,17 @@ import Glibc
 /// that far. So no crash leaves a root next to another root's intermediate. The folder is `flock`ed
 /// while it is read or written, so a proxy starting while `bearer-proxy ca --renew` runs sees one CA
 /// or the other.
-struct CAFiles {
+package struct CAFiles {
     let directory: String
-    var root: String { self.directory + "/ca.pem" }
+    package var root: String { self.directory + "/ca.pem" }
     var intermediate: String { self.directory + "/intermediate.pem" }
     var key: String { self.directory + "/intermediate-key.pem" }
-    var bundle: String { self.directory + "/bundle.pem" }
+    package var bundle: String { self.directory + "/bundle.pem" }
     private var marker: String { self.directory + "/.commit" }
+
+    package init(directory: String) {
+        self.directory = directory
+    }
 
     /// The three files in the order they are renamed into place: ca.pem, what clients trust, last.
     private var members: [(path: String, mode: mode_t)] {
@@ -27,7 +31,7 @@ struct CAFiles {
     }
 
     /// Runs `body` holding an exclusive lock on the folder, made first (0700) when it does not exist.
-    func withLock<Result>(_ body: () throws(LocalCAError) -> Result) throws(LocalCAError) -> Result {
+    package func withLock<Result>(_ body: () throws(LocalCAError) -> Result) throws(LocalCAError) -> Result {
         try Self.createDirectory(self.directory)
         let fd = open(self.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: self.directory, reason: errnoDescription()) }

@@ -17,7 +17,7 @@ import Glibc
 /// Both name types are always constrained, because RFC 5280 leaves a type without a permitted subtree
 /// unlimited: no DNS host gives the DNS subtree `invalid` (RFC 2606, never resolves), and each IP
 /// family without an address gives the one range no host has (`0.0.0.0/32`, `::/128`).
-struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
+package struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
     /// Lower-case DNS subtrees, most general first within what was given.
     var dnsSubtrees: [String]
     /// Address and mask, 4 + 4 or 16 + 16 bytes.
@@ -59,7 +59,7 @@ struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
     static let noDNSName = "invalid"
 
     /// The constraints that permit exactly the hosts of `patterns` (and nothing of a type they lack).
-    init(permitting patterns: [HostPattern]) {
+    package init(permitting patterns: [HostPattern]) {
         var dns: [String] = []
         var ip: [IPRange] = []
         for pattern in patterns {
@@ -121,7 +121,7 @@ struct NameConstraints: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// `DNS:example.com, IP:127.0.0.1/32`, for messages.
-    var description: String {
+    package var description: String {
         (self.dnsSubtrees.map { "DNS:\($0)" } + self.ipRanges.map { "IP:\($0)" }).joined(separator: ", ")
     }
 

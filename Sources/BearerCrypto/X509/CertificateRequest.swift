@@ -77,7 +77,7 @@ struct CertificateRequest {
 }
 
 /// The newest error on OpenSSL's queue for this thread, in OpenSSL's words.
-func lastOpenSSLError() -> String {
+package func lastOpenSSLError() -> String {
     let code = ERR_peek_last_error()
     guard code != 0, let text = ERR_reason_error_string(code) else { return "unknown error" }
     return String(cString: text)

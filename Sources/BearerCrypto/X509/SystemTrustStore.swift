@@ -5,8 +5,12 @@ import Glibc
 /// `X509_get_default_cert_file_env()` names), else `X509_get_default_cert_file()` (on Debian
 /// /usr/lib/ssl/cert.pem, a link to /etc/ssl/certs/ca-certificates.crt), else the bundles other
 /// distributions keep (Go's list).
-struct SystemTrustStore {
+package struct SystemTrustStore {
     var environment: [String: String]
+
+    package init(environment: [String: String]) {
+        self.environment = environment
+    }
 
     static let distributionBundles = [
         "/etc/ssl/certs/ca-certificates.crt",

@@ -5,7 +5,7 @@ import Glibc
 extension LocalCA {
     /// The CA in `files`, made there for `patterns` when there is none; checked against `patterns`.
     /// Never replaces a CA that is there: one that does not fit is an error naming `--renew`.
-    static func open(
+    package static func open(
         _ files: CAFiles,
         permitting patterns: [HostPattern],
         now: Int64
@@ -23,7 +23,7 @@ extension LocalCA {
 
     /// A new root and intermediate for `patterns` in place of whatever `files` holds; bundle.pem, when
     /// there is one, is rewritten with the new root.
-    static func renew(
+    package static func renew(
         _ files: CAFiles,
         permitting patterns: [HostPattern],
         now: Int64,
@@ -40,7 +40,7 @@ extension LocalCA {
     /// bundle.pem: the system's CA certificates followed by ca.pem, for clients that take one file
     /// (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE): pointing them at ca.pem alone would make
     /// every other host untrusted.
-    func writeBundle(to files: CAFiles, trustStore: SystemTrustStore) throws(LocalCAError) {
+    package func writeBundle(to files: CAFiles, trustStore: SystemTrustStore) throws(LocalCAError) {
         var bytes = try trustStore.certificates(excluding: [files.bundle, files.root])
         if let last = bytes.last, last != UInt8(ascii: "\n") { bytes.append(UInt8(ascii: "\n")) }
         bytes += self.root.pem

@@ -4,18 +4,18 @@ import BearerHTTP
 /// The `DPoP` field of a request the proxy sends upstream with a DPoP-bound token (RFC 9449 §7.1):
 /// `Authorization: DPoP <token>` (the token session's line) and, beside it, a proof made for this
 /// request alone (README, "Sender-constrained tokens: DPoP").
-enum DPoPLine {
-    static let authorizationPrefix = Array("Authorization: DPoP ".utf8)
+package enum DPoPLine {
+    package static let authorizationPrefix = Array("Authorization: DPoP ".utf8)
 
     /// Whether `line` is a DPoP-bound token's `Authorization` line. A bearer line is told apart by
     /// one byte (`Authorization: B…`), before the prefix (a lazily made global) is looked at.
-    @inline(__always)
-    static func isDPoPBound(_ line: [UInt8]) -> Bool {
+    @inlinable
+    package static func isDPoPBound(_ line: [UInt8]) -> Bool {
         line.count > 22 && line[15] == UInt8(ascii: "D") && line.starts(with: Self.authorizationPrefix)
     }
 
     /// Whether the field name at `range` is `DPoP`, in any case: a client's own proof.
-    static func isDPoPFieldName(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+    package static func isDPoPFieldName(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
         range.count == 4
             && zip(range, "dpop".utf8).allSatisfy { index, lowercase in raw[index] | 0x20 == lowercase }
     }
@@ -30,7 +30,7 @@ extension ByteBuffer {
     /// Writes `DPoP: <proof>\r\n` for a request of `method` to `scheme://authority` and the path
     /// just written at `pathBytes` (offsets among the readable bytes; the query and fragment are cut),
     /// carrying the token of `line` (its `ath`) and `origin`'s newest nonce.
-    mutating func writeDPoPProof(
+    package mutating func writeDPoPProof(
         _ prover: DPoPProver,
         method: UnsafeRawBufferPointer,
         origin: Origin,

@@ -4,15 +4,19 @@ import COpenSSL
 /// Why a host got no leaf: one line, safe to log (no key material).
 package struct LeafIssuanceError: Error, Equatable, CustomStringConvertible {
     package var description: String
+
+    package init(description: String) {
+        self.description = description
+    }
 }
 
 /// A host a leaf certificate can name: a DNS name (lower case, letters, digits, `-`, `_`, dots between
 /// labels) or an IP address.
-enum LeafHost: Equatable, CustomStringConvertible {
+package enum LeafHost: Equatable, CustomStringConvertible {
     case dns(String)
     case ip([UInt8])
 
-    init?(_ host: String) {
+    package init?(_ host: String) {
         if let address = parseIPAddress(host) {
             self = .ip(address)
             return
@@ -39,7 +43,7 @@ enum LeafHost: Equatable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .dns(let name): name
         case .ip(let address): formatIPAddress(address)
@@ -55,7 +59,11 @@ extension LocalCA {
     /// valid from an hour ago for 30 days (never past the intermediate). A DNS host is also the subject
     /// CN; an IP host's leaf has no CN, since OpenSSL checks a host-like CN (`127.0.0.1`) against the
     /// DNS constraints and would refuse the chain.
-    func issueLeaf(for host: LeafHost, key: PEMPrivateKey, now: Int64) throws(LeafIssuanceError) -> X509Certificate {
+    package func issueLeaf(
+        for host: LeafHost,
+        key: PEMPrivateKey,
+        now: Int64
+    ) throws(LeafIssuanceError) -> X509Certificate {
         guard self.intermediateConstraints.permits(host: host.description) else {
             throw LeafIssuanceError(
                 description: "the local CA's name constraints do not permit \(host) (bearer-proxy ca --renew)"

@@ -9,9 +9,9 @@ import Glibc
 /// bound to the key: a silent new key would end the session). A new key is written in full to a
 /// temporary file, then linked into place, so two proxies starting at once end up with one key, and
 /// no crash leaves half a key. Blocking: used at start and by `login`, never on an event loop.
-enum DPoPKeyFile {
+package enum DPoPKeyFile {
     /// The key at `path`, made first (with its folder, 0700) when there is no file.
-    static func loadOrCreate(_ path: String) throws(PEMPrivateKey.LoadError) -> SigningKey {
+    package static func loadOrCreate(_ path: String) throws(PEMPrivateKey.LoadError) -> SigningKey {
         var status = stat()
         if lstat(path, &status) != 0 {
             guard errno == ENOENT else {
@@ -68,7 +68,7 @@ enum DPoPKeyFile {
 
     /// `$XDG_DATA_HOME/bearer-proxy/dpop-key.pem`, else `~/.local/share/bearer-proxy/dpop-key.pem`;
     /// a named session's is `dpop-key-NAME.pem`. Nil without XDG_DATA_HOME or HOME.
-    static func defaultPath(session: String?, environment: [String: String]) -> String? {
+    package static func defaultPath(session: String?, environment: [String: String]) -> String? {
         let name = session.map { "dpop-key-\($0).pem" } ?? "dpop-key.pem"
         if let base = environment["XDG_DATA_HOME"], base.hasPrefix("/") { return "\(base)/bearer-proxy/\(name)" }
         guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }

@@ -11,12 +11,12 @@ import Foundation
 /// `NameConstraints`). The root's make the CA worthless for any other site in clients that apply a
 /// trust anchor's own constraints; the intermediate's do the same in every client, Java's PKIX
 /// included, which ignores a trust anchor's constraints. README, "HTTPS clients".
-struct LocalCA: Sendable {
+package struct LocalCA: Sendable {
     let root: X509Certificate
-    let intermediate: X509Certificate
+    package let intermediate: X509Certificate
     let intermediateKey: PEMPrivateKey
     let rootConstraints: NameConstraints
-    let intermediateConstraints: NameConstraints
+    package let intermediateConstraints: NameConstraints
 
     /// How long the root and the intermediate are valid: a renewed root must be trusted anew by every
     /// client, so it is not meant to be renewed on a schedule; the leaves live 30 days.
@@ -162,13 +162,13 @@ extension HostPattern {
 
     /// `api.example.com, *.example.org, 127.0.0.1`: the hosts a CA made for `patterns` may vouch for,
     /// each once (two ports of one host are one name to a certificate), as the lines about it say.
-    static func hostList(_ patterns: [HostPattern]) -> String {
+    package static func hostList(_ patterns: [HostPattern]) -> String {
         var seen: Set<String> = []
         return patterns.map(\.hostDescription).filter { seen.insert($0).inserted }.joined(separator: ", ")
     }
 }
 
 /// `2026-12-01T10:00:00Z`.
-func formatUTC(_ seconds: Int64) -> String {
+package func formatUTC(_ seconds: Int64) -> String {
     Date(timeIntervalSince1970: TimeInterval(seconds)).ISO8601Format()
 }

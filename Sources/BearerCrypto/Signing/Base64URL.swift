@@ -4,7 +4,7 @@ import BearerCore
 ///
 /// Written by hand over bytes, with no Foundation: DPoP proofs are encoded per request on the data
 /// path, three input bytes to four characters at a time, straight into the outbound buffer.
-enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The characters `count` bytes become (no padding).
@@ -58,7 +58,7 @@ enum Base64URL {
         return output
     }
 
-    static func encodedString(_ bytes: some Collection<UInt8>) -> String {
+    package static func encodedString(_ bytes: some Collection<UInt8>) -> String {
         String(decoding: Self.encode(bytes), as: UTF8.self)
     }
 }

@@ -6,8 +6,8 @@ import Glibc
 ///
 /// Sendable: a certificate is never changed once built or parsed, and OpenSSL counts its references
 /// atomically, so threads may read it, sign with its issuer's key, or put it in a TLS context at once.
-final class X509Certificate: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class X509Certificate: @unchecked Sendable {
+    package let pointer: OpaquePointer
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer
@@ -28,7 +28,7 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// The end of its validity, in seconds since 1970.
-    var notAfter: Int64 { epochSeconds(X509_get0_notAfter(self.pointer)) }
+    package var notAfter: Int64 { epochSeconds(X509_get0_notAfter(self.pointer)) }
 
     /// The start of its validity, in seconds since 1970.
     var notBefore: Int64 { epochSeconds(X509_get0_notBefore(self.pointer)) }
