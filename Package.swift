@@ -17,10 +17,13 @@ let package = Package(
         // BearerIO: PEM keys (the TLS layer's) and atomic file writes, for the CA's and the DPoP key's files;
         // BearerHTTP: the host patterns a CA's name constraints permit, the origins DPoP nonces belong to.
         .target(name: "BearerCrypto", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
+        // BearerIO: reading the config and key files, listen addresses; BearerCrypto: the keys a config
+        // names (signing keys, service-account files, the DPoP key and its prover) are loaded with it.
+        .target(name: "BearerConfig", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto"]),
         // CBearerLinux: pipe2 for token_command.
         .target(
             name: "BearerProxy",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "CBearerLinux"]
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "CBearerLinux"]
         ),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
@@ -34,7 +37,10 @@ let package = Package(
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
         // BearerMocks and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
-        .testTarget(name: "BearerProxyTests", dependencies: ["BearerProxy", "BearerCrypto", "BearerMocks"]),
+        .testTarget(
+            name: "BearerProxyTests",
+            dependencies: ["BearerProxy", "BearerCrypto", "BearerConfig", "BearerMocks"]
+        ),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),
     ],

@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerIO
 import BearerProxy
@@ -60,9 +61,10 @@ final class SignalWatcher: Sendable {
                 if number == SIGHUP {
                     return {
                         _ = server.reloadConfiguration(
-                            file: ConfigurationLoader.configFile(for: options),
+                            file: ConfigurationLoader.configFile(for: options.configurationSource),
                             isDemo: options.isDemo
-                        ) { () throws(ConfigurationErrors) in try ConfigurationLoader.load(options) }
+                        ) { () throws(ConfigurationErrors) in try ConfigurationLoader.load(options.configurationSource)
+                        }
                     }
                 }
                 phase = .stopping(logger)

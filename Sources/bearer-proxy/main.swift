@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerIO
 import BearerMocks
@@ -30,7 +31,7 @@ func main() -> Int32 {
 /// `--check`: leaves no file behind, so signals keep their default meaning (a killed check is not a pass).
 func check(_ options: CommandLineOptions) -> Int32 {
     guard var configuration = loadConfiguration(options) else { return 1 }
-    if let path = ConfigurationLoader.configFile(for: options) { print("# read from \(path)") }
+    if let path = ConfigurationLoader.configFile(for: options.configurationSource) { print("# read from \(path)") }
     if options.isDemo {
         guard let demo = startDemo(options) else { return 1 }
         defer { demo.stop() }
@@ -114,7 +115,7 @@ func startDemo(_ options: CommandLineOptions) -> DemoMode? {
 /// The configuration, or nil after saying on stderr everything that is wrong with it, one line each.
 func loadConfiguration(_ options: CommandLineOptions) -> Configuration? {
     do throws(ConfigurationErrors) {
-        return try ConfigurationLoader.load(options)
+        return try ConfigurationLoader.load(options.configurationSource)
     } catch {
         writeStandardError(error.errors.map { "Error: \($0)\n" }.joined())
         return nil

@@ -3,6 +3,7 @@ import BearerHTTP
 import BearerIO
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 typealias ConnectionMachine = ClientConnectionStateMachine

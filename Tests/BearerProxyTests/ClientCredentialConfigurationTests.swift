@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The rules of signing keys, service accounts, TLS client certificates and resource indicators:

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct ConfigFileReaderTests {
@@ -13,9 +14,8 @@ import Testing
         let text = "upstream = http://from-a-pipe.example\n"
         #expect(write(fds[1], text, text.utf8.count) == text.utf8.count)
         close(fds[1])
-        var options = CommandLineOptions()
-        options.configPath = "/dev/fd/\(fds[0])"
-        let config = try ConfigurationLoader.load(options, environment: [:])
+        let source = ConfigurationSource(configPath: "/dev/fd/\(fds[0])")
+        let config = try ConfigurationLoader.load(source, environment: [:])
         #expect(config.upstream?.description == "http://from-a-pipe.example")
     }
 

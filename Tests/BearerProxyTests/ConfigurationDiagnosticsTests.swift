@@ -1,5 +1,6 @@
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// What `--check` finds in a file: every error at once, in file order, none that only follows from

@@ -1,6 +1,7 @@
 import BearerCore
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// What SIGHUP's re-read applies and what it leaves for a restart (issue 32, point 2).

@@ -3,6 +3,7 @@ import BearerHTTP
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct ValueGrammarTests {
@@ -225,10 +226,9 @@ import Testing
 
     @Test func requiresAnUpstreamUnlessDemo() throws {
         #expect(throws: ConfigurationErrors.self) {
-            try ConfigurationLoader.load(CommandLineOptions(), environment: [:])
+            try ConfigurationLoader.load(ConfigurationSource(), environment: [:])
         }
-        var demo = CommandLineOptions()
-        demo.isDemo = true
+        let demo = ConfigurationSource(isDemo: true)
         _ = try ConfigurationLoader.load(demo, environment: [:])
     }
 

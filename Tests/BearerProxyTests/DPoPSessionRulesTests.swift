@@ -3,6 +3,7 @@ import BearerIO
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// What a session does with DPoP beyond the proofs: a DPoP-bound token without dpop on is refused

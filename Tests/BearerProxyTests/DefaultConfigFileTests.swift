@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct DefaultConfigFileTests {
@@ -33,16 +34,16 @@ import Testing
     @Test func isReadWhenItExistsAndNeitherConfigNorDemoIsGiven() throws {
         let home = try self.home(with: "upstream = http://from-home.example\n")
         defer { try? FileManager.default.removeItem(atPath: home) }
-        let config = try ConfigurationLoader.load(CommandLineOptions(), environment: ["HOME": home])
+        let config = try ConfigurationLoader.load(ConfigurationSource(), environment: ["HOME": home])
         #expect(config.upstream?.description == "http://from-home.example")
 
-        var demo = CommandLineOptions()
-        demo.isDemo = true
+        let demo = ConfigurationSource(isDemo: true)
         #expect(try ConfigurationLoader.load(demo, environment: ["HOME": home]).upstream == nil)
 
-        var explicit = CommandLineOptions()
-        explicit.configPath = "/dev/null"
-        explicit.overrides = [ConfigEntry(key: "upstream", value: "http://flag.example", place: "command line")]
+        let explicit = ConfigurationSource(
+            configPath: "/dev/null",
+            overrides: [ConfigEntry(key: "upstream", value: "http://flag.example", place: "command line")]
+        )
         #expect(
             try ConfigurationLoader.load(explicit, environment: ["HOME": home]).upstream?.description
                 == "http://flag.example"
@@ -62,7 +63,7 @@ import Testing
                 )
             ])
         ) {
-            try ConfigurationLoader.load(CommandLineOptions(), environment: ["HOME": home])
+            try ConfigurationLoader.load(ConfigurationSource(), environment: ["HOME": home])
         }
     }
 
@@ -78,7 +79,7 @@ import Testing
                 )
             ])
         ) {
-            try ConfigurationLoader.load(CommandLineOptions(), environment: ["HOME": home])
+            try ConfigurationLoader.load(ConfigurationSource(), environment: ["HOME": home])
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// `proxy.conf.example`: what a new user copies first. It must be a working proxy as it stands

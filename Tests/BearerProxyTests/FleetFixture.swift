@@ -5,6 +5,7 @@ import BearerMocks
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// A fleet in one process: several proxies sharing one session through a real redis-server, in

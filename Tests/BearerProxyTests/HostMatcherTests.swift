@@ -1,6 +1,7 @@
 import BearerHTTP
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// Routing compares host bytes in place: the same answers as the string patterns, whatever the case.

@@ -4,6 +4,7 @@ import BearerIO
 import BearerMocks
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The proxy on each I/O backend: the same behaviour whether bytes come through io_uring's

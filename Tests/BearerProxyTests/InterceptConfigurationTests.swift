@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct InterceptConfigurationTests {
@@ -16,14 +17,18 @@ import Testing
     }
 
     @Test func theDefaultsAreOffAndTheXDGDataFolder() throws {
-        let options = try CommandLineOptions.parse(["--upstream", "https://api.example.com"])
-        let xdg = try ConfigurationLoader.load(options, environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"])
+        let source = ConfigurationSource(
+            overrides: [
+                ConfigEntry(key: "upstream", value: "https://api.example.com", place: "command line (--upstream)")
+            ]
+        )
+        let xdg = try ConfigurationLoader.load(source, environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"])
         #expect(!xdg.intercept.isEnabled)
         #expect(xdg.intercept.caDirectory == "/data/bearer-proxy/ca")
         // The XDG spec ignores a relative XDG_DATA_HOME.
-        let home = try ConfigurationLoader.load(options, environment: ["XDG_DATA_HOME": "data", "HOME": "/home/u"])
+        let home = try ConfigurationLoader.load(source, environment: ["XDG_DATA_HOME": "data", "HOME": "/home/u"])
         #expect(home.intercept.caDirectory == "/home/u/.local/share/bearer-proxy/ca")
-        #expect(try ConfigurationLoader.load(options, environment: [:]).intercept.caDirectory == nil)
+        #expect(try ConfigurationLoader.load(source, environment: [:]).intercept.caDirectory == nil)
     }
 
     @Test func caDirIsAnAbsolutePathOrUnderHome() throws {

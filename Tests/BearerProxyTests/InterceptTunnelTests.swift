@@ -7,6 +7,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// A proxy with tls_intercept on in front of an https mock API on `localhost` (the test certificate,

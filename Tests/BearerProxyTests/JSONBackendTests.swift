@@ -2,6 +2,7 @@ import BearerCore
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct JSONTemplateTests {

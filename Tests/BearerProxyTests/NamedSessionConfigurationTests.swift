@@ -2,6 +2,7 @@ import BearerHTTP
 import BearerIO
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The config file's `[session NAME]` sections (README, "Several APIs in one proxy"): what each

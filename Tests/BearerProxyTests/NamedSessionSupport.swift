@@ -1,6 +1,7 @@
 import BearerCore
 import BearerIO
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 extension NamedSession {

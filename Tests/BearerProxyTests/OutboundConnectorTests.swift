@@ -4,6 +4,7 @@ import BearerIO
 import BearerMocks
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// A TLS factory that cannot make a connection (as when OpenSSL runs out of memory).

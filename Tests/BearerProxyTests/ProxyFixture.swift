@@ -5,6 +5,7 @@ import BearerMocks
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// Event loops shared by the mock servers of all tests (the proxies get their own).

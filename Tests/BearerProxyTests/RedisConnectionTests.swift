@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 private func bulk(_ text: String) -> RESPValue { .bulkString(Array(text.utf8)) }

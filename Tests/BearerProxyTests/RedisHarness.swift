@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// Loops for the Redis clients of the tests.

@@ -7,6 +7,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// How requests learn that the session cannot get a token: a refresh that failed for good, a token

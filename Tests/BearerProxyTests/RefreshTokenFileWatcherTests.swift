@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The proxy looks at refresh_token_file twice a second while it runs, and not once after it stopped.

@@ -5,6 +5,7 @@ import BearerMocks
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 @Suite struct RequestGuardTests {

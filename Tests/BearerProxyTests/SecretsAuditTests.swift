@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// Runs refresh storms with every kind of secret in play, then greps every log line, the access log,

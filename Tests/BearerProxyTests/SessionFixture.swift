@@ -5,6 +5,7 @@ import BearerMocks
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The two ways the proxy talks to a token-issuing server; the session tests run over both.

@@ -2,6 +2,7 @@ import BearerHTTP
 import BearerIO
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The session table through the router: which session each request is for, bytes in, routes out.

@@ -1,6 +1,7 @@
 import BearerCore
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// `session_store`, `session_name`, `session_store_fallback`: parsed, checked with clear errors, and

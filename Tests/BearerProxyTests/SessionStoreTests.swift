@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// A token endpoint that rotates refresh tokens and detects reuse, as identity providers do: a

@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerCrypto
 @testable import BearerProxy
 

@@ -3,6 +3,7 @@ import BearerIO
 import Synchronization
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The request path takes no lock while a token simply works: each loop reuses the token line it

@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// The token session itself on a manual clock: its timer, the token calls it makes and when, and

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// A mistyped flag, of the proxy or of a subcommand, is named with the flag it was likely meant to be

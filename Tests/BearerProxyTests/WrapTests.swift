@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerConfig
 @testable import BearerProxy
 
 /// `bearer-proxy env` and `run`: the variables, their quoting, the secrets kept out, the flags.
@@ -254,7 +255,7 @@ import Testing
         defer { unlink(path) }
         var options = Subcommand.Options(configPath: path)
         let defaults = try ConfigurationLoader.load(
-            options.loaderOptions(overrides: RunCommand.overrides(options)),
+            options.configurationSource(overrides: RunCommand.overrides(options)),
             environment: [:]
         )
         #expect(defaults.listen == [.hostPort(host: "127.0.0.1", port: 0)])
@@ -266,7 +267,7 @@ import Testing
         options.logLevel = "error"
         options.adminListen = "127.0.0.1:0"
         let flagged = try ConfigurationLoader.load(
-            options.loaderOptions(overrides: RunCommand.overrides(options)),
+            options.configurationSource(overrides: RunCommand.overrides(options)),
             environment: [:]
         )
         #expect(flagged.listen == [.hostPort(host: "::1", port: 0)])

@@ -1,19 +1,6 @@
+import BearerConfig
 import BearerCore
 import Foundation
-
-/// Where a JSON backend's answer holds the tokens and their expiry (`token_field`,
-/// `refresh_token_field`, `expires_field`); a nil path means "search the usual names".
-package struct JSONTokenFields: Equatable, Sendable {
-    package var token: JSONFieldPath?
-    package var refreshToken: JSONFieldPath?
-    package var expires: JSONFieldPath?
-
-    package init(token: JSONFieldPath? = nil, refreshToken: JSONFieldPath? = nil, expires: JSONFieldPath? = nil) {
-        self.token = token
-        self.refreshToken = refreshToken
-        self.expires = expires
-    }
-}
 
 /// Reads the answers of JSON login and refresh endpoints: `{"accessToken": …, "refreshToken": …,
 /// "expiresIn": …}` in camelCase or snake_case, at the top level or inside `{"data": …}`.

@@ -1,3 +1,5 @@
+import BearerConfig
+
 /// What makes the token endpoint accept the next call after it refused one, said in the failure's
 /// sentence (the 401 body and the warning).
 ///

@@ -1,3 +1,5 @@
+import BearerCore
+
 /// Why a request that needed a token cannot have one: what its client is answered instead.
 ///
 /// Messages name the cause and what to do; they carry the token endpoint's error code and
@@ -84,11 +86,4 @@ package enum SessionFailure: Equatable, Sendable {
         case .noRefreshToken: "no_refresh_token"
         }
     }
-}
-
-/// Text made safe for a one-line body or log value: control characters become spaces, length bounded.
-func oneLine(_ text: String, limit: Int = 200) -> String {
-    var cleaned = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
-    if cleaned.count > limit { cleaned = String(cleaned.prefix(limit)) + "…" }
-    return cleaned
 }

@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerHTTP
 import Foundation
@@ -146,10 +147,4 @@ func formComponent(_ text: String) -> String {
         }
     }
     return encoded
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
-    }
 }

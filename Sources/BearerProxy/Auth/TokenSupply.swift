@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 
 /// Where a session's tokens come from, and how its refreshes go: what SIGHUP's re-read of the config

@@ -1,3 +1,5 @@
+import BearerConfig
+
 /// What the command line asked for. Flags that set config keys become entries that override the file.
 package struct CommandLineOptions: Equatable, Sendable {
     package var configPath: String?
@@ -13,6 +15,16 @@ package struct CommandLineOptions: Equatable, Sendable {
     package var takesProxyFlags = true
 
     package static let version = "0.1.0"
+
+    /// What this command line asks of the configuration.
+    package var configurationSource: ConfigurationSource {
+        ConfigurationSource(
+            configPath: self.configPath,
+            overrides: self.overrides,
+            isDemo: self.isDemo,
+            takesProxyFlags: self.takesProxyFlags
+        )
+    }
 
     /// Flags that take a value, and the config key each one sets (nil: not a key).
     private static let valueFlags: [(flag: String, key: String?)] = [

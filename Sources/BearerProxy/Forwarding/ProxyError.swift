@@ -1,3 +1,4 @@
+import BearerCore
 import BearerHTTP
 
 /// Everything the proxy answers on its own, with the status and the one-line body the client reads.

@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import Foundation
 

@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 
 /// What every way of logging in shares: the configuration, the one way out to endpoints, the

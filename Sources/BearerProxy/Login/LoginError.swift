@@ -1,3 +1,6 @@
+import BearerConfig
+import BearerCore
+
 /// Why `bearer-proxy login` or `logout` could not do its job: one line for the person at the terminal,
 /// naming what failed and what to do. Never a token, a code or a password.
 enum LoginError: Error, Equatable, CustomStringConvertible {

@@ -1,13 +1,10 @@
+import BearerConfig
 import Foundation
 
 extension Subcommand.Options {
     /// The loader's view of this command line: `--config`, and `overrides` over the file's settings.
-    func loaderOptions(overrides: [ConfigEntry] = []) -> CommandLineOptions {
-        var options = CommandLineOptions()
-        options.configPath = self.configPath
-        options.takesProxyFlags = false
-        options.overrides = overrides
-        return options
+    func configurationSource(overrides: [ConfigEntry] = []) -> ConfigurationSource {
+        ConfigurationSource(configPath: self.configPath, overrides: overrides, takesProxyFlags: false)
     }
 
     /// The configuration, or nil after one `Error: …` line per mistake on the console's stderr.
@@ -19,7 +16,7 @@ extension Subcommand.Options {
     ) -> Configuration? {
         do throws(ConfigurationErrors) {
             return try ConfigurationLoader.load(
-                self.loaderOptions(overrides: overrides),
+                self.configurationSource(overrides: overrides),
                 environment: environment,
                 secrets: secrets
             )

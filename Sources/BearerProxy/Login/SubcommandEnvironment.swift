@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerIO
 import Foundation
@@ -12,15 +13,15 @@ struct SubcommandEnvironment {
     private let group: EventLoopGroup
 
     init(_ options: Subcommand.Options, subcommand: Subcommand) throws(LoginError) {
-        let loaderOptions = options.loaderOptions()
-        guard let path = ConfigurationLoader.configFile(for: loaderOptions) else {
+        let source = options.configurationSource()
+        guard let path = ConfigurationLoader.configFile(for: source) else {
             throw .notConfigured(
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
         }
         let root: Configuration
         do throws(ConfigurationErrors) {
-            root = try ConfigurationLoader.load(loaderOptions)
+            root = try ConfigurationLoader.load(source)
         } catch {
             // One line per error, each an `Error: …` line as the console prints the first.
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))

@@ -1,3 +1,5 @@
+import BearerConfig
+import BearerCore
 import BearerHTTP
 import BearerIO
 

@@ -1,3 +1,6 @@
+import BearerConfig
+import BearerCore
+
 /// Why a command to the session store got no usable answer, in words for a log line or a 502 body.
 ///
 /// Never carries a command's arguments (they may be a token or a password): at most its name, and

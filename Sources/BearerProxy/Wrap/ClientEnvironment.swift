@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerCrypto
 import BearerHTTP
@@ -69,13 +70,8 @@ struct ClientEnvironment: Equatable {
         }
         self.variables.append(Variable(name: "BEARER_PROXY_URL", value: baseURL ?? proxyURL))
         for (session, url) in sessionURLs {
-            self.variables.append(Variable(name: Self.urlVariable(of: session), value: url))
+            self.variables.append(Variable(name: Configuration.urlVariable(of: session), value: url))
         }
-    }
-
-    /// `BEARER_PROXY_URL_<NAME>`: the name upper-cased, `-` as `_`.
-    static func urlVariable(of session: String) -> String {
-        "BEARER_PROXY_URL_" + session.uppercased().replacingOccurrences(of: "-", with: "_")
     }
 
     /// The base URL of each named session with a listen or a mount: its own listener's

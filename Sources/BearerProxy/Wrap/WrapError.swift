@@ -1,3 +1,5 @@
+import BearerConfig
+
 /// Why `bearer-proxy env` or `run` cannot go on; one line, printed as `Error: …` before exit 1 (127
 /// or 126 for a program that cannot be started).
 enum WrapError: Error, CustomStringConvertible {

@@ -137,7 +137,7 @@ package enum GrantType: String, Equatable, Sendable {
     case jwtBearer = "jwt_bearer"
 
     /// The `grant_type` form value.
-    var formValue: String {
+    package var formValue: String {
         self == .jwtBearer ? "urn:ietf:params:oauth:grant-type:jwt-bearer" : self.rawValue
     }
 }

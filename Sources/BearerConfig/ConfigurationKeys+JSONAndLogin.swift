@@ -163,7 +163,7 @@ extension Configuration {
     }
 
     /// The configured value of a template placeholder (refresh_token: the inline one only).
-    func templateValue(for placeholder: String) -> String? {
+    package func templateValue(for placeholder: String) -> String? {
         switch placeholder {
         case "refresh_token": self.refreshToken?.reveal()
         case "username": self.username

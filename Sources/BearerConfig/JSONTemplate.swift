@@ -1,3 +1,4 @@
+import BearerCore
 import Foundation
 
 /// A JSON request body with `{{name}}` placeholders (`token_body`, `login_body`).

@@ -5,7 +5,7 @@ import Foundation
 /// The value grammars of the config file and flags, read and written in one place, so that what
 /// `--check` and the error messages print is what the parser reads back. Each parser returns nil on
 /// bad input; the caller names the key and the expected form.
-enum ValueParsers {
+package enum ValueParsers {
     /// `500ms`, `30s`, `5m`, `1h`, or combinations like `1m30s`.
     static func duration(_ text: String) -> Duration? {
         var total: Duration = .zero
@@ -70,7 +70,7 @@ enum ValueParsers {
     }
 
     /// `30s`, `500ms`, `5m`: the shortest exact form, as the config file would say it.
-    static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         let milliseconds = duration.nanoseconds / 1_000_000
         if milliseconds % 3_600_000 == 0 && milliseconds > 0 { return "\(milliseconds / 3_600_000)h" }
         if milliseconds % 60_000 == 0 && milliseconds > 0 { return "\(milliseconds / 60_000)m" }

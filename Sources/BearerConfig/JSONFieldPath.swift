@@ -17,7 +17,7 @@ package struct JSONFieldPath: Equatable, Sendable, CustomStringConvertible {
     package var description: String { self.components.joined(separator: ".") }
 
     /// The value at this path in a parsed JSON value, or nil when any step is missing.
-    func value(in json: Any) -> Any? {
+    package func value(in json: Any) -> Any? {
         var current: Any = json
         for component in self.components {
             if let object = current as? [String: Any], let next = object[component] {

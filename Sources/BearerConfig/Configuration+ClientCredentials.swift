@@ -8,7 +8,7 @@ extension Configuration {
 
     /// For the start-up line: how the token requests are signed, ` (private_key_jwt ES256)`, or the
     /// service account they act as. Nothing secret.
-    var signingSummary: String {
+    package var signingSummary: String {
         var parts: [String] = []
         if let account = self.credentials.serviceAccount { parts.append("service account \(account.clientEmail)") }
         if self.clientAuthentication != .basic && self.clientAuthentication != .post {

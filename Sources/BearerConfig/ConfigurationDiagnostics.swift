@@ -130,7 +130,7 @@ package struct SettingPlaces: Equatable, Sendable {
     }
 
     /// Where a finding about the whole configuration is placed.
-    var whole: String { self.file ?? "configuration" }
+    package var whole: String { self.file ?? "configuration" }
 }
 
 /// A finding about one setting, said as `proxy.conf:12: key: what is wrong and what to do`.

@@ -2,7 +2,7 @@
 /// away, when that is a slip (at most 3 edits, and at most a third of `name`'s length, at least one)
 /// rather than another word. For `did you mean '…'?` after an unknown config key or command-line flag:
 /// `upstrem` → `upstream`, `chek` → `check`, but `debug` → nothing (not `demo`).
-func closestName(to name: String, among candidates: [String]) -> String? {
+package func closestName(to name: String, among candidates: [String]) -> String? {
     let scored = candidates.map { ($0, editDistance($0, name)) }.min { $0.1 < $1.1 }
     guard let (best, distance) = scored, distance <= min(3, max(1, name.count / 3)) else { return nil }
     return best

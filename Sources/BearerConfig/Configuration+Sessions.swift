@@ -1,5 +1,6 @@
 import BearerHTTP
 import BearerIO
+import Foundation
 
 /// The rules between sessions (README, "Several APIs in one proxy"): each request has one session,
 /// so no two sessions may claim one host, mount or listener; each session keeps its own tokens, so no
@@ -82,8 +83,8 @@ extension Configuration {
                 "'\(b.sessionStore.name)' is also the session_name of \(whose) (\(Self.place(of: "session_name", in: earlier))): sessions with one fleet key would share one token (set session_name in one of them)"
             )
         }
-        let variable = ClientEnvironment.urlVariable(of: later.name)
-        if earlier.name != Self.defaultSessionName, variable == ClientEnvironment.urlVariable(of: earlier.name),
+        let variable = Self.urlVariable(of: later.name)
+        if earlier.name != Self.defaultSessionName, variable == Self.urlVariable(of: earlier.name),
             a.mount != nil || !a.listen.isEmpty, b.mount != nil || !b.listen.isEmpty
         {
             diagnostics.error(
@@ -106,6 +107,12 @@ extension Configuration {
     static func place(of key: String, in session: SessionConfiguration) -> String {
         if let place = session.configuration.settingPlaces.byKey[key] { return place }
         return session.name == Self.defaultSessionName ? "\(key)'s default" : session.place
+    }
+
+    /// `BEARER_PROXY_URL_<NAME>`: the name upper-cased, `-` as `_` (what `bearer-proxy env` and
+    /// `run` export for a named session, so two names must not make one variable).
+    package static func urlVariable(of session: String) -> String {
+        "BEARER_PROXY_URL_" + session.uppercased().replacingOccurrences(of: "-", with: "_")
     }
 
     /// The first pattern of `mine` that can match a host one of `theirs` matches.

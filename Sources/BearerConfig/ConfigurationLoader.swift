@@ -17,11 +17,11 @@ package enum ConfigurationLoader {
     /// The configuration, or every error found in it (each line's own, then the rules about settings
     /// together), so that one run names them all. Its warnings are `Configuration.warnings`.
     package static func load(
-        _ options: CommandLineOptions,
+        _ source: ConfigurationSource,
         environment: [String: String] = ProcessInfo.processInfo.environment,
         secrets: SecretUse = .used
     ) throws(ConfigurationErrors) -> Configuration {
-        let path = Self.configFile(for: options, environment: environment)
+        let path = Self.configFile(for: source, environment: environment)
         var text: String?
         if let path {
             do throws(ConfigurationError) {
@@ -33,17 +33,17 @@ package enum ConfigurationLoader {
         let (config, found) = Self.read(
             text,
             fileName: path,
-            overrides: options.overrides,
+            overrides: source.overrides,
             environment: environment,
             secrets: secrets
         )
         var diagnostics = found
-        if !options.isDemo && config.upstream == nil && config.sessions.isEmpty {
+        if !source.isDemo && config.upstream == nil && config.sessions.isEmpty {
             let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
             let noFile = "required: no config file was given (--config FILE) and \(defaultFile) does not exist"
             let example = "set 'upstream = https://api.example.com'"
             let message =
-                switch (path == nil, options.takesProxyFlags) {
+                switch (path == nil, source.takesProxyFlags) {
                 case (true, true): "\(noFile); pass --upstream URL, or try --demo"
                 case (true, false): "\(noFile); pass --config FILE"
                 case (false, true): "required (\(example) or pass --upstream URL; --demo needs none)"
@@ -98,11 +98,11 @@ package enum ConfigurationLoader {
 
     /// The file settings come from: `--config`, else the default file when it exists (not with --demo).
     package static func configFile(
-        for options: CommandLineOptions,
+        for source: ConfigurationSource,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String? {
-        if let path = options.configPath { return path }
-        return options.isDemo ? nil : DefaultConfigFile.existingPath(environment: environment)
+        if let path = source.configPath { return path }
+        return source.isDemo ? nil : DefaultConfigFile.existingPath(environment: environment)
     }
 
     /// The effective configuration as `key = value` lines, secrets masked (`--check`): every key of

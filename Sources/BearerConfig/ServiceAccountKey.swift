@@ -1,3 +1,4 @@
+import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
