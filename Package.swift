@@ -20,10 +20,15 @@ let package = Package(
         // BearerIO: reading the config and key files, listen addresses; BearerCrypto: the keys a config
         // names (signing keys, service-account files, the DPoP key and its prover) are loaded with it.
         .target(name: "BearerConfig", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto"]),
-        // CBearerLinux: pipe2 for token_command.
+        // BearerCrypto: client assertions and DPoP proofs for the token calls; BearerConfig: a session is
+        // made from its settings; CBearerLinux: pipe2 for token_command.
+        .target(
+            name: "BearerSession",
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "CBearerLinux"]
+        ),
         .target(
             name: "BearerProxy",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "CBearerLinux"]
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession"]
         ),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
@@ -39,7 +44,7 @@ let package = Package(
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
         .testTarget(
             name: "BearerProxyTests",
-            dependencies: ["BearerProxy", "BearerCrypto", "BearerConfig", "BearerMocks"]
+            dependencies: ["BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerMocks"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),

@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerCrypto
+import BearerSession
 
 /// One session as the running proxy holds it: its name, its token session, what its requests follow
 /// (refresh_on, replay_body_limit), and its place in every loop's token caches (README, "Several APIs

@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerIO
+import BearerSession
 import Synchronization
 
 /// What every connection of a running proxy shares: configuration, routes, the sessions.

@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerIO
+import BearerSession
 import Dispatch
 import Glibc
 

@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerIO
+import BearerSession
 
 /// Making each session of a starting proxy: its token source, its fleet store, its token session.
 extension ProxyServer {

@@ -3,6 +3,7 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
+import BearerSession
 import Dispatch
 import Glibc
 import Synchronization
@@ -336,7 +337,7 @@ package final class ProxyServer: Sendable {
             self.runtime.logger.info(
                 "starting",
                 [
-                    "version": CommandLineOptions.version,
+                    "version": bearerProxyVersion,
                     "upstream": configuration.upstream?.description ?? "-",
                     "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
                     "other_hosts": configuration.otherHosts.rawValue,
@@ -354,7 +355,7 @@ package final class ProxyServer: Sendable {
             self.runtime.logger.info(
                 "starting",
                 [
-                    "version": CommandLineOptions.version,
+                    "version": bearerProxyVersion,
                     "sessions": self.runtime.shownSessions.map(\.name).joined(separator: ","),
                     "other_hosts": configuration.otherHosts.rawValue,
                     "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,

@@ -22,7 +22,7 @@ func main() -> Int32 {
         return 0
     }
     if options.isVersion {
-        print("bearer-proxy \(CommandLineOptions.version)")
+        print("bearer-proxy \(bearerProxyVersion)")
         return 0
     }
     return options.isCheck ? check(options) : run(options)

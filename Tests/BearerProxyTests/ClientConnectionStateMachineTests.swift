@@ -5,6 +5,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 typealias ConnectionMachine = ClientConnectionStateMachine
 typealias Action = ClientConnectionStateMachine.Action

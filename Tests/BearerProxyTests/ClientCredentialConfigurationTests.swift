@@ -8,6 +8,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The rules of signing keys, service accounts, TLS client certificates and resource indicators:
 /// what each needs, what each makes useless, what is read from the key files.

@@ -5,6 +5,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// What a session does with DPoP beyond the proofs: a DPoP-bound token without dpop on is refused
 /// with the fix in its message, and dpop with a fleet's shared session does not start.

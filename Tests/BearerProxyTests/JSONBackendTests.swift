@@ -4,6 +4,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 @Suite struct JSONTemplateTests {
     @Test func fillsPlaceholdersWithJSONEscapedValues() throws {

@@ -7,6 +7,7 @@ import Glibc
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 @Suite struct PKCETests {
     @Test func matchesTheExampleOfRFC7636AppendixB() {

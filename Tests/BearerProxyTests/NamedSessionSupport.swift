@@ -3,6 +3,7 @@ import BearerIO
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 extension NamedSession {
     /// A session for tests of routing and of the connection machine: its token session has no token

@@ -6,6 +6,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// A TLS factory that cannot make a connection (as when OpenSSL runs out of memory).
 struct FailingTLSFactory: TLSConnectionFactory {

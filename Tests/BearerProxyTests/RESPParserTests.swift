@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// Feeds `pieces` to a parser as a connection would: unconsumed bytes stay for the next read.
 private func parseRESP(_ pieces: [[UInt8]], limits: RESPParser.Limits = .init()) throws(RESPParseError) -> [RESPValue] {

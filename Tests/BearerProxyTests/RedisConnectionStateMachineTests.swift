@@ -2,6 +2,7 @@ import BearerCore
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The connection's decisions without sockets: login first, replies matched to commands in order,
 /// backoff, timeouts, and what happens to commands when the connection breaks.

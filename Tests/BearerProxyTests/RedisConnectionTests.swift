@@ -6,6 +6,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 private func bulk(_ text: String) -> RESPValue { .bulkString(Array(text.utf8)) }
 

@@ -7,6 +7,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// Loops for the Redis clients of the tests.
 let redisTestGroup = EventLoopGroup(count: 1, name: "test-redis")

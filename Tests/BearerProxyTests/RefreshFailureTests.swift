@@ -9,6 +9,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// How requests learn that the session cannot get a token: a refresh that failed for good, a token
 /// endpoint that does not answer (issue 32, points 3 and 4).

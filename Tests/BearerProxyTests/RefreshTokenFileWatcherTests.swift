@@ -8,6 +8,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The proxy looks at refresh_token_file twice a second while it runs, and not once after it stopped.
 @Suite struct RefreshTokenFileWatcherTests {

@@ -5,6 +5,7 @@ import Glibc
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// What is at refresh_token_file, and what the proxy makes of it: a token, a file not written yet
 /// (normal: `bearer-proxy login` writes it), or a path that can never hold one (a local mistake,

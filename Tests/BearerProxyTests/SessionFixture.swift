@@ -7,6 +7,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The two ways the proxy talks to a token-issuing server; the session tests run over both.
 enum TokenFlavour: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// `session_store`, `session_name`, `session_store_fallback`: parsed, checked with clear errors, and
 /// shown without the store's password.

@@ -2,6 +2,7 @@ import BearerCore
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The fleet protocol's decisions without Redis: who refreshes, who adopts, what happens when the
 /// store goes away and comes back.

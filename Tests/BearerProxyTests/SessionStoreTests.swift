@@ -6,6 +6,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// A token endpoint that rotates refresh tokens and detects reuse, as identity providers do: a
 /// refresh token spent twice revokes the whole family. Counts its calls.

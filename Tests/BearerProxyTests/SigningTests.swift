@@ -7,6 +7,7 @@ import Testing
 
 @testable import BearerCrypto
 @testable import BearerProxy
+@testable import BearerSession
 
 /// JWS signing (Auth/Signing): signatures checked by the `openssl` command, a verifier that shares
 /// no code with the signer; the encodings it writes by hand checked against Foundation's.

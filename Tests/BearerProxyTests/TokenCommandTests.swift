@@ -6,6 +6,7 @@ import Glibc
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// `token_command` is bounded by refresh_timeout: a command that hangs is killed with its whole
 /// process group, its parked requests get their error, and the next refresh runs a fresh command.

@@ -7,6 +7,7 @@ import Testing
 @testable import BearerConfig
 @testable import BearerCrypto
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The form a token, revocation or device request carries with each way of authenticating the client.
 @Suite(.requires(.openssl))

@@ -5,6 +5,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The request path takes no lock while a token simply works: each loop reuses the token line it
 /// was last given. These tests pin that it never serves a token the session would not hand out.

@@ -2,6 +2,7 @@ import BearerCore
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// Drives the state machine through many random interleavings and checks its invariants after every
 /// event: at most one token call in flight, each with a new attempt id, the end of an earlier one

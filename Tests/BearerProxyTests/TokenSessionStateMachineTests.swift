@@ -2,6 +2,7 @@ import BearerCore
 import Testing
 
 @testable import BearerProxy
+@testable import BearerSession
 
 /// Waiters and observers are names here: the machine keeps whatever it is given.
 typealias Machine = TokenSessionStateMachine<String, String>

@@ -6,6 +6,7 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
 /// The token session itself on a manual clock: its timer, the token calls it makes and when, and
 /// who it tells. The test answers every token call by hand and moves time by hand; parked requests

@@ -1,5 +1,7 @@
+import BearerCore
 import BearerCrypto
 import BearerIO
+import BearerSession
 
 /// Every metric the proxy exports, in one place, with bounded label values.
 ///
@@ -28,48 +30,6 @@ enum MetricNames {
     static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
     static let dpopProofs = "bearer_proxy_dpop_proofs_total"
     static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
-}
-
-/// Latency buckets in seconds, from a fast local upstream to a slow refresh.
-let histogramBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-
-struct Histogram: Sendable {
-    var counts = [Int](repeating: 0, count: histogramBuckets.count)
-    var sum: Double = 0
-    var count = 0
-
-    mutating func record(_ seconds: Double) {
-        self.count += 1
-        self.sum += seconds
-        for (index, bound) in histogramBuckets.enumerated() where seconds <= bound {
-            self.counts[index] += 1
-            return
-        }
-    }
-
-    mutating func add(_ other: Histogram) {
-        for index in self.counts.indices { self.counts[index] += other.counts[index] }
-        self.sum += other.sum
-        self.count += other.count
-    }
-
-    func render(_ name: String, help: String) -> String {
-        "# HELP \(name) \(help)\n# TYPE \(name) histogram\n" + self.samples(name, labels: "")
-    }
-
-    /// The bucket, sum and count lines; `labels` (`session="x",`) go before `le`.
-    func samples(_ name: String, labels: String) -> String {
-        var text = ""
-        var cumulative = 0
-        for (index, bound) in histogramBuckets.enumerated() {
-            cumulative += self.counts[index]
-            text += "\(name)_bucket{\(labels)le=\"\(prometheusNumber(bound))\"} \(cumulative)\n"
-        }
-        let own = labels.isEmpty ? "" : "{\(labels.dropLast())}"
-        text +=
-            "\(name)_bucket{\(labels)le=\"+Inf\"} \(self.count)\n\(name)_sum\(own) \(prometheusNumber(self.sum))\n\(name)_count\(own) \(self.count)\n"
-        return text
-    }
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
@@ -105,15 +65,6 @@ struct LoopMetrics: Sendable {
         self.interceptHandshakeFailures += other.interceptHandshakeFailures
         self.loopTurns.add(other.loopTurns)
     }
-}
-
-/// Refresh figures, kept by the token session under its lock.
-struct SessionMetrics: Sendable {
-    /// By result: ok, adopted (another proxy's, from the session store), rejected, unreachable, timeout,
-    /// rate_limited, logged_out, command_failed, no_refresh_token (none to spend: the endpoint was not
-    /// called), kept.
-    var refreshes: [String: Int] = [:]
-    var refreshDuration = Histogram()
 }
 
 /// One session's figures in a scrape.
@@ -290,9 +241,4 @@ private func gauge(_ name: String, _ help: String, _ value: Int) -> String {
 /// One gauge with a sample per label set (`{session="x"}`, or `` for none).
 private func gauge(_ name: String, _ help: String, _ samples: [(labels: String, value: Int)]) -> String {
     "# HELP \(name) \(help)\n# TYPE \(name) gauge\n" + samples.map { "\(name)\($0.labels) \($0.value)\n" }.joined()
-}
-
-func prometheusNumber(_ value: Double) -> String {
-    if value == value.rounded() && abs(value) < 1e15 { return String(Int(value)) }
-    return String(value)
 }

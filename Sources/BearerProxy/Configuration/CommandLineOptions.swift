@@ -14,8 +14,6 @@ package struct CommandLineOptions: Equatable, Sendable {
     /// `--upstream` or `--demo`: the loader's hints then offer only what they take.
     package var takesProxyFlags = true
 
-    package static let version = "0.1.0"
-
     /// What this command line asks of the configuration.
     package var configurationSource: ConfigurationSource {
         ConfigurationSource(

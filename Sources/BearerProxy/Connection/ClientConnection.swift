@@ -1,6 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
+import BearerSession
 
 /// One client connection on its loop: moves bytes, parses them, and performs what its
 /// `ClientConnectionStateMachine` decides. Nothing is decided here but the mechanics of I/O: when to

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerSession
 
 /// Events of the request in flight: the token, the upstream connection, the body both ways.
 extension ClientConnectionStateMachine {

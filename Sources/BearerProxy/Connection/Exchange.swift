@@ -1,6 +1,7 @@
 import BearerCore
 import BearerCrypto
 import BearerHTTP
+import BearerSession
 
 /// One request and its response, from its head to the end of its response: the data the
 /// connection machine's `.exchange` state carries.

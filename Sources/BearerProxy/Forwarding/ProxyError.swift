@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerSession
 
 /// Everything the proxy answers on its own, with the status and the one-line body the client reads.
 ///

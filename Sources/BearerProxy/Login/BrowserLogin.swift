@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerSession
 
 /// OAuth2 authorization code with PKCE (RFC 7636) and a loopback redirect (RFC 8252): the user
 /// logs in in a browser, the browser brings the code back to 127.0.0.1, the code and the PKCE

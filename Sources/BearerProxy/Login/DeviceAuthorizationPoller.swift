@@ -1,4 +1,5 @@
 import BearerCore
+import BearerSession
 
 /// The polling of a device authorization grant (RFC 8628 §3.4, §3.5) as a value: the token
 /// endpoint's answers go in, what to do next comes out. It does no I/O and reads no clock.

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerHTTP
+import BearerSession
 import Foundation
 import Glibc
 

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerSession
 
 /// A JSON backend's login: login_body posted to login_url, with the username and password from the
 /// config, or typed on the terminal when the config leaves them out (the password without echo).

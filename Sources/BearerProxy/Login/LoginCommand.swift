@@ -1,5 +1,6 @@
 import BearerConfig
 import BearerCore
+import BearerSession
 import Foundation
 
 /// `bearer-proxy login`: obtains a first refresh token the way the configuration says, stores it in

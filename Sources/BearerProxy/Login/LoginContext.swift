@@ -1,5 +1,6 @@
 import BearerConfig
 import BearerCore
+import BearerSession
 
 /// What every way of logging in shares: the configuration, the one way out to endpoints, the
 /// console, and the instant login_timeout runs out.

@@ -1,5 +1,6 @@
 import BearerConfig
 import BearerCore
+import BearerSession
 
 /// Why `bearer-proxy login` or `logout` could not do its job: one line for the person at the terminal,
 /// naming what failed and what to do. Never a token, a code or a password.

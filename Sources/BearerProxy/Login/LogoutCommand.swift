@@ -1,4 +1,5 @@
 import BearerCore
+import BearerSession
 import Dispatch
 import Glibc
 

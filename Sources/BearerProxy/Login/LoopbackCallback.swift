@@ -1,3 +1,4 @@
+import BearerSession
 import Foundation
 
 /// Judges a request that reached the loopback redirect listener (RFC 8252 §7.3): the one callback

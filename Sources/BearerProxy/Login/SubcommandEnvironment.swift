@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerIO
+import BearerSession
 import Foundation
 
 /// What `login` and `logout` set up before they talk to an endpoint: the configuration, the refresh

@@ -6,7 +6,7 @@ extension TokenSession {
     /// token it holds, and its storm guard. A changed access_token is put in use at once (its
     /// requests, parked ones too, are sent with it). The refresh token file is watched where the new
     /// supply keeps it. The caller refreshes afterwards if it wants a token from the new source.
-    func reconfigure(_ supply: TokenSupply) {
+    package func reconfigure(_ supply: TokenSupply) {
         let now = self.clock.now()
         let (action, grant, replacedStore) = self.modify { state -> (Machine.RefreshEndAction, Grant?, Bool) in
             let previous = state.supply

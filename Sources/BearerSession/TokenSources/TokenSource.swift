@@ -19,13 +19,13 @@ package protocol TokenSource: Sendable {
 }
 
 /// OAuth2 grants against `token_url` (RFC 6749), non-blocking on an event loop.
-final class OAuth2TokenSource: TokenSource {
+package final class OAuth2TokenSource: TokenSource {
     let builder: TokenRequestBuilder
     let store: RefreshTokenStore?
     let client: EndpointCaller
     let logger: Logger
 
-    init(
+    package init(
         configuration: Configuration,
         url: HTTPURL,
         store: RefreshTokenStore?,
@@ -38,10 +38,10 @@ final class OAuth2TokenSource: TokenSource {
         self.logger = logger
     }
 
-    var canRetryWithoutNewCredentials: Bool { self.builder.grant != .refreshToken }
-    var logDescription: String { self.builder.url.description }
+    package var canRetryWithoutNewCredentials: Bool { self.builder.grant != .refreshToken }
+    package var logDescription: String { self.builder.url.description }
 
-    func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
+    package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
         BlockingWorkPool.shared.execute {
             let lease = self.store?.beginRefresh()
@@ -98,19 +98,19 @@ func endingRefresh(
 /// `token_command`: a program whose stdout is the access token or an OAuth2 JSON token response.
 /// Runs on the blocking-work pool, never on an event loop; bounded by refresh_timeout, after which the
 /// command and every process it started are killed, so a hanging command never holds the session.
-final class CommandTokenSource: TokenSource {
+package final class CommandTokenSource: TokenSource {
     let argv: [String]
     let timeout: Duration
 
-    init(argv: [String], timeout: Duration) {
+    package init(argv: [String], timeout: Duration) {
         self.argv = argv
         self.timeout = timeout
     }
 
-    var canRetryWithoutNewCredentials: Bool { true }
-    var logDescription: String { self.argv.first ?? "" }
+    package var canRetryWithoutNewCredentials: Bool { true }
+    package var logDescription: String { self.argv.first ?? "" }
 
-    func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
+    package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         BlockingWorkPool.shared.execute {
             completion(self.run())
         }

@@ -6,7 +6,7 @@ import Foundation
 /// "expiresIn": …}` in camelCase or snake_case, at the top level or inside `{"data": …}`.
 ///
 /// 400, 401 and 403 refuse the credentials (permanent); 429 and 5xx are worth a retry, as for OAuth2.
-enum JSONTokenResponse {
+package enum JSONTokenResponse {
     static let tokenNames = ["access_token", "accessToken", "token"]
     static let refreshTokenNames = ["refresh_token", "refreshToken"]
     /// Seconds from now.
@@ -14,7 +14,7 @@ enum JSONTokenResponse {
     /// Epoch seconds (or milliseconds) or an RFC 3339 time.
     static let expiryNames = ["expires_at", "expiresAt"]
 
-    static func interpret(
+    package static func interpret(
         _ response: EndpointResponse,
         fields: JSONTokenFields,
         isLogin: Bool,

@@ -7,8 +7,8 @@ import Dispatch
 
 /// A request bearer-proxy makes on its own account: to a token, login, device authorization,
 /// revocation or logout endpoint. Always a POST with a body; the connection closes after the answer.
-struct EndpointRequest: Sendable {
-    var url: HTTPURL
+package struct EndpointRequest: Sendable {
+    package var url: HTTPURL
     var contentType: String
     var body: [UInt8]
     /// Extra header fields, such as `Authorization: Basic …` for client_secret_basic.
@@ -24,7 +24,7 @@ struct EndpointRequest: Sendable {
         head += "Host: \(self.url.origin.authority)\r\n"
         head += "Content-Type: \(self.contentType)\r\n"
         head += "Accept: application/json\r\n"
-        head += "User-Agent: bearer-proxy/\(CommandLineOptions.version)\r\n"
+        head += "User-Agent: bearer-proxy/\(bearerProxyVersion)\r\n"
         for (name, value) in self.fields { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(self.body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + self.body
@@ -36,15 +36,15 @@ struct EndpointRequest: Sendable {
 /// Every call the proxy and `bearer-proxy login`/`logout` make on their own account goes through
 /// `send`, so how an endpoint is reached (the `OutboundConnector`: resolution, TLS that fails closed
 /// for `https://`) is decided in one place.
-struct EndpointCaller: Sendable {
-    let loop: EventLoop
+package struct EndpointCaller: Sendable {
+    package let loop: EventLoop
     let connector: OutboundConnector
     /// The whole exchange, connecting included: `refresh_timeout`.
     let timeout: Duration
     /// With dpop on: the session's proofs for its token requests.
     let dpop: DPoPProver?
 
-    init(configuration: Configuration, loop: EventLoop, connector: OutboundConnector) {
+    package init(configuration: Configuration, loop: EventLoop, connector: OutboundConnector) {
         self.loop = loop
         self.connector = connector
         self.timeout = configuration.refreshTimeout
@@ -117,7 +117,7 @@ struct EndpointCaller: Sendable {
 
     /// Sends `request` and waits for the answer. Blocks the calling thread: for the command line
     /// and for Dispatch's pool, never for an event loop.
-    func sendAndWait(_ request: EndpointRequest) -> Result<EndpointResponse, EndpointError> {
+    package func sendAndWait(_ request: EndpointRequest) -> Result<EndpointResponse, EndpointError> {
         precondition(!self.loop.inEventLoop, "sendAndWait would block the event loop it waits for")
         let answer = Locked<Result<EndpointResponse, EndpointError>?>(nil)
         let done = DispatchSemaphore(value: 0)

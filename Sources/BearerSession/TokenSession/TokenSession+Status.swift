@@ -49,7 +49,7 @@ extension TokenSession {
     }
 
     package var generation: Int { self.state.withLock { $0.machine.generation } }
-    var metrics: SessionMetrics { self.state.withLock { $0.records.metrics } }
+    package var metrics: SessionMetrics { self.state.withLock { $0.records.metrics } }
     package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }
 
     /// What `/status` shows: never a token.

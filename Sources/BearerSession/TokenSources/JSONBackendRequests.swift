@@ -5,17 +5,17 @@ import Foundation
 
 /// The requests of a JSON backend: refresh (token_body to token_url), login (login_body to login_url)
 /// and logout (token_body's shape to logout_url), each `Content-Type: application/json`.
-struct JSONBackendRequests: Sendable {
+package struct JSONBackendRequests: Sendable {
     let tokenURL: HTTPURL?
-    let loginURL: HTTPURL?
+    package let loginURL: HTTPURL?
     let logoutURL: HTTPURL?
     let tokenBody: JSONTemplate
-    let loginBody: JSONTemplate
-    let fields: JSONTokenFields
+    package let loginBody: JSONTemplate
+    package let fields: JSONTokenFields
     /// Configured placeholder values (username, password, client_id, client_secret, scope).
     private let values: [String: Secret<String>]
 
-    init(configuration: Configuration) {
+    package init(configuration: Configuration) {
         self.tokenURL = configuration.tokenURL
         self.loginURL = configuration.jsonBackend.loginURL
         self.logoutURL = configuration.jsonBackend.logoutURL
@@ -40,7 +40,7 @@ struct JSONBackendRequests: Sendable {
     }
 
     /// `extra`: values asked for on the terminal (`bearer-proxy login`).
-    func login(with extra: [String: Secret<String>] = [:]) -> EndpointRequest? {
+    package func login(with extra: [String: Secret<String>] = [:]) -> EndpointRequest? {
         self.loginURL.map { self.post(self.loginBody, to: $0, extra: extra) }
     }
 
@@ -50,7 +50,7 @@ struct JSONBackendRequests: Sendable {
 
     /// An endpoint's words with any secret this backend sends replaced: a server that echoes the
     /// request in its error message must not put a password into the proxy's log.
-    func redacting(_ text: String?, also extra: [Secret<String>] = []) -> String? {
+    package func redacting(_ text: String?, also extra: [Secret<String>] = []) -> String? {
         guard var text else { return nil }
         for secret in Array(self.values.values) + extra {
             let value = secret.reveal()
@@ -67,7 +67,7 @@ struct JSONBackendRequests: Sendable {
 
 extension SessionFailure {
     /// The same failure with the endpoint's description passed through `redact`.
-    func redactingDescription(_ redact: (String?) -> String?) -> SessionFailure {
+    package func redactingDescription(_ redact: (String?) -> String?) -> SessionFailure {
         switch self {
         case .rejected(let code, let description, let remedy):
             .rejected(code: code, description: redact(description), remedy: remedy)

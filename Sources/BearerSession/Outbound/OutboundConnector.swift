@@ -35,7 +35,7 @@ package struct OutboundConnector: Sendable {
     /// On success the stream is started and its delegate is the attempt: the completion must set its
     /// own delegate before returning. Must be called on `loop`.
     @discardableResult
-    func connect(
+    package func connect(
         to origin: Origin,
         on loop: EventLoop,
         _ completion: @escaping (Result<StreamConnection, OutboundError>) -> Void
@@ -88,7 +88,7 @@ package enum OutboundError: Error, Equatable, Sendable {
 
 /// One connection being made: resolving, then connecting to each address in turn, then the TLS
 /// handshake. Confined to its loop.
-final class ConnectAttempt: StreamConnectionDelegate {
+package final class ConnectAttempt: StreamConnectionDelegate {
     private let host: String
     private let port: Int
     private let security: Security
@@ -146,7 +146,7 @@ final class ConnectAttempt: StreamConnectionDelegate {
     }
 
     /// Gives up: no completion runs, the socket (if any) is closed.
-    func cancel() {
+    package func cancel() {
         self.completion = nil
         self.end()
     }
@@ -209,12 +209,12 @@ final class ConnectAttempt: StreamConnectionDelegate {
 
     // MARK: StreamConnectionDelegate (until the stream is handed over)
 
-    func streamConnected(_ connection: StreamConnection) {
+    package func streamConnected(_ connection: StreamConnection) {
         guard connection === self.stream else { return }
         self.finish(.success(connection))
     }
 
-    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+    package func streamClosed(_ connection: StreamConnection, error: IOError?) {
         guard connection === self.stream else { return }
         self.stream = nil
         if let error, error.isTLSFailure {
@@ -226,9 +226,9 @@ final class ConnectAttempt: StreamConnectionDelegate {
         self.connectNextAddress()
     }
 
-    func streamReceived(_ connection: StreamConnection) {}
-    func streamReadEnded(_ connection: StreamConnection) {}
-    func streamWritable(_ connection: StreamConnection) {}
+    package func streamReceived(_ connection: StreamConnection) {}
+    package func streamReadEnded(_ connection: StreamConnection) {}
+    package func streamWritable(_ connection: StreamConnection) {}
 }
 
 @available(*, unavailable)

@@ -9,7 +9,7 @@ import Synchronization
 /// The login fallback runs inside the one fetch the session started, under the same refresh-token
 /// file lock, so the requests parked behind a refused refresh are all served by one login, and the
 /// refresh token the login returns is stored like a rotated one.
-final class JSONTokenSource: TokenSource {
+package final class JSONTokenSource: TokenSource {
     let requests: JSONBackendRequests
     let store: RefreshTokenStore?
     let client: EndpointCaller
@@ -17,7 +17,7 @@ final class JSONTokenSource: TokenSource {
     /// A refresh token the backend refused: not spent again while the file still holds it.
     private let refused = Locked<Secret<String>?>(nil)
 
-    init(configuration: Configuration, store: RefreshTokenStore?, client: EndpointCaller, logger: Logger) {
+    package init(configuration: Configuration, store: RefreshTokenStore?, client: EndpointCaller, logger: Logger) {
         self.requests = JSONBackendRequests(configuration: configuration)
         self.store = store
         self.client = client
@@ -25,14 +25,14 @@ final class JSONTokenSource: TokenSource {
     }
 
     /// With login credentials the proxy can always try again, as with a password grant.
-    var canRetryWithoutNewCredentials: Bool { self.requests.canLogIn() }
+    package var canRetryWithoutNewCredentials: Bool { self.requests.canLogIn() }
 
-    var logDescription: String {
+    package var logDescription: String {
         [self.requests.tokenURL.map { "refresh at \($0)" }, self.requests.loginURL.map { "login at \($0)" }]
             .compactMap { $0 }.joined(separator: ", ")
     }
 
-    func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
+    package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
         BlockingWorkPool.shared.execute {
             let lease = self.store?.beginRefresh()

@@ -120,7 +120,7 @@ package enum TokenEndpointResponse {
     }
 
     /// An endpoint's error code made safe for a log line and a response body: a bounded word.
-    static func errorCode(_ code: String) -> String {
+    package static func errorCode(_ code: String) -> String {
         let safeCode = String(
             code.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") }
         )
@@ -140,7 +140,7 @@ package enum TokenEndpointResponse {
         return .milliseconds(Int64(max(0, seconds) * 1000))
     }
 
-    static func number(_ value: Any?) -> Double? {
+    package static func number(_ value: Any?) -> Double? {
         switch value {
         case let number as NSNumber: number.doubleValue
         case let text as String: Double(text)

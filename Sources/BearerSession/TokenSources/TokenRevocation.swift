@@ -6,20 +6,20 @@ import BearerIO
 /// Revokes a refresh token: at `revocation_url` (RFC 7009, with the same client authentication as
 /// the token endpoint), or for a JSON backend at `logout_url` (token_body's shape). Used by admin
 /// `POST /logout` and by `bearer-proxy logout`.
-final class TokenRevocation: Sendable {
+package final class TokenRevocation: Sendable {
     private let request: @Sendable (Secret<String>) -> EndpointRequest
     private let endpointName: String
-    let url: HTTPURL
+    package let url: HTTPURL
     let client: EndpointCaller
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
         /// Whether the endpoint answered at all (then it refused; else it could not be reached).
-        var wasAnswered: Bool
+        package var wasAnswered: Bool
     }
 
     /// Nil when there is nowhere to revoke at.
-    init?(configuration: Configuration, client: EndpointCaller) {
+    package init?(configuration: Configuration, client: EndpointCaller) {
         switch configuration.tokenFormat {
         case .form:
             guard let url = configuration.revocationURL else { return nil }
@@ -37,7 +37,7 @@ final class TokenRevocation: Sendable {
         self.client = client
     }
 
-    func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
+    package func revoke(_ token: Secret<String>, _ completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
         let name = self.endpointName
         let origin = self.url.origin
         self.client.send(self.request(token)) { result in

@@ -5,7 +5,7 @@ import BearerIO
 import Synchronization
 
 /// A request waiting for a token: told on its own loop when the token (or a failure) is there.
-protocol TokenWaiter: AnyObject {
+package protocol TokenWaiter: AnyObject {
     func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant)
 }
 
@@ -110,7 +110,8 @@ package final class TokenSession: Sendable {
     /// the lock off the data path while a token simply works.
     private let freeEpoch = Atomic<Int>(0)
     /// The newest generation the session heard was accepted: later acceptances of it need no lock.
-    private let acceptedGeneration = Atomic<Int>(0)
+    /// Read by the connection's inlined `knowsAcceptance(of:)`, once per response.
+    @usableFromInline let acceptedGeneration = Atomic<Int>(0)
     /// The fleet's shared session (session_store), when there is one.
     package let sessionStore: SessionStore?
     let storeFallback: SessionStoreFallback
@@ -150,7 +151,7 @@ package final class TokenSession: Sendable {
 
     /// `configuration` gives what lasts as long as the process (refresh_on, refresh_timeout, the
     /// fleet's fallback, DPoP); `supply` what SIGHUP may replace.
-    init(
+    package init(
         configuration: Configuration,
         supply: TokenSupply,
         sessionStore: SessionStore? = nil,
@@ -191,7 +192,7 @@ package final class TokenSession: Sendable {
     /// The refresh token store in use.
     package var store: RefreshTokenStore? { self.state.withLock { $0.supply.store } }
     /// Where admin POST /logout revokes the refresh token.
-    var revocation: TokenRevocation? { self.state.withLock { $0.supply.revocation } }
+    package var revocation: TokenRevocation? { self.state.withLock { $0.supply.revocation } }
     var refreshSkew: Duration { self.state.withLock { $0.supply.refreshSkew } }
 
     /// Starts the session: the fleet's store is read (a token stored there is adopted instead of
@@ -248,7 +249,7 @@ package final class TokenSession: Sendable {
     /// While a token simply works, this is one atomic load and a clock read: the loop's `cache`
     /// holds the token line, and the session's epoch says it still stands. Otherwise the state
     /// machine decides under the lock, and a token it hands out freely refills the cache.
-    func tokenForRequest(loop: EventLoop, waiter: TokenWaiter, cache: inout LoopTokenCache) -> RequestResult {
+    package func tokenForRequest(loop: EventLoop, waiter: TokenWaiter, cache: inout LoopTokenCache) -> RequestResult {
         let epoch = self.freeEpoch.load(ordering: .acquiring)
         if epoch != 0 && epoch == cache.epoch {
             if let until = cache.usableUntil {
@@ -308,7 +309,7 @@ package final class TokenSession: Sendable {
     }
 
     /// The upstream answered a status in refresh_on to an injected request stamped with `generation`.
-    func upstreamRejected(
+    package func upstreamRejected(
         generation: Int,
         isReplay: Bool,
         isReplayable: Bool,
@@ -365,13 +366,13 @@ package final class TokenSession: Sendable {
 
     /// Whether `upstreamAccepted(generation:)` has nothing left to do: only the first acceptance of
     /// a token changes anything (the storm guard's "it worked").
-    @inline(__always)
-    func knowsAcceptance(of generation: Int) -> Bool {
+    @inlinable @inline(__always)
+    package func knowsAcceptance(of generation: Int) -> Bool {
         self.acceptedGeneration.load(ordering: .relaxed) == generation
     }
 
     /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
-    func upstreamAccepted(generation: Int) {
+    package func upstreamAccepted(generation: Int) {
         if self.knowsAcceptance(of: generation) { return }
         self.modify { state in
             state.machine.upstreamAccepted(generation: generation)
@@ -381,7 +382,7 @@ package final class TokenSession: Sendable {
     }
 
     /// A parked request's client went away.
-    func cancel(_ id: WaiterID) {
+    package func cancel(_ id: WaiterID) {
         self.modify { $0.machine.waiterCancelled(id) }
     }
 

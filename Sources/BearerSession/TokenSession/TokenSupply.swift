@@ -20,7 +20,7 @@ package struct TokenSupply: Sendable {
     var maximumSuspectRefreshes: Int
     var refreshWindow: Duration
 
-    init(
+    package init(
         configuration: Configuration,
         source: TokenSource?,
         store: RefreshTokenStore?,

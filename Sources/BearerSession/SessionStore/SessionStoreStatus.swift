@@ -18,5 +18,5 @@ package struct SessionStoreStatus: Sendable {
     }
 
     /// The kinds of commands the fleet protocol sends (bounded metric labels).
-    static let operationNames = ["lock", "read", "write", "release"]
+    package static let operationNames = ["lock", "read", "write", "release"]
 }

@@ -8,7 +8,7 @@ import Foundation
 /// RFC 8705 §2), with the configured resource indicators (RFC 8707 §2.2).
 ///
 /// Every request is built when it is sent, so each carries freshly signed assertions (a new jti).
-struct TokenRequestBuilder: Sendable {
+package struct TokenRequestBuilder: Sendable {
     static let clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
     let url: HTTPURL
@@ -29,7 +29,7 @@ struct TokenRequestBuilder: Sendable {
     /// (Google's) takes the scope in the assertion only.
     let sendsScopeField: Bool
 
-    init(configuration: Configuration, url: HTTPURL) {
+    package init(configuration: Configuration, url: HTTPURL) {
         self.url = url
         self.grant = configuration.effectiveGrantType
         self.clientID = configuration.clientID
@@ -91,7 +91,7 @@ struct TokenRequestBuilder: Sendable {
     }
 
     /// Each resource indicator as a `resource` parameter (RFC 8707 §2).
-    var resourceFields: [(String, String)] { self.resources.map { ("resource", $0) } }
+    package var resourceFields: [(String, String)] { self.resources.map { ("resource", $0) } }
 
     /// The token request for the configured grant.
     func request(refreshToken: Secret<String>?) -> EndpointRequest {
@@ -100,7 +100,7 @@ struct TokenRequestBuilder: Sendable {
 
     /// A request to the token endpoint with `grantFields` (any grant: the configured one, an
     /// authorization code, a device code), the resource indicators and the client's credentials.
-    func tokenRequest(_ grantFields: [(String, String)]) -> EndpointRequest {
+    package func tokenRequest(_ grantFields: [(String, String)]) -> EndpointRequest {
         var request = self.formPost(grantFields + self.resourceFields)
         request.isTokenRequest = true
         return request
@@ -114,7 +114,7 @@ struct TokenRequestBuilder: Sendable {
 
     /// A form POST of `fields` to `url` (the token endpoint by default), authenticated as the
     /// configured client (RFC 6749 §2.3.1).
-    func formPost(_ fields: [(String, String)], to url: HTTPURL? = nil) -> EndpointRequest {
+    package func formPost(_ fields: [(String, String)], to url: HTTPURL? = nil) -> EndpointRequest {
         var headers: [(String, String)] = []
         if self.clientAuthentication == .basic, let clientID, let clientSecret {
             let credentials = formComponent(clientID) + ":" + formComponent(clientSecret.reveal())
@@ -130,7 +130,7 @@ struct TokenRequestBuilder: Sendable {
 }
 
 /// `application/x-www-form-urlencoded`: every byte but unreserved characters percent-encoded.
-func formEncode(_ fields: [(String, String)]) -> String {
+package func formEncode(_ fields: [(String, String)]) -> String {
     fields.map { "\(formComponent($0.0))=\(formComponent($0.1))" }.joined(separator: "&")
 }
 
