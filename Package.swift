@@ -31,7 +31,15 @@ let package = Package(
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession"]
         ),
         .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
-        .executableTarget(name: "bearer-proxy", dependencies: ["BearerProxy", "BearerMocks"]),
+        // BearerMocks: the demo's mock API and token server (`--demo`).
+        .target(
+            name: "BearerCLI",
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession", "BearerProxy",
+                "BearerMocks",
+            ]
+        ),
+        .executableTarget(name: "bearer-proxy", dependencies: ["BearerCLI", "BearerCore"]),
         .executableTarget(
             name: "bearer-bench",
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerMocks"],
@@ -44,7 +52,7 @@ let package = Package(
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
         .testTarget(
             name: "BearerProxyTests",
-            dependencies: ["BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerMocks"]
+            dependencies: ["BearerCLI", "BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerMocks"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),

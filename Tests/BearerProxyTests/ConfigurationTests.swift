@@ -3,6 +3,7 @@ import BearerHTTP
 import Foundation
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 

@@ -4,6 +4,8 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCLI
+
 /// Real programs some tests talk to (`ExternalTool`: what is looked for, and the skip reason naming it).
 enum ExternalTools {
     /// Debian's python3 (`/usr/bin/python3`: the `python3` first on PATH may be another build

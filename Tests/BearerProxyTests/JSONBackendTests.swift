@@ -2,6 +2,7 @@ import BearerCore
 import Foundation
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 @testable import BearerSession

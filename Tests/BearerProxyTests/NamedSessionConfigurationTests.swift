@@ -2,6 +2,7 @@ import BearerHTTP
 import BearerIO
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 

@@ -4,6 +4,7 @@ import BearerMocks
 import Foundation
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 @testable import BearerSession

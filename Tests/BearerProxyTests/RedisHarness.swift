@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 @testable import BearerSession

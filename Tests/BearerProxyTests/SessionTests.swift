@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 

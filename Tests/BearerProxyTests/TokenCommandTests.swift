@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCLI
 @testable import BearerProxy
 @testable import BearerSession
 

@@ -1,6 +1,7 @@
 import BearerCore
 import Testing
 
+@testable import BearerCLI
 @testable import BearerProxy
 @testable import BearerSession
 

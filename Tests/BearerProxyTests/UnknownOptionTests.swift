@@ -1,5 +1,6 @@
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 

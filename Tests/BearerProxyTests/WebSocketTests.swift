@@ -5,6 +5,7 @@ import BearerMocks
 import Glibc
 import Testing
 
+@testable import BearerCLI
 @testable import BearerProxy
 
 /// WebSocket through the proxy (RFC 6455): the handshake carries the token and is refreshed and

@@ -1,3 +1,4 @@
+import BearerCore
 import BearerHTTP
 import BearerIO
 import BearerMocks
@@ -5,6 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 
@@ -111,7 +113,7 @@ import Testing
         ]
     )
     func theBundleCommandQuotesTheConfigPathOnlyWhenItMust(path: String, command: String) {
-        #expect(CACommand.bundleCommand(configFile: path) == command)
+        #expect(InterceptCertificates.bundleCommand(configFile: path) == command)
     }
 
     /// What a POSIX shell makes of the quoting: the value itself, whatever it holds.

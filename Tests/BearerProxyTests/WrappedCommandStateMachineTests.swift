@@ -2,6 +2,7 @@ import BearerIO
 import Glibc
 import Testing
 
+@testable import BearerCLI
 @testable import BearerProxy
 
 /// What `bearer-proxy run` does with each signal in each state: passed on to the program unless the

@@ -119,7 +119,7 @@ extension ByteBuffer {
     }
 }
 
-func reasonPhrase(_ status: Int) -> String {
+package func reasonPhrase(_ status: Int) -> String {
     switch status {
     case 200: "OK"
     case 400: "Bad Request"

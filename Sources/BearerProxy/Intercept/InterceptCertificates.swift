@@ -87,7 +87,7 @@ package final class InterceptCertificates: Sendable {
                 "made a local CA; clients must trust its ca.pem",
                 [
                     "ca_dir": caDirectory, "permits": HostPattern.hostList(patterns),
-                    "trust_with": CACommand.bundleCommand(configFile: configFile),
+                    "trust_with": Self.bundleCommand(configFile: configFile),
                 ]
             )
         } else if authority.intermediateConstraints != NameConstraints(permitting: patterns) {
@@ -97,6 +97,14 @@ package final class InterceptCertificates: Sendable {
             )
         }
         return InterceptCertificates(authority: authority, rootFile: files.root, logger: logger)
+    }
+
+    /// `bearer-proxy ca --config FILE --bundle`, which prints the file OpenSSL clients trust
+    /// (SSL_CERT_FILE) for the proxy of `configFile` (nil: the default config file's): the next step
+    /// the line about a CA the proxy made gives.
+    package static func bundleCommand(configFile: String?) -> String {
+        guard let configFile else { return "bearer-proxy ca --bundle" }
+        return "bearer-proxy ca --config \(shellWord(configFile)) --bundle"
     }
 
     init(

@@ -1,4 +1,5 @@
 import BearerConfig
+import BearerProxy
 
 /// What the command line asked for. Flags that set config keys become entries that override the file.
 package struct CommandLineOptions: Equatable, Sendable {

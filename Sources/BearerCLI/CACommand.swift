@@ -67,12 +67,4 @@ enum CACommand {
             to: console.errors
         )
     }
-
-    /// `bearer-proxy ca --config FILE --bundle`, which prints the file OpenSSL clients trust
-    /// (SSL_CERT_FILE) for the proxy of `configFile` (nil: the default config file's): the next step
-    /// the line about a CA the proxy made gives.
-    static func bundleCommand(configFile: String?) -> String {
-        guard let configFile else { return "bearer-proxy ca --bundle" }
-        return "bearer-proxy ca --config \(shellWord(configFile)) --bundle"
-    }
 }

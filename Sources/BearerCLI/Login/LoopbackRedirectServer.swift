@@ -1,6 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
+import BearerProxy
 import Dispatch
 
 /// The listener a browser login's redirect comes back to (RFC 8252 §7.3): on 127.0.0.1 only, never a

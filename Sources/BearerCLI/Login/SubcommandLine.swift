@@ -1,3 +1,4 @@
+import BearerProxy
 import Foundation
 import Glibc
 

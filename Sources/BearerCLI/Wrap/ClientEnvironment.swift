@@ -133,28 +133,6 @@ extension HostPattern {
     }
 }
 
-/// `value` in single quotes, each `'` in it written `'\''`: a POSIX shell reads it back unchanged,
-/// whatever it holds (spaces, `$`, backquotes, newlines).
-func shellQuoted(_ value: String) -> String {
-    "'" + value.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
-}
-
-/// `value` as one word of a command line to copy: as it is when a shell reads it back unchanged (a
-/// plain path), else `shellQuoted`.
-func shellWord(_ value: String) -> String {
-    let plain =
-        !value.isEmpty
-        && value.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            default: "/._-+,:@%".utf8.contains(byte)
-            }
-        }
-    return plain ? value : shellQuoted(value)
-}
-
 extension ClientTrustFiles {
     /// The local CA's files for `configuration`: the CA is opened, or made when there is none (as a
     /// start with tls_intercept on makes it), and bundle.pem is written when missing (`bearer-proxy ca

@@ -1,5 +1,6 @@
 import BearerCore
 import BearerIO
+import BearerProxy
 import Glibc
 
 /// `bearer-proxy run`'s program: started with the proxy's environment, passed the signals `run`

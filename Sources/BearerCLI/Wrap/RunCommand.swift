@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerIO
+import BearerProxy
 import Foundation
 import Glibc
 
