@@ -30,32 +30,49 @@ let package = Package(
             name: "BearerProxy",
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession"]
         ),
-        .target(name: "BearerMocks", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
-        // BearerMocks: the demo's mock API and token server (`--demo`).
+        // The `--demo` feature: a mock API and a mock token endpoint on our event loops; BearerCrypto: the
+        // SHA-1 of a WebSocket handshake.
+        .target(name: "BearerDemo", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto"]),
+        // BearerDemo: the demo's mock API and token server (`--demo`).
         .target(
             name: "BearerCLI",
             dependencies: [
                 "BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession", "BearerProxy",
-                "BearerMocks",
+                "BearerDemo",
             ]
         ),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerCLI", "BearerCore"]),
         .executableTarget(
             name: "bearer-bench",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerMocks"],
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "BearerTestSupport"],
             path: "bench"
         ),
-        // BearerMocks: `waitUntil`, the one bounded wait for an event.
-        .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore", "BearerMocks"]),
+        // What only tests and the bench use (the executable does not link it): `waitUntil`, child
+        // programs (redis-server, openssl), test keys, blocking clients, the token endpoint's login
+        // endpoints and its checks of signed JWTs and DPoP proofs. COpenSSL: those verifiers are OpenSSL
+        // used directly, so that what checks the proxy's signatures is not the proxy's signer.
+        .target(
+            name: "BearerTestSupport",
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "COpenSSL"],
+            path: "Tests/Support"
+        ),
+        // BearerTestSupport: `waitUntil`, the one bounded wait for an event.
+        .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore", "BearerTestSupport"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
-        // BearerMocks and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
-        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerMocks", "COpenSSL"]),
+        // BearerTestSupport and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
+        .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerTestSupport", "COpenSSL"]),
         .testTarget(
             name: "BearerProxyTests",
-            dependencies: ["BearerCLI", "BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerMocks"]
+            dependencies: [
+                "BearerCLI", "BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerDemo",
+                "BearerTestSupport",
+            ]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["BearerMocks", "BearerHTTP", "BearerIO"]),
-        .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerMocks"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["BearerDemo", "BearerTestSupport", "BearerHTTP", "BearerIO"]
+        ),
+        .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerDemo", "BearerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import BearerCore
-import BearerMocks
+import BearerDemo
+import BearerTestSupport
 import Foundation
 import Glibc
 

@@ -1,5 +1,5 @@
+import BearerDemo
 import BearerIO
-import BearerMocks
 
 /// One API of the bench with a token endpoint of its own: what one session of the proxy under test
 /// talks to (`--sessions`). Each has its own authority, so a token of one is refused by every other.

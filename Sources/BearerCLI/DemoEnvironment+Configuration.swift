@@ -1,8 +1,8 @@
 import BearerConfig
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
-import BearerMocks
 import BearerProxy
 
 extension DemoEnvironment {

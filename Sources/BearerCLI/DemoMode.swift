@@ -1,8 +1,8 @@
 import BearerConfig
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
-import BearerMocks
 import BearerProxy
 
 /// `--demo`: the mock token server and mock API running in this process, and the configuration that

@@ -1,7 +1,7 @@
 import BearerConfig
 import BearerCore
+import BearerDemo
 import BearerIO
-import BearerMocks
 import BearerProxy
 import Foundation
 import Glibc

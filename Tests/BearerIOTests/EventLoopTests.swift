@@ -1,5 +1,5 @@
 import BearerCore
-import BearerMocks
+import BearerTestSupport
 import Glibc
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Glibc
 import Testing
 

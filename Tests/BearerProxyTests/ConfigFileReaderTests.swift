@@ -1,4 +1,4 @@
-import BearerMocks
+import BearerTestSupport
 import Foundation
 import Glibc
 import Testing

@@ -1,7 +1,7 @@
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
-import BearerMocks
 import Glibc
 import Testing
 

@@ -1,5 +1,5 @@
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Testing
 
 /// The line a test skipped for a missing tool prints names exactly what was checked, and the Debian

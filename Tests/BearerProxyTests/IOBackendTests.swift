@@ -1,7 +1,8 @@
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Testing
 
 @testable import BearerConfig

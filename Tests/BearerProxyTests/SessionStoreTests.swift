@@ -1,6 +1,6 @@
 import BearerCore
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Foundation
 import Testing
 

@@ -1,7 +1,7 @@
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
-import BearerMocks
 import Foundation
 import Glibc
 import Testing

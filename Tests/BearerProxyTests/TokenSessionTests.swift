@@ -1,6 +1,6 @@
 import BearerCore
+import BearerDemo
 import BearerIO
-import BearerMocks
 import Foundation
 import Testing
 

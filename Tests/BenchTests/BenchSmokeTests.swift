@@ -1,5 +1,5 @@
 import BearerCore
-import BearerMocks
+import BearerTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,4 @@
-import BearerMocks
+import BearerTestSupport
 import Testing
 
 extension Trait where Self == ConditionTrait {

@@ -1,5 +1,6 @@
+import BearerDemo
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Glibc
 import Testing
 

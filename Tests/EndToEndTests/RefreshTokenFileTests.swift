@@ -1,6 +1,7 @@
 import BearerCore
+import BearerDemo
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Foundation
 import Glibc
 import Testing

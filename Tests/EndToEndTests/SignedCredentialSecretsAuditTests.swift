@@ -1,7 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
-import BearerMocks
+import BearerTestSupport
 import Foundation
 import Glibc
 import Testing

@@ -40,7 +40,7 @@ package final class DemoEnvironment: Sendable {
         settings.users = [Self.username: Self.password]
         settings.rotatesRefreshTokens = true
         settings.json.isEnveloped = true
-        self.tokenServer = MockTokenServer(group: group, authority: self.authority, settings: settings)
+        self.tokenServer = MockTokenServer(group: group, authority: self.authority, settings: settings, additions: nil)
         self.upstream = MockUpstream(group: group, authority: self.authority, recordsRequests: false)
         try self.tokenServer.start()
         try self.upstream.start()

@@ -1,3 +1,4 @@
+import BearerDemo
 import BearerIO
 import Foundation
 

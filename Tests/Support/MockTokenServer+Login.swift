@@ -1,4 +1,5 @@
 import BearerCore
+import BearerDemo
 import COpenSSL
 import Foundation
 
@@ -209,11 +210,5 @@ extension MockTokenServer {
     static func queryComponent(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
             ?? text
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
     }
 }

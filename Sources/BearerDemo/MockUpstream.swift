@@ -23,8 +23,9 @@ package final class MockUpstream: Sendable {
     private let recorded = Locked<[RecordedRequest]>([])
     package let recordsRequests: Bool
     /// DPoP (RFC 9449 §7): requests must carry `Authorization: DPoP` with a token bound to the key
-    /// of a valid proof for this very request.
-    package let dpop: MockDPoPRules?
+    /// of a valid proof for this very request (BearerTestSupport's `MockDPoPRules` checks it; its
+    /// `dpop` is this as those rules).
+    package let dpopCheck: (any MockDPoPCheck)?
 
     package struct RecordedRequest: Sendable {
         package var method: String
@@ -50,9 +51,9 @@ package final class MockUpstream: Sendable {
         recordsRequests: Bool = true,
         countsRequestIDs: Bool = false,
         tls: TLSContext? = nil,
-        dpop: MockDPoPRules? = nil
+        dpop: (any MockDPoPCheck)? = nil
     ) {
-        self.dpop = dpop
+        self.dpopCheck = dpop
         self.acceptedTokens = acceptedTokens
         self.authority = authority
         self.recordsRequests = recordsRequests
@@ -63,7 +64,7 @@ package final class MockUpstream: Sendable {
             group: group,
             tls: tls,
             expectHandler: { head in
-                guard let upstream = box.upstream, upstream.dpop == nil,
+                guard let upstream = box.upstream, upstream.dpopCheck == nil,
                     !upstream.isAuthorized(head.value(of: "authorization"))
                 else {
                     return nil
@@ -121,7 +122,7 @@ package final class MockUpstream: Sendable {
         }
         let authorization = request.header("authorization") ?? ""
         var presented = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : nil
-        if let rules = self.dpop {
+        if let rules = self.dpopCheck {
             if let refusal = self.checkDPoP(request, rules) { return refusal }
             presented = String(authorization.dropFirst(5))
         } else if !self.isAuthorized(request.header("authorization")) {
@@ -168,7 +169,7 @@ package final class MockUpstream: Sendable {
     }
 
     /// A DPoP request's refusal (401 with a `DPoP` challenge), or nil when its token and proof are good.
-    private func checkDPoP(_ request: MockRequest, _ rules: MockDPoPRules) -> MockResponse? {
+    private func checkDPoP(_ request: MockRequest, _ rules: any MockDPoPCheck) -> MockResponse? {
         let authorization = request.header("authorization") ?? ""
         func refuse(_ error: String, _ headers: [(String, String)] = []) -> MockResponse {
             self.rejected.add(1, ordering: .relaxed)

@@ -1,4 +1,5 @@
 import BearerCore
+import BearerDemo
 import BearerIO
 import Foundation
 import Synchronization

@@ -1,10 +1,11 @@
 import BearerCore
+import BearerDemo
 import Foundation
 import Synchronization
 
 /// What a mock token endpoint or API demands of DPoP proofs (RFC 9449 §4.3, §7.1, §8, §9), and what
 /// it saw: every proof it accepted, every refusal and why, the jtis it will not take twice.
-package final class MockDPoPRules: Sendable {
+package final class MockDPoPRules: MockDPoPCheck {
     /// The nonce proofs must carry; nil asks for none. Changing it makes the next proof a challenge.
     private let requiredNonce = Locked<String?>(nil)
     private let seenIDs = Locked<Set<String>>([])
@@ -37,13 +38,6 @@ package final class MockDPoPRules: Sendable {
     package var proofs: [MockDPoPProof] { self.accepted.withLock { $0 } }
     package var failures: [String] { self.refusals.withLock { $0 } }
 
-    package enum Verdict: Sendable {
-        case accepted(MockDPoPProof?)
-        /// The proof lacks the current nonce: answer `use_dpop_nonce` with it.
-        case needsNonce(String)
-        case refused(String)
-    }
-
     /// Checks the `DPoP` field of a request of `method` to `targetURI` (scheme, authority and path,
     /// as the server sees itself addressed); `accessToken` for `ath`, `boundTo` the thumbprint the
     /// token is bound to (resource requests).
@@ -53,9 +47,9 @@ package final class MockDPoPRules: Sendable {
         targetURI: String,
         accessToken: String? = nil,
         boundTo thumbprint: String? = nil
-    ) -> Verdict {
+    ) -> MockDPoPVerdict {
         if self.counter.add(1, ordering: .relaxed).newValue % self.checksOneIn != 0 {
-            return field == nil ? self.refuse("no DPoP proof") : .accepted(nil)
+            return field == nil ? self.refuse("no DPoP proof") : .accepted(thumbprint: nil)
         }
         guard let field else { return self.refuse("no DPoP proof") }
         if let background = self.background, self.nonce == nil {
@@ -68,7 +62,7 @@ package final class MockDPoPRules: Sendable {
                     boundTo: thumbprint
                 )
             }
-            return .accepted(nil)
+            return .accepted(thumbprint: nil)
         }
         return self.verify(field, method: method, targetURI: targetURI, accessToken: accessToken, boundTo: thumbprint)
     }
@@ -79,7 +73,7 @@ package final class MockDPoPRules: Sendable {
         targetURI: String,
         accessToken: String?,
         boundTo thumbprint: String?
-    ) -> Verdict {
+    ) -> MockDPoPVerdict {
         self.proofsChecked.add(1, ordering: .relaxed)
         let proof: MockDPoPProof
         switch MockDPoPVerifier.verify(field) {
@@ -105,10 +99,10 @@ package final class MockDPoPRules: Sendable {
             return .needsNonce(nonce)
         }
         self.accepted.withLock { $0.append(proof) }
-        return .accepted(proof)
+        return .accepted(thumbprint: proof.thumbprint)
     }
 
-    private func refuse(_ reason: String) -> Verdict {
+    private func refuse(_ reason: String) -> MockDPoPVerdict {
         self.refusals.withLock { $0.append(reason) }
         return .refused(reason)
     }

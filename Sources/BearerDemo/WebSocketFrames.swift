@@ -1,4 +1,4 @@
-import COpenSSL
+import BearerCrypto
 import Foundation
 
 /// Just enough of RFC 6455 for the mocks and the tests: the handshake's accept value, and frames.
@@ -6,9 +6,7 @@ package enum WebSocketFrames {
     /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key` (RFC 6455 §4.2.2).
     package static func acceptValue(for key: String) -> String {
         let input = Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)
-        var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
-        _ = input.withUnsafeBufferPointer { SHA1($0.baseAddress, $0.count, &digest) }
-        return Data(digest).base64EncodedString()
+        return Data(sha1(input)).base64EncodedString()
     }
 
     package struct Frame: Equatable, Sendable {

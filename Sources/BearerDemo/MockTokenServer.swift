@@ -9,7 +9,7 @@ import Synchronization
 package final class MockTokenServer: Sendable {
     package let server: MockHTTPServer
     package let authority: MockTokenAuthority
-    let settings: Locked<Settings>
+    package let settings: Locked<Settings>
     private let recorded = Locked<[TokenCall]>([])
     package let calls = Atomic<Int>(0)
     private let answered = Atomic<Int>(0)
@@ -20,13 +20,12 @@ package final class MockTokenServer: Sendable {
     private let spentRefreshTokens = Locked<Set<String>>([])
     /// How often a spent refresh token came back (each time the whole family was revoked).
     package let reuseDetections = Atomic<Int>(0)
-    /// Authorization codes and device codes handed out (`MockTokenServer+Login`).
-    let loginGrants = Locked(LoginGrants())
     /// Calls to the JSON login endpoint, and to the JSON refresh endpoint.
     package let loginCalls = Atomic<Int>(0)
     package let refreshCalls = Atomic<Int>(0)
-    /// Signed JWTs accepted and refused (`MockTokenServer+Assertions`).
-    let assertionLog = Locked(AssertionLog())
+    /// What a test adds to the endpoint (BearerTestSupport: the login endpoints, the checks of signed
+    /// credentials); nil for the demo.
+    package let additions: (any MockTokenServerAdditions)?
 
     package struct Settings: Sendable {
         /// `expires_in` of issued tokens; nil leaves it out.
@@ -51,13 +50,12 @@ package final class MockTokenServer: Sendable {
         package var json = JSONShape()
         /// Username → password accepted by the JSON login endpoint.
         package var users: [String: String] = [:]
-        /// How the authorization and device endpoints behave.
-        package var login = LoginSettings()
-        /// What signed client assertions, JWT bearer grants and client certificates must be.
-        package var assertions = AssertionRules()
         /// DPoP (RFC 9449): token requests must carry a valid proof; tokens are issued as
         /// token_type DPoP, bound to the proof's key.
-        package var dpop: MockDPoPRules?
+        package var dpop: (any MockDPoPCheck)?
+        /// The settings of the `additions`, by their type (BearerTestSupport's `login` and
+        /// `assertions`), which this module does not know.
+        package var additionSettings = MockAdditionSettings()
 
         package init() {}
 
@@ -103,14 +101,18 @@ package final class MockTokenServer: Sendable {
         package var presentedRefreshToken: String? { self.form["refresh_token"] ?? self.form["refreshToken"] }
     }
 
+    /// `additions`: what a test adds (BearerTestSupport's initializer without this argument adds the
+    /// tests' endpoints); nil, the endpoint alone.
     package init(
         group: EventLoopGroup,
         authority: MockTokenAuthority = MockTokenAuthority(),
         settings: Settings = Settings(),
-        tls: TLSContext? = nil
+        tls: TLSContext? = nil,
+        additions: (any MockTokenServerAdditions)?
     ) {
         self.authority = authority
         self.settings = Locked(settings)
+        self.additions = additions
         let box = Box()
         self.server = MockHTTPServer(group: group, tls: tls) { request in box.server!.handle(request) }
         box.server = self
@@ -142,7 +144,7 @@ package final class MockTokenServer: Sendable {
     package var issuedRefreshTokenList: [String] { self.issuedRefreshTokens.withLock { $0 } }
 
     /// A new refresh token, accepted from now on.
-    func issueRefreshToken(prefix: String = "rt-") -> String {
+    package func issueRefreshToken(prefix: String = "rt-") -> String {
         let token = "\(prefix)\(UUID().uuidString.prefix(8))"
         self.issuedRefreshTokens.withLock { $0.append(token) }
         self.update { $0.refreshTokens.insert(token) }
@@ -163,11 +165,8 @@ package final class MockTokenServer: Sendable {
             return self.handleJSON(request)
         case Self.jsonLoginPath, Self.jsonRefreshPath:
             return self.finishTokenCall(self.handleJSON(request))
-        case Self.authorizePath:
-            return self.authorize(request)
-        case Self.devicePath:
-            return self.startDeviceAuthorization(request)
         default:
+            if let answer = self.additions?.answer(request, server: self) { return answer }
             return self.finishTokenCall(self.handleForm(request))
         }
     }
@@ -261,14 +260,22 @@ package final class MockTokenServer: Sendable {
         else {
             return .json(400, #"{"error":"invalid_request","error_description":"expected a form POST"}"#)
         }
-        if let refusal = self.checkSignedCredentials(request, form, settings) { return refusal }
+        if let refusal = self.additions?.refusal(of: request, form: form, settings: settings, server: self) {
+            return refusal
+        }
         var thumbprint: String?
         if let rules = settings.dpop {
             let scheme = self.server.baseURL.hasPrefix("https") ? "https" : "http"
             let targetURI = "\(scheme)://\(request.header("host") ?? "")\(request.path)"
-            switch rules.check(request.header("dpop"), method: request.method, targetURI: targetURI) {
-            case .accepted(let proof):
-                thumbprint = proof?.thumbprint
+            switch rules.check(
+                request.header("dpop"),
+                method: request.method,
+                targetURI: targetURI,
+                accessToken: nil,
+                boundTo: nil
+            ) {
+            case .accepted(let proofThumbprint):
+                thumbprint = proofThumbprint
             case .needsNonce(let nonce):
                 return .json(
                     400,
@@ -298,13 +305,20 @@ package final class MockTokenServer: Sendable {
                 return .json(400, #"{"error":"invalid_grant","error_description":"Unknown refresh token"}"#)
             }
             refreshToken = self.rotate(presented, settings)
-        case "client_credentials", "password", Self.jwtBearerGrantType:
+        case "client_credentials", "password":
             break
-        case "authorization_code":
-            return self.redeemAuthorizationCode(form, settings)
-        case Self.deviceGrantType:
-            return self.pollDeviceAuthorization(form, settings)
         default:
+            if let grant = form["grant_type"],
+                let answer = self.additions?.answer(
+                    grant: grant,
+                    form: form,
+                    settings: settings,
+                    thumbprint: thumbprint,
+                    server: self
+                )
+            {
+                return answer
+            }
             return .json(400, #"{"error":"unsupported_grant_type"}"#)
         }
         return self.oauth2TokenResponse(settings, refreshToken: refreshToken, boundTo: thumbprint)
@@ -312,7 +326,7 @@ package final class MockTokenServer: Sendable {
 
     /// An RFC 6749 §5.1 answer with a new access token.
     /// `boundTo`: the thumbprint of a DPoP key; the token is then bound to it and of type DPoP.
-    func oauth2TokenResponse(
+    package func oauth2TokenResponse(
         _ settings: Settings,
         refreshToken: String?,
         scope: String? = nil,
@@ -331,7 +345,7 @@ package final class MockTokenServer: Sendable {
         return .json(200, String(decoding: data, as: UTF8.self), headers: [("Cache-Control", "no-store")])
     }
 
-    static func clientCredentials(_ request: MockRequest, _ form: [String: String]) -> (String?, String?) {
+    package static func clientCredentials(_ request: MockRequest, _ form: [String: String]) -> (String?, String?) {
         if let header = request.header("authorization"), header.hasPrefix("Basic "),
             let decoded = Data(base64Encoded: String(header.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
             let colon = decoded.firstIndex(of: ":")
@@ -344,7 +358,7 @@ package final class MockTokenServer: Sendable {
     }
 
     /// Every value of a form field that may repeat (`resource`).
-    static func formValues(_ name: String, in body: [UInt8]) -> [String] {
+    package static func formValues(_ name: String, in body: [UInt8]) -> [String] {
         String(decoding: body, as: UTF8.self).split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts[0] == name else { return nil }
@@ -352,7 +366,7 @@ package final class MockTokenServer: Sendable {
         }
     }
 
-    static func parseForm(_ body: String) -> [String: String] {
+    package static func parseForm(_ body: String) -> [String: String] {
         var form: [String: String] = [:]
         for pair in body.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
