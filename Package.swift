@@ -61,10 +61,30 @@ let package = Package(
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
         // BearerTestSupport and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerTestSupport", "COpenSSL"]),
+        // BearerDemo: a mock API to serve forged leaves; COpenSSL: the forged leaves' extensions.
+        .testTarget(
+            name: "BearerCryptoTests",
+            dependencies: ["BearerCrypto", "BearerDemo", "BearerTestSupport", "COpenSSL"]
+        ),
+        .testTarget(name: "BearerConfigTests", dependencies: ["BearerConfig", "BearerTestSupport"]),
+        // BearerDemo: the mock token endpoint the sessions' calls go to.
+        .testTarget(
+            name: "BearerSessionTests",
+            dependencies: ["BearerSession", "BearerConfig", "BearerCrypto", "BearerDemo", "BearerTestSupport"]
+        ),
+        // The whole proxy in this process (ProxyFixture, SessionFixture) in front of the demo's mocks;
+        // COpenSSL: a client's TLS through an intercepted tunnel.
         .testTarget(
             name: "BearerProxyTests",
             dependencies: [
-                "BearerCLI", "BearerProxy", "BearerCrypto", "BearerConfig", "BearerSession", "BearerDemo",
+                "BearerProxy", "BearerSession", "BearerConfig", "BearerCrypto", "BearerDemo", "BearerTestSupport",
+                "COpenSSL",
+            ]
+        ),
+        .testTarget(
+            name: "BearerCLITests",
+            dependencies: [
+                "BearerCLI", "BearerProxy", "BearerSession", "BearerConfig", "BearerCrypto", "BearerDemo",
                 "BearerTestSupport",
             ]
         ),

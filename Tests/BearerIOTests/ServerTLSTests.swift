@@ -77,7 +77,7 @@ final class MidStreamTLSHarness {
         self.group = EventLoopGroup(count: 1, io: io)
         let loop = self.group.loops[0]
         #expect(loop.usesIOUring == (io == .ioUring), "\(loop.ringUnavailableReason ?? "")")
-        let server = MidStreamTLSServer(context: try TLSFixtureFiles.serverContext())
+        let server = MidStreamTLSServer(context: try TLSFixtures.server())
         self.server = server
         self.listenFD = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         self.address = Socket.localAddress(self.listenFD)!
@@ -125,7 +125,7 @@ final class MidStreamTLSHarness {
     /// `pieceSize`) and the clear answer was read: the handshake can go on.
     func opened(
         _ harness: MidStreamTLSHarness,
-        _ options: MemoryTLSClient.Options = .init(caFile: TLSFixtureFiles.caFile),
+        _ options: MemoryTLSClient.Options = .init(caFile: TLSFixtures.caFile),
         pieceSize: Int = 0
     ) throws -> MemoryTLSClient {
         let socket = try harness.connect()
@@ -175,13 +175,13 @@ final class MidStreamTLSHarness {
         for (offered, expected) in [(["h2", "http/1.1"], "http/1.1"), ([], nil)] as [([String], String?)] {
             let client = try self.opened(
                 try MidStreamTLSHarness(io),
-                .init(caFile: TLSFixtureFiles.caFile, alpn: offered)
+                .init(caFile: TLSFixtures.caFile, alpn: offered)
             )
             try client.finishHandshake()
             #expect(client.negotiatedProtocol == expected, "offered \(offered)")
         }
         let harness = try MidStreamTLSHarness(io)
-        let h2Only = try self.opened(harness, .init(caFile: TLSFixtureFiles.caFile, alpn: ["h2"]))
+        let h2Only = try self.opened(harness, .init(caFile: TLSFixtures.caFile, alpn: ["h2"]))
         #expect(throws: MemoryTLSClient.Failure.self) { try h2Only.finishHandshake() }
         #expect(waitUntil { harness.server.observed.closed == 1 })
         #expect(harness.server.observed.connected == 0)
@@ -199,7 +199,7 @@ final class MidStreamTLSHarness {
     @Test(arguments: IOBackend.allCases)
     func refusesAClientOfferingNothingNewerThanTLS11(io: IOBackend) throws {
         #expect(
-            try self.serverFailure(io, .init(caFile: TLSFixtureFiles.caFile, maximumVersion: Int(TLS1_1_VERSION)))
+            try self.serverFailure(io, .init(caFile: TLSFixtures.caFile, maximumVersion: Int(TLS1_1_VERSION)))
                 == .protocolVersion
         )
     }
@@ -216,7 +216,7 @@ final class MidStreamTLSHarness {
     func aClientClosingDuringTheHandshakeIsReported(io: IOBackend) throws {
         let harness = try MidStreamTLSHarness(io)
         let socket = try harness.connect()
-        let hello = MemoryTLSClient(socket: socket, .init(caFile: TLSFixtureFiles.caFile)).clientHello()
+        let hello = MemoryTLSClient(socket: socket, .init(caFile: TLSFixtures.caFile)).clientHello()
         socket.send(Array("HELLO\n".utf8) + hello.prefix(20))
         socket.shutdownWrite()
         #expect(waitUntil { harness.server.observed.closed == 1 })
@@ -234,7 +234,7 @@ final class MidStreamTLSHarness {
         let session = try #require(first.session)
         defer { SSL_SESSION_free(session) }
 
-        let second = try self.opened(harness, .init(caFile: TLSFixtureFiles.caFile, session: session))
+        let second = try self.opened(harness, .init(caFile: TLSFixtures.caFile, session: session))
         try second.finishHandshake()
         #expect(second.wasSessionReused)
         #expect(waitUntil { harness.server.observed.connected == 2 })

@@ -6,20 +6,6 @@ import Glibc
 
 @testable import BearerIO
 
-/// The TLS fixtures of the whole suite (Tests/Fixtures/tls).
-enum TLSFixtureFiles {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fixtures/tls")
-    static var caFile: String { directory.appendingPathComponent("ca.pem").path }
-
-    static func serverContext() throws -> TLSContext {
-        try TLSContext.server(
-            certificateChainFile: directory.appendingPathComponent("server.pem").path,
-            privateKeyFile: directory.appendingPathComponent("server.key").path
-        )
-    }
-}
-
 extension BlockingSocket: BlockingByteChannel {
     /// One read: what has arrived (empty at the end of the stream or after the receive timeout).
     func receiveSome() -> [UInt8] {

@@ -57,7 +57,9 @@ final class FleetFixture {
         self.redis.kill()
     }
 
-    var storeEndpoint: RedisEndpoint { .local(self.redis, password: Self.storePassword) }
+    var storeEndpoint: RedisEndpoint {
+        RedisEndpoint(host: "127.0.0.1", port: self.redis.port, password: Secret(Self.storePassword))
+    }
 
     /// Starts one more proxy of the fleet (a late joiner when the others run already).
     @discardableResult

@@ -9,9 +9,6 @@ import Testing
 @testable import BearerConfig
 @testable import BearerProxy
 
-/// Event loops shared by the mock servers of all tests (the proxies get their own).
-let mockGroup = EventLoopGroup(count: 2, name: "test-mocks")
-
 /// A proxy in this process in front of a mock upstream, both on 127.0.0.1 with ports picked by the
 /// kernel, and every log line captured so tests can grep them.
 final class ProxyFixture {

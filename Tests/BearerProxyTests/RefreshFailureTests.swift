@@ -7,7 +7,6 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import BearerCLI
 @testable import BearerConfig
 @testable import BearerProxy
 @testable import BearerSession

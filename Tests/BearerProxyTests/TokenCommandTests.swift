@@ -5,7 +5,6 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import BearerCLI
 @testable import BearerProxy
 @testable import BearerSession
 

@@ -115,7 +115,7 @@ package enum MockJWTVerifier {
         return written == length ? der : nil
     }
 
-    static func base64URLDecode(_ text: Substring) -> Data? {
+    package static func base64URLDecode(_ text: Substring) -> Data? {
         guard !text.contains("="), !text.contains("+"), !text.contains("/") else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }

@@ -1,0 +1,81 @@
+import BearerCore
+import BearerIO
+import BearerTestSupport
+import Foundation
+import Testing
+
+@testable import BearerConfig
+@testable import BearerSession
+
+/// What a session does with DPoP beyond the proofs: a DPoP-bound token without dpop on is refused
+/// with the fix in its message, and dpop with a fleet's shared session does not start.
+@Suite struct DPoPSessionRulesTests {
+    /// A parked request: the failure it was told, in the words the client gets.
+    final class FailureWaiter: TokenWaiter, @unchecked Sendable {
+        private let told = Locked<[String]>([])
+        var answers: [String] { self.told.withLock { $0 } }
+
+        func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
+            let text =
+                switch grant {
+                case .token(let line, _): String(decoding: line, as: UTF8.self)
+                case .failed(let failure): "\(failure.status) \(failure.message)"
+                }
+            self.told.withLock { $0.append(text) }
+        }
+    }
+
+    /// Before DPoP support such an answer was "without a usable access_token"; it is still refused
+    /// (a bearer token the API would reject, or a bound token sent without proof), now saying why.
+    @Test func aDPoPBoundTokenWithDPoPOffIsRefusedNamingTheFix() {
+        let clock = ManualTimerScheduler()
+        let source = TokenSessionTests.ScriptedSource(clock: clock)
+        let logs = LogSink(capturing: ())
+        let session = TokenSessionTests.session(clock, source, logs: logs)
+        session.start()
+        let waiter = FailureWaiter()
+        #expect(TokenSessionTests.describe(session.tokenForRequest(loop: clock, waiter: waiter)) == "parked 1")
+        source.answer(.token(FetchedToken(accessToken: Secret("dpop-bound"), isDPoPBound: true)))
+        clock.advance(by: .seconds(5))
+        #expect(
+            waiter.answers == [
+                "502 bearer-proxy: token refresh failed: the token endpoint issued a DPoP-bound token; set dpop = on"
+            ]
+        )
+        #expect(logs.capturedLines.contains { $0.contains("set dpop = on") }, "\(logs.capturedLines)")
+        #expect(!logs.capturedLines.joined().contains("dpop-bound"), "the token reached the log")
+    }
+
+    @Test(arguments: [
+        // The default session.
+        ("session_store = redis://127.0.0.1:6379\nupstream = http://127.0.0.1:81\ndpop = on\n", 3, 1),
+        // A named session with dpop on shares the file's store.
+        (
+            "session_store = redis://127.0.0.1:6379\n[session a]\nupstream = http://127.0.0.1:81\nmount = /a\ndpop = on\n",
+            5, 1
+        ),
+    ])
+    func dpopWithASessionStoreIsAnErrorNamingBothLines(_ keys: String, _ dpopLine: Int, _ storeLine: Int) throws {
+        let folder = try ScratchSpace.newDirectory("dpop")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let text = keys.replacingOccurrences(
+            of: "dpop = on\n",
+            with: "dpop = on\ndpop_key_file = \(folder)/key.pem\ntoken_url = http://127.0.0.1:9/t\nclient_id = c\n"
+        )
+        let (_, found) = ConfigurationLoader.read(text, fileName: "p.conf", environment: [:])
+        let errors = found.sortedErrors.map(\.description)
+        #expect(
+            errors == [
+                "p.conf:\(dpopLine): dpop: cannot be combined with session_store (p.conf:\(storeLine)): a fleet's shared"
+                    + " session carries neither the token's type nor the DPoP key; turn dpop off or use this session"
+                    + " without session_store"
+            ]
+        )
+        let (_, alone) = ConfigurationLoader.read(
+            text.replacingOccurrences(of: "session_store = redis://127.0.0.1:6379\n", with: ""),
+            fileName: "p.conf",
+            environment: [:]
+        )
+        #expect(alone.sortedErrors.isEmpty, "\(alone.sortedErrors)")
+    }
+}

@@ -1,0 +1,83 @@
+import BearerCore
+import BearerHTTP
+import BearerTestSupport
+import Foundation
+import Testing
+
+@testable import BearerConfig
+@testable import BearerCrypto
+@testable import BearerSession
+
+/// The form a token, revocation or device request carries with each way of authenticating the client.
+@Suite(.requires(.openssl))
+struct TokenRequestBuilderTests {
+    static func configuration(_ method: ClientAuthentication) throws -> Configuration {
+        var configuration = Configuration()
+        configuration.tokenURL = try HTTPURL.parse("https://auth.internal/oauth2/token").get()
+        configuration.clientID = "svc"
+        configuration.clientAuthentication = method
+        configuration.resources = ["https://api.internal/", "urn:x:y"]
+        let keys = try TestKeyMaterial()
+        configuration.credentials.key = try SigningKey.load(file: try keys.privateKey(.p256, name: "builder.pem"))
+        return configuration
+    }
+
+    static func form(_ request: EndpointRequest) -> [(String, String)] {
+        String(decoding: request.body, as: UTF8.self).split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+            return (parts[0], parts.count > 1 ? parts[1] : "")
+        }
+    }
+
+    @Test func aRevocationIsAuthenticatedWithAnAssertionForTheTokenEndpoint() throws {
+        let configuration = try Self.configuration(.privateKeyJWT)
+        let revocationURL = try HTTPURL.parse("https://auth.internal/oauth2/revoke").get()
+        let builder = TokenRequestBuilder(configuration: configuration, url: revocationURL)
+        let request = builder.revocationRequest(Secret("rt-1"), to: revocationURL)
+        #expect(request.url == revocationURL)
+        #expect(request.fields.isEmpty, "no Basic header")
+        let form = Self.form(request)
+        #expect(
+            form.map(\.0) == ["token", "token_type_hint", "client_id", "client_assertion_type", "client_assertion"]
+        )
+        let assertion = try #require(form.last?.1)
+        let claims =
+            try JSONSerialization.jsonObject(
+                with: Data(base64Encoded: Self.padded(assertion.split(separator: ".")[1]))!
+            ) as! [String: Any]
+        #expect(
+            claims["aud"] as? String == "https://auth.internal/oauth2/token",
+            "aud: the token endpoint (OIDC Core §9)"
+        )
+        #expect(!form.contains { $0.0 == "resource" }, "resource indicators are for token requests")
+    }
+
+    @Test func tlsClientAuthSendsTheClientIDAloneAndTheResources() throws {
+        let builder = TokenRequestBuilder(
+            configuration: try Self.configuration(.tlsClientAuth),
+            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
+        )
+        let request = builder.request(refreshToken: nil)
+        #expect(request.fields.isEmpty)
+        #expect(
+            Self.form(request).map { "\($0.0)=\($0.1)" } == [
+                "grant_type=client_credentials", "resource=https://api.internal/", "resource=urn:x:y", "client_id=svc",
+            ]
+        )
+    }
+
+    @Test func eachRequestHasItsOwnAssertion() throws {
+        let builder = TokenRequestBuilder(
+            configuration: try Self.configuration(.privateKeyJWT),
+            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
+        )
+        let assertions = (0..<20).compactMap { _ in Self.form(builder.request(refreshToken: nil)).last?.1 }
+        #expect(Set(assertions).count == 20)
+    }
+
+    static func padded(_ part: Substring) -> String {
+        var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        return text
+    }
+}
