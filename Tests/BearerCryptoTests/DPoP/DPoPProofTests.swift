@@ -8,7 +8,7 @@ import Testing
 
 @testable import BearerCrypto
 
-/// DPoP proofs (Auth/DPoP): their shape, their signature checked by OpenSSL's verifier through the
+/// DPoP proofs (BearerCrypto/DPoP): their shape, their signature checked by OpenSSL's verifier through the
 /// mocks (which share nothing with the signer), and the key file: made 0600 on first need, read
 /// again unchanged, refused when it is not a P-256 key the owner alone can read.
 @Suite struct DPoPProofTests {
