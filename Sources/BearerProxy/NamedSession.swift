@@ -57,11 +57,11 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
 /// A request parked in a session's token session: whom to tell when its client goes away.
 struct ParkedRequest: Equatable {
     let session: NamedSession
-    let id: TokenSession.WaiterID
+    let ticket: Ticket
 }
 
 /// A token a session's upstream answered with a status not in refresh_on: the storm guard's "it worked".
 struct AcceptedToken: Equatable {
     let session: NamedSession
-    let generation: Int
+    let token: SessionToken
 }

@@ -99,9 +99,9 @@ final class LoopContext {
     /// This loop's access log lines, written in batches (nil: no access log). Replaced on the loop
     /// when SIGHUP moves the access log.
     @exclusivity(unchecked) var accessLog: AccessLogBuffer?
-    /// The token line this loop's requests of each session carry while that session says it stands
-    /// (no lock), by `NamedSession.index`.
-    @exclusivity(unchecked) var tokenCaches: [TokenSession.LoopTokenCache]
+    /// Each session as this loop's connections meet it (its token, kept without a lock while it
+    /// stands), by `NamedSession.index`.
+    let ports: [SessionPort]
     /// Client connections open on this loop, for shutdown.
     @exclusivity(unchecked) var clients: [ObjectIdentifier: ClientConnection] = [:]
 
@@ -111,7 +111,7 @@ final class LoopContext {
         self.accessLog = runtime.accessLog.map {
             AccessLogBuffer(sink: $0, loop: loop, namesSessions: runtime.namesSessions)
         }
-        self.tokenCaches = Array(repeating: TokenSession.LoopTokenCache(), count: runtime.sessions.count)
+        self.ports = runtime.sessions.map { SessionPort($0.tokens, loop: loop) }
     }
 }
 

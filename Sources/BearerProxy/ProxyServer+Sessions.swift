@@ -25,6 +25,7 @@ extension ProxyServer {
             SessionStore(
                 endpoint: endpoint,
                 name: configuration.sessionStore.name,
+                fallback: configuration.sessionStore.fallback,
                 lockTimeout: configuration.refreshTimeout,
                 commandTimeout: configuration.upstreamConnectTimeout,
                 loop: loop,

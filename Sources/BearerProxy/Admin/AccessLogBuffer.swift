@@ -45,7 +45,7 @@ final class AccessLogBuffer {
         status: Int,
         bodyBytes: Int,
         duration: Duration,
-        isReplay: Bool
+        replayed: Bool
     ) {
         self.writeTimestamp()
         self.buffer.writeStaticString(" info request method=")
@@ -86,7 +86,7 @@ final class AccessLogBuffer {
         self.buffer.writeByte(UInt8(ascii: "."))
         if hundredths % 100 < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
         self.buffer.writeDecimal(hundredths % 100)
-        self.buffer.writeStaticString(isReplay ? " replayed=yes\n" : " replayed=no\n")
+        self.buffer.writeStaticString(replayed ? " replayed=yes\n" : " replayed=no\n")
         if self.buffer.readableBytes >= Self.flushThreshold {
             self.flush()
         } else if !self.isFlushScheduled {

@@ -28,21 +28,20 @@ extension ClientConnection {
                 return
 
             case .requestToken(let session):
-                let answer = session.tokens.tokenForRequest(
-                    loop: self.loop,
-                    waiter: self,
-                    cache: &self.context.tokenCaches[session.index]
-                )
+                let answer = self.context.ports[session.index].tokenForRequest(self)
                 action = self.machine.tokenAnswered(answer, now: now)
 
-            case .connectUpstream(let origin, let allowReuse, let isReplay):
-                if isReplay { self.context.metrics.replays += 1 }
+            case .connectUpstream(let origin, let allowReuse):
                 if allowReuse, self.holdPooled(origin) {
                     action = self.machine.upstreamReady(isReused: true, now: now)
                 } else {
                     self.connectUpstream(to: origin)
                     return
                 }
+
+            case .replay(let origin):
+                self.context.metrics.replays += 1
+                action = .connectUpstream(origin, allowReuse: true)
 
             case .sendRequest(let request):
                 self.send(request)
@@ -55,15 +54,9 @@ extension ClientConnection {
                 if chunked { self.upstream?.stream.withOutbound { $0.writeLastChunk() } }
                 return
 
-            case .reportRejection(let session, let generation, let isReplay, let isReplayable):
+            case .reportRejection(let session, let token, let canWait):
                 self.context.metrics.upstreamRejections += 1
-                let answer = session.tokens.upstreamRejected(
-                    generation: generation,
-                    isReplay: isReplay,
-                    isReplayable: isReplayable,
-                    loop: self.loop,
-                    waiter: self
-                )
+                let answer = self.context.ports[session.index].upstreamRejected(token, canWait: canWait, self)
                 action = self.machine.rejectionAnswered(answer, now: now)
 
             case .discardResponse(let reusable, let next):
@@ -73,7 +66,7 @@ extension ClientConnection {
                 }
                 switch next {
                 case .wait: return
-                case .connect(let origin): action = .connectUpstream(origin, allowReuse: true, isReplay: true)
+                case .replay(let origin): action = .replay(origin)
                 case .retryWithDPoPNonce(let update): action = Self.retry(with: update)
                 }
 
@@ -86,12 +79,9 @@ extension ClientConnection {
             case .forwardResponseHead(let response):
                 self.runtime.replayBudget.release(response.releasesReplayBytes)
                 response.dpopNonce?.remember()
-                // Looked at before the token is bound: bound first, its session and token session were
-                // retained and released on every response, though nearly all are known already.
-                if response.accepted.map({ !$0.session.tokens.knowsAcceptance(of: $0.generation) }) == true,
-                    let accepted = response.accepted
-                {
-                    accepted.session.tokens.upstreamAccepted(generation: accepted.generation)
+                if response.countsRefusal { self.context.metrics.upstreamRejections += 1 }
+                if let accepted = response.accepted {
+                    self.context.ports[accepted.session.index].upstreamAccepted(accepted.token)
                 }
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
@@ -126,14 +116,14 @@ extension ClientConnection {
 
             case .writeTunnelEstablished(let record), .acceptServedTunnel(let record):
                 self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
-                self.recordCompletion(record, status: 200, bytes: 0, isReplay: false)
+                self.recordCompletion(record, status: 200, bytes: 0, replayed: false)
                 return
 
             case .switchProtocols(let head, let record, let accepted, let releasesReplayBytes):
                 self.runtime.replayBudget.release(releasesReplayBytes)
-                if let accepted { accepted.session.tokens.upstreamAccepted(generation: accepted.generation) }
+                if let accepted { self.context.ports[accepted.session.index].upstreamAccepted(accepted.token) }
                 self.stream.withOutbound { $0.writeSwitchingProtocolsHead(head) }
-                self.recordCompletion(record, status: 101, bytes: 0, isReplay: false)
+                self.recordCompletion(record, status: 101, bytes: 0, replayed: false)
                 return
 
             case .shutDownUpstreamWrite:
@@ -232,7 +222,7 @@ extension ClientConnection {
     ) -> ClientConnectionStateMachine.Action {
         update.remember()
         update.prover.nonceRetries.add(1, ordering: .relaxed)
-        return .connectUpstream(update.origin, allowReuse: true, isReplay: false)
+        return .connectUpstream(update.origin, allowReuse: true)
     }
 
     /// Writes the request head upstream, then the body bytes already read (a replay or a resend).
@@ -267,7 +257,7 @@ extension ClientConnection {
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
         if end.writesChunkedEnd { self.stream.withOutbound { $0.writeLastChunk() } }
-        self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, isReplay: end.isReplay)
+        self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, replayed: end.replayed)
         if let upstream = self.upstream {
             self.upstream = nil
             if end.poolsUpstream {
@@ -286,7 +276,7 @@ extension ClientConnection {
             self.connectAttempt = nil
             self.dropUpstream()
         }
-        if let parked = response.cancelsWaiter { parked.session.tokens.cancel(parked.id) }
+        if let parked = response.cancelsWaiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
         self.runtime.replayBudget.release(response.releasesReplayBytes)
         let error = response.error
         self.runtime.logger.debug("responded with an error", ["status": "\(error.status)", "error": error.shortName])
@@ -294,7 +284,7 @@ extension ClientConnection {
             self.runtime.logger.warn("CONNECT refused", ["target": refusal.target, "reason": refusal.reason])
         }
         if let record = response.record {
-            self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, isReplay: false)
+            self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, replayed: false)
         } else {
             self.context.metrics.recordRequest(status: error.status, seconds: 0)
         }
@@ -312,7 +302,7 @@ extension ClientConnection {
     /// Lets go of everything the connection holds outside itself. Runs once, when the machine closes.
     private func releaseEverything(cancelling waiter: ParkedRequest?) {
         self.cancelTimer()
-        if let parked = waiter { parked.session.tokens.cancel(parked.id) }
+        if let parked = waiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
         self.connectAttempt?.cancel()
         self.connectAttempt = nil
         self.dropUpstream()
@@ -352,7 +342,7 @@ extension ClientConnection {
         _ record: ClientConnectionStateMachine.RequestRecord,
         status: Int,
         bytes: Int,
-        isReplay: Bool
+        replayed: Bool
     ) {
         let duration = self.loop.now - record.startedAt
         self.context.metrics.recordRequest(status: status, seconds: duration.seconds)
@@ -363,7 +353,7 @@ extension ClientConnection {
             status: status,
             bodyBytes: bytes,
             duration: duration,
-            isReplay: isReplay
+            replayed: replayed
         )
     }
 }

@@ -223,8 +223,8 @@ extension ClientConnection: UpstreamConnectionOwner {
 // MARK: The token session
 
 extension ClientConnection: TokenWaiter {
-    func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
-        self.run(self.machine.tokenGranted(id, grant, now: self.loop.now))
+    func tokenReady(_ ticket: Ticket, _ answer: TokenAnswer) {
+        self.run(self.machine.tokenReady(ticket, answer, now: self.loop.now))
         self.pump()
     }
 }

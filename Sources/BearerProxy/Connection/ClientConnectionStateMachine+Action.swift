@@ -2,6 +2,7 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
+import BearerSession
 
 extension ClientConnectionStateMachine {
     /// What `ClientConnection` must do after an event. Each event returns one action; an action
@@ -12,7 +13,7 @@ extension ClientConnectionStateMachine {
 
         // MARK: Token and upstream
 
-        /// Ask the session's token session for the token (`tokenForRequest`); answer with `tokenAnswered`.
+        /// Ask the session's port for the token (`SessionPort.tokenForRequest`); answer with `tokenAnswered`.
         case requestToken(NamedSession)
         /// Reserve this many bytes of the replay budget (`replay_memory_limit`, shared by every
         /// connection) for the request's body copy; answer with `replayBodyReserved`.
@@ -20,8 +21,10 @@ extension ClientConnectionStateMachine {
         /// Give this many bytes back to the replay budget.
         case releaseReplayBody(Int)
         /// Lease an idle pooled connection to `origin` (when `allowReuse`), else make one; answer with
-        /// `upstreamReady` or `upstreamConnectFailed`. `isReplay`: this send is a replay (counted).
-        case connectUpstream(Origin, allowReuse: Bool, isReplay: Bool)
+        /// `upstreamReady` or `upstreamConnectFailed`.
+        case connectUpstream(Origin, allowReuse: Bool)
+        /// The same for a replay (the request goes again with a newer token): counted as one.
+        case replay(Origin)
         /// Write the request head upstream, then the body kept so far, then the chunked terminator
         /// when the body is complete.
         case sendRequest(RequestToSend)
@@ -29,8 +32,9 @@ extension ClientConnectionStateMachine {
         case forwardRequestBody(chunked: Bool)
         /// The body is complete: write the chunked terminator when `chunked`.
         case endRequestBody(chunked: Bool)
-        /// Tell the session's token session the upstream refused the token; answer with `rejectionAnswered`.
-        case reportRejection(NamedSession, generation: Int, isReplay: Bool, isReplayable: Bool)
+        /// Tell the session's port the upstream refused `token` (`SessionPort.upstreamRejected`; `canWait`:
+        /// the request can go again); answer with `rejectionAnswered`.
+        case reportRejection(NamedSession, SessionToken, canWait: Bool)
         /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
         /// when `reusable`, else closed), then do `next`.
         case discardResponse(reusable: Bool, next: AfterDiscard)
@@ -81,13 +85,12 @@ extension ClientConnectionStateMachine {
 
     /// What to do once a refused response is handed to a drainer.
     enum AfterDiscard: Equatable {
-        /// The request is parked in the token session.
+        /// The request waits in its session for a token.
         case wait
-        /// A newer token exists: send again (a replay) on another connection.
-        case connect(Origin)
+        /// A newer token exists: send again (`Action.replay`).
+        case replay(Origin)
         /// The upstream asked for a new DPoP nonce: remember it, count the retry and send the request
-        /// again with the same token and a new proof. (Here, not an action of its own: one more case
-        /// of `Action` measured about 80 instructions more per request on the plain bearer path.)
+        /// again with the same token and a new proof.
         case retryWithDPoPNonce(DPoPNonceUpdate)
     }
 
@@ -113,6 +116,8 @@ extension ClientConnectionStateMachine {
         var releasesReplayBytes = 0
         /// A `DPoP-Nonce` the response carried, to remember for the next proofs to its origin.
         var dpopNonce: DPoPNonceUpdate?
+        /// The upstream refused a replay's token: counted in `bearer_proxy_upstream_401s_total`.
+        var countsRefusal = false
     }
 
     /// A `DPoP-Nonce` from an upstream, for the session's nonce store. A class: in every response's
@@ -156,7 +161,8 @@ extension ClientConnectionStateMachine {
         var record: RequestRecord
         var status: Int
         var bodyBytes: Int
-        var isReplay: Bool
+        /// The access log's `replayed=yes`: the exchange was a replay (`Exchange.isReplay`).
+        var replayed: Bool
         var writesChunkedEnd: Bool
         /// Return the upstream connection to the pool (else close it).
         var poolsUpstream: Bool

@@ -37,44 +37,40 @@ extension ClientConnectionStateMachine {
 
     // MARK: The token
 
-    /// The token session answered at once (`requestToken`).
-    mutating func tokenAnswered(_ answer: TokenSession.RequestResult, now: Instant) -> Action {
+    /// The session's port answered at once (`requestToken`).
+    mutating func tokenAnswered(_ answer: TokenAnswer, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
             guard case .routed = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
-            switch answer {
-            case .ready(let line, let generation):
-                exchange.token = InjectedToken(line: line, generation: generation)
-                exchange.phase = .connecting
-                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: false)
-            case .noToken:
-                exchange.phase = .connecting
-                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: false)
-            case .parked(let id):
-                exchange.phase = .waitingForToken(id, since: now, afterRejection: false)
-                return .none
-            case .failed(let failure):
-                exchange.phase = .connecting
-                return machine.answerLocally(exchange, .session(failure), closes: false)
-            }
+            return machine.follow(answer, &exchange, now: now)
         } ?? { preconditionFailure("Invalid state for a token answer: \(self.state)") }()
     }
 
-    /// The token session resumed parked request `id` (later, on this loop).
-    mutating func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant, now: Instant) -> Action {
+    /// The session told the request waiting with `ticket` how its wait ended (later, on this loop).
+    mutating func tokenReady(_ ticket: Ticket, _ answer: TokenAnswer, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
-            guard case .waitingForToken(let waiting, _, let afterRejection) = exchange.phase, waiting == id else {
-                return .none
-            }
-            exchange.phase = .connecting
-            switch grant {
-            case .token(let line, let generation):
-                exchange.token = InjectedToken(line: line, generation: generation)
-                exchange.isReplay = afterRejection
-                return .connectUpstream(exchange.target.origin, allowReuse: true, isReplay: afterRejection)
-            case .failed(let failure):
-                return machine.answerLocally(exchange, .session(failure), closes: false)
-            }
+            guard case .waitingForToken(let waiting, _) = exchange.phase, waiting == ticket else { return .none }
+            return machine.follow(answer, &exchange, now: now)
         } ?? .none
+    }
+
+    /// What the exchange does with the session's answer: send (again, after a refusal: a replay),
+    /// wait, or answer the client.
+    private mutating func follow(_ answer: TokenAnswer, _ exchange: inout Exchange, now: Instant) -> Action {
+        switch answer {
+        case .send(let token):
+            exchange.token = token
+            exchange.phase = .connecting
+            if exchange.isReplay { return .replay(exchange.target.origin) }
+            return .connectUpstream(exchange.target.origin, allowReuse: true)
+        case .wait(let ticket):
+            exchange.phase = .waitingForToken(ticket, since: now)
+            return .none
+        case .fail(let failure):
+            exchange.phase = .connecting
+            return self.answerLocally(exchange, .session(failure), closes: false)
+        case .passThrough:
+            preconditionFailure("Invalid answer for a request: only a refusal passes through")
+        }
     }
 
     // MARK: The upstream connection
@@ -141,7 +137,7 @@ extension ClientConnectionStateMachine {
                     && (sentNothing || exchange.head.isSafeToResend)
                 if mayResend {
                     exchange.phase = .connecting
-                    return .connectUpstream(exchange.target.origin, allowReuse: false, isReplay: false)
+                    return .connectUpstream(exchange.target.origin, allowReuse: false)
                 }
                 let origin = exchange.target.origin.description
                 let error: ProxyError =
@@ -251,7 +247,7 @@ extension ClientConnectionStateMachine {
             var dpopNonce: DPoPNonceUpdate?
             // The generation, not the token: a copy of the token held across these checks was a
             // retain and a release of its line per response.
-            if let generation = exchange.token?.generation {
+            if let token = exchange.token {
                 // The plain bearer path pays this one look at the line's scheme, nothing more.
                 if exchange.carriesDPoPBoundToken, let prover = exchange.target.tokenSession?.dpop {
                     dpopNonce = head.value(of: "dpop-nonce").map {
@@ -272,14 +268,14 @@ extension ClientConnectionStateMachine {
                     }
                 }
                 if let session = exchange.target.tokenSession, session.refreshOn.contains(head.status) {
+                    exchange.phase = .sent(sent)
+                    // A request is replayed once: the refusal of its replay is its client's answer.
+                    if exchange.isReplay {
+                        return machine.forwardResponseHead(head, &exchange, accepted: nil, refused: true)
+                    }
                     sent.response = .refused(head)
                     exchange.phase = .sent(sent)
-                    return .reportRejection(
-                        session,
-                        generation: generation,
-                        isReplay: exchange.isReplay,
-                        isReplayable: exchange.isReplayable && !exchange.isReplay
-                    )
+                    return .reportRejection(session, token, canWait: exchange.isReplayable)
                 }
             }
             exchange.phase = .sent(sent)
@@ -287,38 +283,42 @@ extension ClientConnectionStateMachine {
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
-    /// The token session decided about a refused token (`reportRejection`).
-    mutating func rejectionAnswered(_ answer: TokenSession.RejectionResult, now: Instant) -> Action {
+    /// The session's port decided about a refused token (`reportRejection`).
+    mutating func rejectionAnswered(_ answer: TokenAnswer, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
-            guard case .sent(let sent) = exchange.phase, case .refused(let head) = sent.response else {
+            guard case .sent(var sent) = exchange.phase, case .refused(let head) = sent.response else {
                 preconditionFailure("Invalid phase for a rejection answer: \(exchange.phase)")
             }
+            let reusable = exchange.leavesConnectionReusable(after: head)
             switch answer {
-            case .forwardToClient:
+            case .passThrough:
+                sent.response = .awaitingHead
+                exchange.phase = .sent(sent)
                 return machine.forwardResponseHead(head, &exchange, accepted: nil)
-            case .replay(let line, let generation):
-                exchange.token = InjectedToken(line: line, generation: generation)
+            case .send(let token):
+                exchange.token = token
                 exchange.isReplay = true
                 exchange.phase = .connecting
-                return .discardResponse(
-                    reusable: exchange.leavesConnectionReusable(after: head),
-                    next: .connect(exchange.target.origin)
-                )
-            case .parked(let id):
-                exchange.phase = .waitingForToken(id, since: now, afterRejection: true)
-                return .discardResponse(reusable: exchange.leavesConnectionReusable(after: head), next: .wait)
-            case .failed(let failure):
+                return .discardResponse(reusable: reusable, next: .replay(exchange.target.origin))
+            case .wait(let ticket):
+                exchange.isReplay = true
+                exchange.phase = .waitingForToken(ticket, since: now)
+                return .discardResponse(reusable: reusable, next: .wait)
+            case .fail(let failure):
                 // The refused response is not read further: its upstream connection closes with the exchange.
                 return machine.answerLocally(exchange, .session(failure), closes: false)
             }
         } ?? { preconditionFailure("Invalid state for a rejection answer: \(self.state)") }()
     }
 
+    /// `refused`: the upstream refused a replay's token (a status in refresh_on): counted as a
+    /// refusal here, since no `reportRejection` counted it.
     private mutating func forwardResponseHead(
         _ head: ResponseHead,
         _ exchange: inout Exchange,
         accepted: AcceptedToken?,
-        dpopNonce: DPoPNonceUpdate? = nil
+        dpopNonce: DPoPNonceUpdate? = nil,
+        refused: Bool = false
     ) -> Action {
         guard case .sent(var sent) = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
         // The status is known: the body copy is no longer needed.
@@ -347,7 +347,8 @@ extension ClientConnectionStateMachine {
                 clientVersion: version,
                 accepted: accepted,
                 releasesReplayBytes: released,
-                dpopNonce: dpopNonce
+                dpopNonce: dpopNonce,
+                countsRefusal: refused
             )
         )
     }
@@ -396,7 +397,7 @@ extension ClientConnectionStateMachine {
                 record: exchange.record,
                 status: status,
                 bodyBytes: bodyBytes,
-                isReplay: exchange.isReplay,
+                replayed: exchange.isReplay,
                 writesChunkedEnd: framing == .chunked,
                 poolsUpstream: poolsUpstream,
                 closesConnection: exchange.closesConnection,

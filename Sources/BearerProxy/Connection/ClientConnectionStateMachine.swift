@@ -266,7 +266,7 @@ struct ClientConnectionStateMachine {
             self.state = .exchange(exchange)
             if reservation > 0 { return .reserveReplayBody(reservation) }
             guard let session = target.tokenSession else {
-                return .connectUpstream(target.origin, allowReuse: true, isReplay: false)
+                return .connectUpstream(target.origin, allowReuse: true)
             }
             return .requestToken(session)
         }

@@ -27,7 +27,7 @@ struct Exchange {
         @exclusivity(unchecked) var isRequestComplete: Bool
         @exclusivity(unchecked) var body: BodyCopy
         @exclusivity(unchecked) var phase: Phase
-        @exclusivity(unchecked) var token: InjectedToken?
+        @exclusivity(unchecked) var token: SessionToken?
         @exclusivity(unchecked) var isReplay = false
         // Beside the other Bool: in the padding before the Ints, the storage keeps its size.
         @exclusivity(unchecked) var hasRetriedForNonce = false
@@ -144,7 +144,7 @@ struct Exchange {
     }
 
     /// The token this request carries (nil: the target gets none).
-    var token: InjectedToken? {
+    var token: SessionToken? {
         get { self.storage.token }
         set {
             self.makeUnique()
@@ -152,7 +152,9 @@ struct Exchange {
         }
     }
 
-    /// The current send is the replay after a refused token: a second refusal goes to the client.
+    /// The upstream refused the token the request carried, and it is sent again (or waits to be) with
+    /// a newer one: the one place that says so. A refusal of the replay goes to the client; the replay
+    /// is counted, and the access log says `replayed=yes`.
     var isReplay: Bool {
         get { self.storage.isReplay }
         set {
@@ -193,7 +195,7 @@ struct Exchange {
         /// Routed; the token session is being asked for the token (it answers at once).
         case routed
         /// Parked in the token session. Deadline: the session's refresh_timeout, plus a margin.
-        case waitingForToken(TokenSession.WaiterID, since: Instant, afterRejection: Bool)
+        case waitingForToken(Ticket, since: Instant)
         /// The outbound connector is making a connection (bounded by its own connect timeout).
         case connecting
         /// The head is upstream. Deadline: see `deadline(_:)`.
@@ -255,10 +257,10 @@ struct Exchange {
 
     /// The request's place in its session's queue, while it waits there.
     var waiterID: ParkedRequest? {
-        guard case .waitingForToken(let id, _, _) = self.phase, let session = self.target.tokenSession else {
+        guard case .waitingForToken(let ticket, _) = self.phase, let session = self.target.tokenSession else {
             return nil
         }
-        return ParkedRequest(session: session, id: id)
+        return ParkedRequest(session: session, ticket: ticket)
     }
 
     /// The token the request carries is DPoP-bound (its line's scheme says so).
@@ -271,7 +273,7 @@ struct Exchange {
     /// The token the request carries, for the session to hear that it worked.
     var acceptedToken: AcceptedToken? {
         guard let token = self.token, let session = self.target.tokenSession else { return nil }
-        return AcceptedToken(session: session, generation: token.generation)
+        return AcceptedToken(session: session, token: token)
     }
 
     var isSent: Bool {
@@ -298,7 +300,7 @@ struct Exchange {
         switch self.phase {
         case .routed, .connecting:
             return nil
-        case .waitingForToken(_, let since, _):
+        case .waitingForToken(_, let since):
             return since + settings.tokenWaitLimit
         case .sent(let sent):
             if self.isWaitingForRequestBody(sent) { return sent.lastActivity + settings.clientIdleTimeout }
@@ -310,12 +312,6 @@ struct Exchange {
         if case .awaitingHead = sent.response { return !self.isRequestComplete }
         return false
     }
-}
-
-/// The `Authorization` line a request carries, and the token generation it belongs to.
-struct InjectedToken: Equatable {
-    var line: [UInt8]
-    var generation: Int
 }
 
 @available(*, unavailable)

@@ -22,11 +22,12 @@ package final class SessionStore: Sendable {
         case adopted(StoredSession)
         /// This proxy's token call; `isStored` is false when the store could not take it (yet).
         case refreshed(StoredSession, isStored: Bool)
-        /// This proxy's token call failed.
+        /// This proxy's token call failed; or the fleet could not be coordinated (the store unreachable,
+        /// its lock held too long) and session_store_fallback = fail made that a failure.
         case fetchFailed(TokenFetchOutcome)
-        /// The fleet could not be coordinated: the store is unreachable, or its lock stayed taken.
-        /// `isNewOutage`: the refresh before was coordinated (one warning per outage).
-        case storeUnavailable(reason: String, isNewOutage: Bool)
+        /// The fleet could not be coordinated and session_store_fallback = local: this proxy made the
+        /// token call on its own; a token it got is stored once the store is back.
+        case fetchedAlone(TokenFetchOutcome)
         /// The proxy is stopping: nothing more is to be done (above all, no token call of its own,
         /// which would spend the fleet's refresh token without storing what it got).
         case stopped
@@ -39,9 +40,11 @@ package final class SessionStore: Sendable {
     private let statusBox: Locked<SessionStoreStatus>
 
     /// `lockTimeout` is refresh_timeout: how long a dead holder's lock keeps the others waiting.
+    /// `fallback`: what a refresh does when the fleet cannot be coordinated.
     package init(
         endpoint: RedisEndpoint,
         name: String,
+        fallback: SessionStoreFallback = .local,
         lockTimeout: Duration,
         commandTimeout: Duration,
         loop: EventLoop,
@@ -58,6 +61,7 @@ package final class SessionStore: Sendable {
             SessionStoreClient(
                 endpoint: endpoint,
                 commands: SessionStoreCommands(name: name, lockTimeout: lockTimeout),
+                fallback: fallback,
                 commandTimeout: commandTimeout,
                 loop: loop,
                 connector: connector,

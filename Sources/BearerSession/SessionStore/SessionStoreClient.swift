@@ -7,6 +7,7 @@ import BearerIO
 final class SessionStoreClient: RedisConnectionObserver {
     private let endpoint: RedisEndpoint
     private let commands: SessionStoreCommands
+    private let fallback: SessionStoreFallback
     /// Unowned and unchecked: the client runs on this loop, which outlives it.
     private unowned(unsafe) let loop: EventLoop
     private let connection: RedisConnection
@@ -30,6 +31,7 @@ final class SessionStoreClient: RedisConnectionObserver {
     init(
         endpoint: RedisEndpoint,
         commands: SessionStoreCommands,
+        fallback: SessionStoreFallback,
         commandTimeout: Duration,
         loop: EventLoop,
         connector: OutboundConnector,
@@ -39,6 +41,7 @@ final class SessionStoreClient: RedisConnectionObserver {
     ) {
         self.endpoint = endpoint
         self.commands = commands
+        self.fallback = fallback
         self.loop = loop
         self.logger = logger
         self.wallClock = wallClock
@@ -252,26 +255,62 @@ final class SessionStoreClient: RedisConnectionObserver {
                 self.failedFetch ?? .transient(reason: "the token call ended without an answer", timedOut: false)
             )
         case .storeUnavailable(let error):
-            result = .storeUnavailable(
+            self.fallBack(
                 reason: "session store \(self.endpoint.description): \(error.reason)",
                 isNewOutage: isNewOutage
             )
+            return
         case .lockWaitTimedOut:
-            result = .storeUnavailable(
+            self.fallBack(
                 reason: "session store \(self.endpoint.description): another proxy held the refresh lock for too long",
                 isNewOutage: isNewOutage
             )
+            return
         }
         self.finishWaiting(result)
     }
 
-    private func finishWaiting(_ result: SessionStore.RefreshResult) {
+    /// The fleet could not be coordinated: session_store_fallback says whether this proxy refreshes on
+    /// its own (`local`: its token is stored once the store is back) or the refresh fails (`fail`).
+    private func fallBack(reason: String, isNewOutage: Bool) {
+        guard case .local = self.fallback, let fetch = self.fetch else {
+            let failure = TokenFetchOutcome.transient(
+                reason: "\(reason) (session_store_fallback = fail)",
+                timedOut: false
+            )
+            self.finishWaiting(.fetchFailed(failure))
+            return
+        }
+        if isNewOutage {
+            self.logger.warn(
+                "session store unreachable; refreshing in this process (session_store_fallback = local)",
+                ["reason": reason]
+            )
+        }
+        let waiting = self.waiting
+        self.finishWaiting(nil)
+        let this = UnsafeTransfer(self)
+        let loop = self.loop
+        let wallClock = self.wallClock
+        fetch(nil) { outcome in
+            loop.execute {
+                if case .token(let fetched) = outcome {
+                    this.value.machine.refreshedLocally(StoredSession(fetched: fetched, wallMilliseconds: wallClock()))
+                }
+                for completion in waiting { completion(.fetchedAlone(outcome)) }
+            }
+        }
+    }
+
+    /// Ends the running refresh; its waiters hear `result` (nil: the caller tells them).
+    private func finishWaiting(_ result: SessionStore.RefreshResult?) {
         let waiting = self.waiting
         self.waiting.removeAll()
         self.fetch = nil
         self.failedFetch = nil
         if let timer = self.retryTimer { self.loop.cancel(timer) }
         self.retryTimer = nil
+        guard let result else { return }
         for completion in waiting { completion(result) }
     }
 

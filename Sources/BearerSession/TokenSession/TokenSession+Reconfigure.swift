@@ -8,7 +8,7 @@ extension TokenSession {
     /// supply keeps it. The caller refreshes afterwards if it wants a token from the new source.
     package func reconfigure(_ supply: TokenSupply) {
         let now = self.clock.now()
-        let (action, grant, replacedStore) = self.modify { state -> (Machine.RefreshEndAction, Grant?, Bool) in
+        let (action, answer, replacedStore) = self.modify { state -> (Machine.RefreshEndAction, TokenAnswer?, Bool) in
             let previous = state.supply
             state.supply = supply
             let settings = Self.machineSettings(supply, refreshTimeout: state.machine.settings.refreshTimeout)
@@ -17,18 +17,18 @@ extension TokenSession {
                 ? nil
                 : supply.configuredToken.map { Self.makeToken($0, lifetime: nil, now: now, skew: supply.refreshSkew) }
             let action = state.machine.reconfigured(settings, configuredToken: token)
-            var grant: Grant?
+            var answer: TokenAnswer?
             if case .resume(let token, let generation, _) = action {
-                grant = .token(line: Self.line(&state, token.value, generation), generation: generation)
+                answer = .send(Self.token(&state, token.value, generation))
             }
-            return (action, grant, previous.store !== supply.store)
+            return (action, answer, previous.store !== supply.store)
         }
         if case .resume(_, let generation, let ended) = action {
             self.logger.info(
                 "access_token of the config put in use",
                 ["generation": "\(generation)", "waiting_requests": "\(ended?.waiters.count ?? 0)"]
             )
-            self.tell(ended, grant, .succeeded(generation: generation))
+            self.tell(ended, answer, .succeeded(generation: generation))
         }
         if replacedStore {
             self.fileWatcher.withLock { $0 }?.stop()

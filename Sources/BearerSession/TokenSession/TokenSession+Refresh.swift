@@ -17,11 +17,6 @@ extension TokenSession {
     }
 
     func fetchEnded(_ attempt: Machine.AttemptID, _ outcome: TokenFetchOutcome) {
-        var outcome = outcome
-        if case .token(let fetched) = outcome, fetched.isDPoPBound, !self.usesDPoP {
-            // Without a key there is no proof to go with a DPoP-bound token: not usable, as before DPoP.
-            outcome = .transient(reason: "the token endpoint issued a DPoP-bound token; set dpop = on", timedOut: false)
-        }
         let now = self.clock.now()
         let result: Machine.RefreshResult
         switch outcome {
@@ -54,14 +49,14 @@ extension TokenSession {
         now: Instant,
         _ event: (inout Machine) -> Machine.RefreshEndAction
     ) {
-        let (action, grant) = self.modify { state -> (Machine.RefreshEndAction, Grant?) in
+        let (action, answer) = self.modify { state -> (Machine.RefreshEndAction, TokenAnswer?) in
             let action = event(&state.machine)
             state.records.note(action, isAdoption: adoptedGeneration != nil, now: now)
             switch action {
             case .resume(let token, let generation, _):
-                return (action, .token(line: Self.line(&state, token.value, generation), generation: generation))
+                return (action, .send(Self.token(&state, token.value, generation)))
             case .fail(let failure, _):
-                return (action, .failed(failure))
+                return (action, .fail(failure))
             case .keepCurrentToken, .retry, .ignore:
                 return (action, nil)
             }
@@ -69,10 +64,10 @@ extension TokenSession {
         switch action {
         case .resume(let token, let generation, let ended):
             self.logNewToken(token, generation, ended, adoptedGeneration: adoptedGeneration, cause: cause, now: now)
-            self.tell(ended, grant, .succeeded(generation: generation))
+            self.tell(ended, answer, .succeeded(generation: generation))
         case .fail(let failure, let ended):
             self.logFailure(failure, ended: ended, now: now)
-            self.tell(ended, grant, .failed(failure))
+            self.tell(ended, answer, .failed(failure))
         case .keepCurrentToken(let failure, let ended):
             self.logger.warn(
                 "proactive token refresh failed; the current token is kept until it expires or is rejected",
@@ -93,7 +88,7 @@ extension TokenSession {
                 )
             }
             if let gaveUp {
-                for parked in gaveUp.waiters { parked.waiter.resume(parked.id, .failed(gaveUp.failure)) }
+                for parked in gaveUp.waiters { parked.waiter.resume(parked.id, .fail(gaveUp.failure)) }
             }
         case .ignore:
             break
@@ -154,12 +149,12 @@ extension TokenSession {
         String(Int(ended.map { now - $0.startedAt }?.milliseconds ?? 0))
     }
 
-    /// Tells whoever waited for the refresh that ended: each parked request gets `grant` on its own
+    /// Tells whoever waited for the refresh that ended: each parked request gets `answer` on its own
     /// loop (none: they keep waiting), each observer `outcome`.
-    func tell(_ ended: Machine.EndedRefresh?, _ grant: Grant?, _ outcome: RefreshOutcome) {
+    func tell(_ ended: Machine.EndedRefresh?, _ answer: TokenAnswer?, _ outcome: RefreshOutcome) {
         guard let ended else { return }
-        if let grant {
-            for parked in ended.waiters { parked.waiter.resume(parked.id, grant) }
+        if let answer {
+            for parked in ended.waiters { parked.waiter.resume(parked.id, answer) }
         }
         for observer in ended.observers { observer.tell(outcome) }
     }
@@ -221,7 +216,7 @@ extension TokenSession {
             state.records.lastOutcome = ("logged_out", wallClockSeconds())
             return state.machine.loggedOut()
         }
-        self.tell(ended, .failed(.loggedOut), .failed(.loggedOut))
+        self.tell(ended, .fail(.loggedOut), .failed(.loggedOut))
         self.logger.info("session logged out", ["failed_requests": "\(ended?.waiters.count ?? 0)"])
         return self.store?.forget()
     }

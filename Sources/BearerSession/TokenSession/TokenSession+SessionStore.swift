@@ -21,7 +21,7 @@ extension TokenSession {
                 }
             },
             completion: { result in
-                self.storeRefreshEnded(result, attempt: fetch.attempt, source: source, sessionStore: sessionStore)
+                self.storeRefreshEnded(result, attempt: fetch.attempt, sessionStore: sessionStore)
             }
         )
     }
@@ -29,7 +29,6 @@ extension TokenSession {
     private func storeRefreshEnded(
         _ result: SessionStore.RefreshResult,
         attempt: Machine.AttemptID,
-        source: TokenSource,
         sessionStore: SessionStore
     ) {
         switch result {
@@ -45,35 +44,10 @@ extension TokenSession {
             let now = self.clock.now()
             let token = self.token(from: stored, now: now)
             self.endRefresh(cause: "ok", now: now) { $0.refreshEnded(attempt, .success(token), now: now) }
-        case .fetchFailed(let outcome):
+        case .fetchFailed(let outcome), .fetchedAlone(let outcome):
             self.fetchEnded(attempt, outcome)
         case .stopped:
             break
-        case .storeUnavailable(let reason, let isNewOutage):
-            switch self.storeFallback {
-            case .local:
-                if isNewOutage {
-                    self.logger.warn(
-                        "session store unreachable; refreshing in this process (session_store_fallback = local)",
-                        ["reason": reason]
-                    )
-                }
-                let refreshTokens = self.store
-                source.fetch { outcome in
-                    let kept = Self.keepingRefreshToken(outcome, refreshTokens)
-                    if case .token(let fetched) = kept {
-                        sessionStore.refreshedLocally(
-                            StoredSession(fetched: fetched, wallMilliseconds: wallClockMilliseconds())
-                        )
-                    }
-                    self.fetchEnded(attempt, outcome)
-                }
-            case .fail:
-                self.fetchEnded(
-                    attempt,
-                    .transient(reason: "\(reason) (session_store_fallback = fail)", timedOut: false)
-                )
-            }
         }
     }
 

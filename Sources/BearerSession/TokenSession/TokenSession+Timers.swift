@@ -8,7 +8,7 @@ extension TokenSession {
         let now = self.clock.now()
         let action = self.modify { $0.machine.deadlinePassed(now: now) }
         if let gaveUp = action.gaveUp {
-            for parked in gaveUp.waiters { parked.waiter.resume(parked.id, .failed(gaveUp.failure)) }
+            for parked in gaveUp.waiters { parked.waiter.resume(parked.id, .fail(gaveUp.failure)) }
             self.logger.warn(
                 "parked requests gave up waiting for a token",
                 ["count": "\(gaveUp.waiters.count)", "error": gaveUp.failure.shortName]

@@ -4,44 +4,18 @@ import BearerCrypto
 import BearerIO
 import Synchronization
 
-/// A request waiting for a token: told on its own loop when the token (or a failure) is there.
-package protocol TokenWaiter: AnyObject {
-    func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant)
-}
-
 /// The proxy's token session: the state machine behind a lock, and the I/O its actions ask for.
 ///
 /// The one shared mutable thing in the proxy. Every call locks, feeds the machine one event,
 /// unlocks, and only then performs what the machine answered (makes a token call, resumes waiters
 /// on their loops, moves the timer, logs): no I/O under the lock, and nothing decided outside the
-/// machine, which also holds everyone waiting. Besides the machine the class keeps only what the
-/// lock-free data path reads (`freeEpoch`), the current token's `Authorization` line, and records
-/// for `/status` and `/metrics`. Self-contained: its token source, stores, clock, timer scheduler
-/// and pool for blocking work are given to it, so that a process can run several sessions side by
-/// side.
+/// machine, which also holds everyone waiting. Besides the machine the class keeps the atomic
+/// through which the machine's free-token epoch reaches the loops without the lock (`SessionPort`),
+/// the current token's `Authorization` line, and records for `/status` and `/metrics`.
+/// Self-contained: its token source, stores, clock, timer scheduler and pool for blocking work are
+/// given to it, so that a process can run several sessions side by side.
 package final class TokenSession: Sendable {
-    package typealias WaiterID = UInt64
     typealias Machine = TokenSessionStateMachine<WaiterHandle, RefreshObserver>
-
-    package enum Grant: Sendable {
-        case token(line: [UInt8], generation: Int)
-        case failed(SessionFailure)
-    }
-
-    package enum RequestResult {
-        case ready(line: [UInt8], generation: Int)
-        case noToken
-        case parked(WaiterID)
-        case failed(SessionFailure)
-    }
-
-    package enum RejectionResult {
-        case replay(line: [UInt8], generation: Int)
-        case parked(WaiterID)
-        case forwardToClient
-        /// The session cannot get a token now: the client gets this instead of the upstream's answer.
-        case failed(SessionFailure)
-    }
 
     /// How a refresh ended, for whoever forced it.
     package enum RefreshOutcome: Sendable {
@@ -58,9 +32,10 @@ package final class TokenSession: Sendable {
             lhs.loop === rhs.loop && lhs.waiter === rhs.waiter
         }
 
-        func resume(_ id: WaiterID, _ grant: Grant) {
+        /// Tells the waiter, on its loop, how its wait ended.
+        func resume(_ id: Machine.WaiterID, _ answer: TokenAnswer) {
             let handle = self
-            self.loop.execute { handle.waiter.tokenGranted(id, grant) }
+            self.loop.execute { handle.waiter.tokenReady(Ticket(id), answer) }
         }
     }
 
@@ -82,39 +57,15 @@ package final class TokenSession: Sendable {
         /// The `Authorization` line of the token last handed out: made once per generation.
         var line: (generation: Int, bytes: [UInt8])?
         var records = Records()
-        /// What `freeEpoch` currently stands for (see `publishFreeToken`).
-        var publishedFree: FreeToken?
-        var lastEpoch = 0
-    }
-
-    /// A token requests may carry without taking the lock: which one, and until when.
-    struct FreeToken: Equatable {
-        var generation: Int
-        var usableUntil: Instant?
-    }
-
-    /// Per event loop: the token last handed out there, reused without the session's lock while
-    /// `freeEpoch` still names it. Confined to its loop (each loop keeps its own).
-    package struct LoopTokenCache {
-        var epoch = 0
-        var line: [UInt8] = []
-        var generation = 0
-        var usableUntil: Instant?
-
-        package init() {}
     }
 
     let state: Locked<State>
-    /// Names the token every request may carry without a decision (0: none, ask). Bumped, under the
-    /// lock, whenever that changes: a loop's cache holding another epoch asks again. This is what keeps
-    /// the lock off the data path while a token simply works.
-    private let freeEpoch = Atomic<Int>(0)
-    /// The newest generation the session heard was accepted: later acceptances of it need no lock.
-    /// Read by the connection's inlined `knowsAcceptance(of:)`, once per response.
-    @usableFromInline let acceptedGeneration = Atomic<Int>(0)
+    /// The machine's free-token epoch (`TokenSessionStateMachine.freeTokenEpoch`), published to the
+    /// loops without the lock: this is what keeps the lock off the data path while a token simply
+    /// works. Written under the lock, after the machine moved it.
+    private let publishedEpoch = Atomic<Int>(0)
     /// The fleet's shared session (session_store), when there is one.
     package let sessionStore: SessionStore?
-    let storeFallback: SessionStoreFallback
     let logger: Logger
     let clock: TimeSource
     let refreshOn: [Int]
@@ -122,8 +73,6 @@ package final class TokenSession: Sendable {
     /// Where writing and watching refresh_token_file run: those system calls may block.
     let blockingWork: BlockingWorkPool
     let fileWatcher = Locked<RefreshTokenFileWatcher?>(nil)
-    /// dpop = on: a token answered with token_type DPoP is sent as `Authorization: DPoP`.
-    let usesDPoP: Bool
 
     /// `timers` runs the session's timer (in the proxy, one of its event loops); `clock` is the
     /// clock its deadlines are read on.
@@ -161,13 +110,11 @@ package final class TokenSession: Sendable {
         blockingWork: BlockingWorkPool = .shared
     ) {
         self.sessionStore = sessionStore
-        self.storeFallback = configuration.sessionStore.fallback
         self.logger = logger
         self.clock = clock
         self.refreshOn = configuration.refreshOn
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
-        self.usesDPoP = configuration.dpop.prover != nil
         let settings = Self.machineSettings(supply, refreshTimeout: configuration.refreshTimeout)
         let now = clock.now()
         let initial = supply.configuredToken.map {
@@ -186,6 +133,9 @@ package final class TokenSession: Sendable {
             refreshTimeout: refreshTimeout
         )
     }
+
+    /// The machine's free-token epoch, as the loops read it.
+    var freeTokenEpoch: Int { self.publishedEpoch.load(ordering: .acquiring) }
 
     /// The token source in use (nil: nothing refreshes).
     package var source: TokenSource? { self.state.withLock { $0.supply.source } }
@@ -213,132 +163,93 @@ package final class TokenSession: Sendable {
     }
 
     /// Every change goes through here: locks, lets `body` feed the machine one event (and keep the
-    /// records that go with it), publishes whether a token is free to use and asks whether the
-    /// timer must move, unlocks, and then moves the timer.
+    /// records that go with it), lets the machine say whether the free token changed and the timer
+    /// must move, unlocks, and then moves the timer.
     @discardableResult
     func modify<Result>(_ body: (inout State) -> Result) -> Result {
         let (result, deadline) = self.state.withLock { state in
             let result = body(&state)
-            self.publishFreeToken(&state)
+            if state.machine.publishFreeToken() {
+                self.publishedEpoch.store(state.machine.freeTokenEpoch, ordering: .releasing)
+            }
             return (result, state.machine.deadlineToArm())
         }
         if let deadline { self.timer.arm(at: deadline) { [weak self] in self?.deadlinePassed() } }
         return result
     }
 
-    /// Called under the lock after every change: when the freely usable token changed (or stopped
-    /// being free), a new epoch is published, so that no loop goes on using a token it should not.
-    private func publishFreeToken(_ state: inout State) {
-        let free = state.machine.freelyUsableToken.map {
-            FreeToken(generation: $0.generation, usableUntil: $0.usableUntil)
-        }
-        guard free != state.publishedFree else { return }
-        state.publishedFree = free
-        if free == nil {
-            self.freeEpoch.store(0, ordering: .releasing)
-        } else {
-            state.lastEpoch += 1
-            self.freeEpoch.store(state.lastEpoch, ordering: .releasing)
-        }
+    // MARK: The request path (through `SessionPort`)
+
+    /// What a loop's port keeps of the free token, with the answer that handed it out.
+    struct FreePublication {
+        var epoch: Int
+        var usableUntil: Instant?
     }
 
-    // MARK: The request path
-
-    /// The token for a request about to be sent to an injected host, or a ticket to wait for one.
-    ///
-    /// While a token simply works, this is one atomic load and a clock read: the loop's `cache`
-    /// holds the token line, and the session's epoch says it still stands. Otherwise the state
-    /// machine decides under the lock, and a token it hands out freely refills the cache.
-    package func tokenForRequest(loop: EventLoop, waiter: TokenWaiter, cache: inout LoopTokenCache) -> RequestResult {
-        let epoch = self.freeEpoch.load(ordering: .acquiring)
-        if epoch != 0 && epoch == cache.epoch {
-            if let until = cache.usableUntil {
-                if self.clock.now() < until { return .ready(line: cache.line, generation: cache.generation) }
-            } else {
-                return .ready(line: cache.line, generation: cache.generation)
-            }
-        }
-        let result = self.tokenForRequest(loop: loop, waiter: waiter)
-        if case .ready(let line, let generation) = result {
-            self.state.withLock { state in
-                guard let free = state.publishedFree, free.generation == generation else { return }
-                cache = LoopTokenCache()
-                cache.epoch = state.lastEpoch
-                cache.line = line
-                cache.generation = generation
-                cache.usableUntil = free.usableUntil
-            }
-        }
-        return result
-    }
-
-    /// The token for a request, decided by the state machine under the lock. A parked request is told
-    /// on `loop` (its event loop).
-    func tokenForRequest(loop: any TimerScheduler, waiter: TokenWaiter) -> RequestResult {
+    /// The token for a request, decided by the state machine under the lock; a waiting request is
+    /// told on `loop` (its event loop). When the answer is the free token, also its epoch, for the
+    /// port to keep.
+    func answerRequest(_ waiter: TokenWaiter, on loop: any TimerScheduler) -> (TokenAnswer, FreePublication?) {
         let now = self.clock.now()
         let handle = WaiterHandle(loop: loop, waiter: waiter)
-        var result = self.decide(now: now, handle: handle)
-        if case .failed = result, let store = self.store, store.fileChanged(now: now) {
-            // A fresh refresh token was dropped into the file: a new attempt may succeed.
-            self.logger.info("refresh token file changed; retrying", ["file": store.path ?? ""])
-            self.modify { $0.machine.credentialsChanged() }
-            result = self.decide(now: now, handle: handle)
-        }
-        return result
-    }
-
-    private func decide(now: Instant, handle: WaiterHandle) -> RequestResult {
-        let (result, fetch) = self.modify { state -> (RequestResult, Machine.Fetch?) in
+        let (answer, fetch) = self.modify { state -> (TokenAnswer, Machine.Fetch?) in
+            var fetch: Machine.Fetch?
+            let answer: TokenAnswer
             switch state.machine.requestNeedsToken(handle, now: now) {
             case .send(let token, let generation):
-                return (.ready(line: Self.line(&state, token, generation), generation: generation), nil)
-            case .sendAndStartRefresh(let token, let generation, let fetch):
-                return (.ready(line: Self.line(&state, token, generation), generation: generation), fetch)
+                answer = .send(Self.token(&state, token, generation))
+            case .sendAndStartRefresh(let token, let generation, let refresh):
+                answer = .send(Self.token(&state, token, generation))
+                fetch = refresh
             case .sendWithoutToken:
-                return (.noToken, nil)
+                answer = .send(nil)
             case .park(let id):
-                return (.parked(id), nil)
-            case .parkAndStartRefresh(let id, let fetch):
-                return (.parked(id), fetch)
+                answer = .wait(Ticket(id))
+            case .parkAndStartRefresh(let id, let refresh):
+                answer = .wait(Ticket(id))
+                fetch = refresh
             case .fail(let failure):
-                return (.failed(failure), nil)
+                answer = .fail(failure)
             }
+            return (answer, fetch)
         }
         if let fetch { self.startFetch(fetch) }
-        return result
+        // What the machine published after the event: the port may keep a token it hands out freely.
+        let free = self.state.withLock { state -> FreePublication? in
+            guard case .send(let token?) = answer, let published = state.machine.publishedFreeToken,
+                published.generation == token.generation
+            else { return nil }
+            return FreePublication(epoch: state.machine.freeTokenEpoch, usableUntil: published.usableUntil)
+        }
+        return (answer, free)
     }
 
     /// The upstream answered a status in refresh_on to an injected request stamped with `generation`.
-    package func upstreamRejected(
-        generation: Int,
-        isReplay: Bool,
-        isReplayable: Bool,
-        loop: any TimerScheduler,
-        waiter: TokenWaiter
-    ) -> RejectionResult {
+    func answerRejection(
+        of generation: Int,
+        canWait: Bool,
+        _ waiter: TokenWaiter,
+        on loop: any TimerScheduler
+    ) -> TokenAnswer {
         let now = self.clock.now()
         let handle = WaiterHandle(loop: loop, waiter: waiter)
-        let (result, action) = self.modify { state -> (RejectionResult, Machine.RejectionAction) in
+        let (answer, action) = self.modify { state -> (TokenAnswer, Machine.RejectionAction) in
             let action = state.machine.upstreamRejected(
                 handle,
                 generation: generation,
-                isReplay: isReplay,
-                isReplayable: isReplayable,
+                canWait: canWait,
                 now: now
             )
             switch action {
             case .replay(let token, let newGeneration):
-                return (.replay(line: Self.line(&state, token, newGeneration), generation: newGeneration), action)
+                return (.send(Self.token(&state, token, newGeneration)), action)
             case .park(let id), .parkAndStartRefresh(let id, _):
-                return (.parked(id), action)
+                return (.wait(Ticket(id)), action)
             case .fail(let failure):
-                return (.failed(failure), action)
-            case .forwardToClientUnrefreshable:
-                // The next acceptance of this token must reach the machine: it ends the refusal.
-                self.acceptedGeneration.store(0, ordering: .relaxed)
-                return (.forwardToClient, action)
-            case .forwardToClient, .forwardToClientAndStartRefresh, .forwardToClientStormGuard:
-                return (.forwardToClient, action)
+                return (.fail(failure), action)
+            case .forwardToClient, .forwardToClientAndStartRefresh, .forwardToClientStormGuard,
+                .forwardToClientUnrefreshable:
+                return (.passThrough, action)
             }
         }
         switch action {
@@ -361,29 +272,22 @@ package final class TokenSession: Sendable {
         case .replay, .park, .fail, .forwardToClient, .forwardToClientStormGuard, .forwardToClientUnrefreshable:
             break
         }
-        return result
-    }
-
-    /// Whether `upstreamAccepted(generation:)` has nothing left to do: only the first acceptance of
-    /// a token changes anything (the storm guard's "it worked").
-    @inlinable @inline(__always)
-    package func knowsAcceptance(of generation: Int) -> Bool {
-        self.acceptedGeneration.load(ordering: .relaxed) == generation
+        return answer
     }
 
     /// The upstream answered a status not in refresh_on to a request stamped with `generation`.
-    package func upstreamAccepted(generation: Int) {
-        if self.knowsAcceptance(of: generation) { return }
-        self.modify { state in
-            state.machine.upstreamAccepted(generation: generation)
-            // Under the lock, ordered with a refusal's reset of it.
-            self.acceptedGeneration.store(generation, ordering: .relaxed)
-        }
+    func upstreamAccepted(generation: Int) {
+        self.modify { $0.machine.upstreamAccepted(generation: generation) }
     }
 
-    /// A parked request's client went away.
-    package func cancel(_ id: WaiterID) {
-        self.modify { $0.machine.waiterCancelled(id) }
+    /// A waiting request's client went away.
+    func cancel(_ ticket: Ticket) {
+        self.modify { $0.machine.waiterCancelled(ticket.id) }
+    }
+
+    /// The token as requests carry it: its line made once per generation.
+    static func token(_ state: inout State, _ token: Secret<String>, _ generation: Int) -> SessionToken {
+        SessionToken(line: Self.line(&state, token, generation), generation: generation)
     }
 
     /// `Authorization: Bearer <token>\r\n` (`DPoP <token>` for a DPoP-bound token) for `generation`,

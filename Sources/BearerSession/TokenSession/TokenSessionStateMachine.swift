@@ -227,6 +227,39 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         return (token.value, self.generation, until)
     }
 
+    /// The free token as last published (`publishFreeToken`), and the epoch that names it.
+    package struct FreeToken: Equatable, Sendable {
+        package var generation: Int
+        package var usableUntil: Instant?
+    }
+
+    /// Names what every request may carry without a decision: 0 while that is nothing (ask), a new
+    /// number each time it changes. Each loop keeps the token of an epoch and uses it without a lock
+    /// while the epoch stands (`SessionPort`); a new epoch sends every loop back to ask once, and
+    /// report once more that the token works.
+    package private(set) var freeTokenEpoch = 0
+    package private(set) var publishedFreeToken: FreeToken?
+    private var lastFreeTokenEpoch = 0
+    /// The upstream refused the token nothing can refresh: the next acceptance must reach the machine
+    /// (it ends the refusal), so the token is published anew with a new epoch.
+    private var republishesFreeToken = false
+
+    /// After every event: whether the free token changed, and if so its new epoch. Returns whether it
+    /// did (the epoch to publish to the loops).
+    package mutating func publishFreeToken() -> Bool {
+        let free = self.freelyUsableToken.map { FreeToken(generation: $0.generation, usableUntil: $0.usableUntil) }
+        guard free != self.publishedFreeToken || (self.republishesFreeToken && free != nil) else { return false }
+        self.republishesFreeToken = false
+        self.publishedFreeToken = free
+        if free == nil {
+            self.freeTokenEpoch = 0
+        } else {
+            self.lastFreeTokenEpoch += 1
+            self.freeTokenEpoch = self.lastFreeTokenEpoch
+        }
+        return true
+    }
+
     /// The upstream refused the current token, and nothing can refresh it (`/status` shows it).
     package var isRejectedWithoutRefresh: Bool {
         !self.settings.canRefresh && self.generation > 0 && self.rejectedGeneration == self.generation
@@ -309,16 +342,15 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
     }
 
-    /// The upstream answered a status in refresh_on to a request stamped with `generation`.
+    /// The upstream answered a status in refresh_on to a request stamped with `generation` (a
+    /// request's first send: a replay's refusal goes to its client, the exchange's rule).
     package mutating func upstreamRejected(
         _ waiter: Waiter,
         generation: Int,
-        isReplay: Bool,
-        isReplayable: Bool,
+        canWait: Bool,
         now: Instant
     ) -> RejectionAction {
         guard self.settings.canRefresh else { return self.rejectedWithoutRefresh(generation: generation) }
-        guard !isReplay else { return .forwardToClient }
         switch self.state {
         case .loggedOut:
             return .fail(.loggedOut)
@@ -329,22 +361,22 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
                 return .fail(failure)
             }
             let fetch = self.startRefresh(.reactive, trigger: .rejected, now: now)
-            guard isReplayable else { return .forwardToClientAndStartRefresh(fetch) }
+            guard canWait else { return .forwardToClientAndStartRefresh(fetch) }
             return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
         case .refreshing:
             if generation < self.generation && self.refreshKind == .proactive, let token = self.token,
                 !token.isExpired(at: now)
             {
-                return isReplayable ? .replay(token: token.value, generation: self.generation) : .forwardToClient
+                return canWait ? .replay(token: token.value, generation: self.generation) : .forwardToClient
             }
             // The token being replaced turned out dead already: stop sending it.
             if generation == self.generation { self.modifyRefresh { $0.kind = .reactive } }
-            guard isReplayable else { return .forwardToClient }
+            guard canWait else { return .forwardToClient }
             if let down = self.downWithNoCallInFlight { return .fail(down) }
             return .park(self.park(waiter, now: now))
         case .idle:
             if generation < self.generation {
-                guard let token = self.token, isReplayable else { return .forwardToClient }
+                guard let token = self.token, canWait else { return .forwardToClient }
                 return .replay(token: token.value, generation: self.generation)
             }
             if !self.currentTokenServedTraffic {
@@ -359,7 +391,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
                 self.suspectRefreshTimes.append(now)
             }
             let fetch = self.startRefresh(.reactive, trigger: .rejected, now: now)
-            guard isReplayable else { return .forwardToClientAndStartRefresh(fetch) }
+            guard canWait else { return .forwardToClientAndStartRefresh(fetch) }
             return .parkAndStartRefresh(self.park(waiter, now: now), fetch)
         }
     }
@@ -369,6 +401,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         // An older token than the current one (the session store brought a new one since) says nothing.
         guard generation == self.generation else { return .forwardToClient }
         let isFirst = self.warnedRejectedGeneration != generation
+        self.republishesFreeToken = true
         self.rejectedGeneration = generation
         self.warnedRejectedGeneration = generation
         return .forwardToClientUnrefreshable(isFirst: isFirst)

@@ -76,10 +76,12 @@ package final class JSONTokenSource: TokenSource {
         let fields = self.requests.fields
         let requests = self.requests
         let store = self.store
+        let canProve = self.client.dpop != nil
         self.client.send(request) { result in
             switch result {
             case .success(let response):
                 var outcome = JSONTokenResponse.interpret(response, fields: fields, isLogin: isLogin)
+                    .requiringProof(canProve: canProve)
                 if case .permanent(let failure) = outcome {
                     outcome = .permanent(
                         failure.redactingDescription { requests.redacting($0, also: refreshToken.map { [$0] } ?? []) }

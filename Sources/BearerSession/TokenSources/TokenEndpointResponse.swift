@@ -9,6 +9,16 @@ package enum TokenFetchOutcome: Sendable {
     case rateLimited(retryAfter: Duration)
 }
 
+extension TokenFetchOutcome {
+    /// The outcome, where a DPoP-bound token (token_type DPoP, RFC 9449 §5) comes to a source that
+    /// has no key to prove it with: not usable (requests would carry a token without its proof, and
+    /// the API would refuse them), so a failure naming the fix. A source that proves keeps it.
+    func requiringProof(canProve: Bool) -> TokenFetchOutcome {
+        guard case .token(let fetched) = self, fetched.isDPoPBound, !canProve else { return self }
+        return .transient(reason: "the token endpoint issued a DPoP-bound token; set dpop = on", timedOut: false)
+    }
+}
+
 package struct FetchedToken: Sendable {
     package var accessToken: Secret<String>
     /// From `expires_in`.

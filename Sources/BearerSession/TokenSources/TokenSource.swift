@@ -54,7 +54,8 @@ package final class OAuth2TokenSource: TokenSource {
             self.client.send(self.builder.request(refreshToken: lease?.token)) { result in
                 switch result {
                 case .success(let response):
-                    finish(self.remedied(TokenEndpointResponse.interpret(response)))
+                    let outcome = TokenEndpointResponse.interpret(response)
+                    finish(self.remedied(outcome.requiringProof(canProve: self.client.dpop != nil)))
                 case .failure(let error):
                     finish(
                         .transient(
@@ -112,7 +113,8 @@ package final class CommandTokenSource: TokenSource {
 
     package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         BlockingWorkPool.shared.execute {
-            completion(self.run())
+            // A command has no DPoP key to prove a bound token with.
+            completion(self.run().requiringProof(canProve: false))
         }
     }
 

@@ -17,6 +17,10 @@ typealias Action = ClientConnectionStateMachine.Action
     static let proxy = SocketAddress(ipAddress: "127.0.0.1", port: 8080)!
     static let line1 = Array("Authorization: Bearer one\r\n".utf8)
     static let line2 = Array("Authorization: Bearer two\r\n".utf8)
+    static let token1 = SessionToken(line: line1, generation: 1)
+    static let token2 = SessionToken(line: line2, generation: 2)
+
+    static func token(_ generation: Int) -> SessionToken { generation == 1 ? Self.token1 : Self.token2 }
 
     static func configuration(_ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
         var configuration = Configuration()
@@ -103,7 +107,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 framing: framing,
                 keepAlive: keepAlive,
                 clientVersion: .http11,
-                accepted: generation.map { AcceptedToken(session: Self.session, generation: $0) },
+                accepted: generation.map { AcceptedToken(session: Self.session, token: Self.token($0)) },
                 releasesReplayBytes: releases
             )
         )
@@ -123,7 +127,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 record: .init(head: head, startedAt: at(startedAt), target: Self.upstreamTarget),
                 status: status,
                 bodyBytes: bytes,
-                isReplay: replay,
+                replayed: replay,
                 writesChunkedEnd: false,
                 poolsUpstream: pools,
                 closesConnection: closes
@@ -142,7 +146,7 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(machine.deadline == at(60))
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.get, now: at(1)))
-        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(1)))
+        actions.append(machine.tokenAnswered(.send(Self.token1), now: at(1)))
         #expect(machine.deadline == nil, "connecting is bounded by the connector")
         actions.append(machine.upstreamReady(isReused: true, now: at(1)))
         #expect(machine.deadline == at(61), "upstream_timeout from the send")
@@ -153,7 +157,7 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(
             actions == [
                 .requestToken(Self.session),
-                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.get),
                 Self.forward(Self.ok, .contentLength(2), generation: 1),
                 .forwardResponseBody(chunked: false),
@@ -174,15 +178,15 @@ typealias Action = ClientConnectionStateMachine.Action
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
         actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
-        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.tokenAnswered(.send(Self.token1), now: at(0)))
         actions.append(machine.upstreamReady(isReused: false, now: at(0)))
         #expect(machine.clientInput == .body)
         actions.append(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0.1)) })
         actions.append(machine.responseHeadReceived(Self.unauthorized, now: at(0.2)))
-        actions.append(machine.rejectionAnswered(.parked(7), now: at(0.2)))
+        actions.append(machine.rejectionAnswered(.wait(Ticket(7)), now: at(0.2)))
         #expect(machine.clientInput == .none, "the rest of the body waits in the buffer while parked")
         #expect(machine.deadline == at(35.2), "refresh_timeout plus the margin")
-        actions.append(machine.tokenGranted(7, .token(line: Self.line2, generation: 2), now: at(0.5)))
+        actions.append(machine.tokenReady(Ticket(7), .send(Self.token2), now: at(0.5)))
         actions.append(machine.upstreamReady(isReused: false, now: at(0.5)))
         actions.append(Self.bytes("efghij") { machine.requestBodyReceived($0, now: at(0.6)) })
         actions.append(machine.requestEnded(now: at(0.6)))
@@ -193,12 +197,12 @@ typealias Action = ClientConnectionStateMachine.Action
             actions == [
                 .reserveReplayBody(10),
                 .requestToken(Self.session),
-                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.post10),
                 .forwardRequestBody(chunked: false),
-                .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true),
+                .reportRejection(Self.session, Self.token1, canWait: true),
                 .discardResponse(reusable: false, next: .wait),
-                .connectUpstream(Self.upstream, allowReuse: true, isReplay: true),
+                .replay(Self.upstream),
                 Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
                 .forwardRequestBody(chunked: false),
                 .endRequestBody(chunked: false),
@@ -214,9 +218,9 @@ typealias Action = ClientConnectionStateMachine.Action
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
         actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
-        actions.append(machine.tokenAnswered(.parked(3), now: at(0)))
+        actions.append(machine.tokenAnswered(.wait(Ticket(3)), now: at(0)))
         actions.append(machine.clientClosed())
-        actions.append(machine.tokenGranted(3, .token(line: Self.line2, generation: 2), now: at(1)))
+        actions.append(machine.tokenReady(Ticket(3), .send(Self.token2), now: at(1)))
         actions.append(machine.timerFired(now: at(100)))
         actions.append(machine.clientClosed())
         // A body within replay_body_limit reserves its size; the close gives it back.
@@ -224,7 +228,10 @@ typealias Action = ClientConnectionStateMachine.Action
             actions == [
                 .reserveReplayBody(10), .requestToken(Self.session), .none,
                 .close(
-                    .clientGone(cancelsWaiter: ParkedRequest(session: Self.session, id: 3), releasesReplayBytes: 10)
+                    .clientGone(
+                        cancelsWaiter: ParkedRequest(session: Self.session, ticket: Ticket(3)),
+                        releasesReplayBytes: 10
+                    )
                 ), .none, .none, .none,
             ]
         )
@@ -236,7 +243,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aCopyOfTheMachineKeepsItsOwnExchange() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.get, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         let before = machine
         _ = machine.upstreamReady(isReused: true, now: at(0))
         #expect(machine.upstreamInput == .response)
@@ -251,7 +258,7 @@ typealias Action = ClientConnectionStateMachine.Action
 
     /// Gives the request whose head `machine` has the token and a fresh connection.
     static func started(_ machine: inout ConnectionMachine, _ head: RequestHead) {
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: false, now: at(0))
     }
 
@@ -267,7 +274,7 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = machine.requestEnded(now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: false),
+                == .reportRejection(Self.session, Self.token1, canWait: false),
             "forwarded without a copy: the 401 goes to the client"
         )
     }
@@ -305,7 +312,7 @@ typealias Action = ClientConnectionStateMachine.Action
         )
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: false)
+                == .reportRejection(Self.session, Self.token1, canWait: false)
         )
     }
 
@@ -335,11 +342,11 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine()
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.get, now: at(0)))
-        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.tokenAnswered(.send(Self.token1), now: at(0)))
         actions.append(machine.upstreamReady(isReused: true, now: at(0)))
         actions.append(machine.responseHeadReceived(Self.unauthorized, now: at(0.1)))
         // A newer token exists already: replay at once, on another connection.
-        actions.append(machine.rejectionAnswered(.replay(line: Self.line2, generation: 2), now: at(0.1)))
+        actions.append(machine.rejectionAnswered(.send(Self.token2), now: at(0.1)))
         #expect(machine.clientInput == .none)
         actions.append(machine.upstreamReady(isReused: true, now: at(0.1)))
         #expect(machine.clientInput == .none, "the second request stays in the buffer")
@@ -351,10 +358,10 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(
             actions == [
                 .requestToken(Self.session),
-                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.get),
-                .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true),
-                .discardResponse(reusable: true, next: .connect(Self.upstream)),
+                .reportRejection(Self.session, Self.token1, canWait: true),
+                .discardResponse(reusable: true, next: .replay(Self.upstream)),
                 Self.send(Self.get, authorization: Self.line2),
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
                 .forwardResponseBody(chunked: false),
@@ -367,7 +374,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aTimerFiringAfterTheExchangeEndedDoesNothing() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.get, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         let upstreamDeadline = machine.deadline
         #expect(upstreamDeadline == at(60))
@@ -384,7 +391,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aParkedRequestGivesUpAtTheTokenWaitLimit() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.get, now: at(0))
-        _ = machine.tokenAnswered(.parked(9), now: at(0))
+        _ = machine.tokenAnswered(.wait(Ticket(9)), now: at(0))
         #expect(machine.timerFired(now: at(30)) == .none)
         let failure = SessionFailure.timedOut(reason: "no new token within refresh_timeout")
         #expect(
@@ -393,7 +400,7 @@ typealias Action = ClientConnectionStateMachine.Action
                     .init(
                         error: .session(failure),
                         closesConnection: false,
-                        cancelsWaiter: ParkedRequest(session: Self.session, id: 9),
+                        cancelsWaiter: ParkedRequest(session: Self.session, ticket: Ticket(9)),
                         record: .init(head: Self.get, startedAt: at(0), target: Self.upstreamTarget),
                         endsExchange: true
                     )
@@ -409,7 +416,7 @@ typealias Action = ClientConnectionStateMachine.Action
         if case .reserveReplayBody(let bytes) = machine.requestHeadReceived(head, now: at(0)) {
             _ = machine.replayBodyReserved(bytes, granted: true, now: at(0))
         }
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: reused, now: at(0))
         if head.framing != .none {
             _ = Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
@@ -419,7 +426,7 @@ typealias Action = ClientConnectionStateMachine.Action
     }
 
     @Test func aRequestIsResentOnlyWhenThatCannotActTwice() {
-        let fresh = Action.connectUpstream(Self.upstream, allowReuse: false, isReplay: false)
+        let fresh = Action.connectUpstream(Self.upstream, allowReuse: false)
         #expect(Self.diedBeforeAnswering(Self.get, sentNothing: false) == fresh)
         #expect(Self.diedBeforeAnswering(Self.post10, sentNothing: true) == fresh)
         let keyed = Self.request(
@@ -450,23 +457,28 @@ typealias Action = ClientConnectionStateMachine.Action
         )
         var machine = Self.machine()
         _ = machine.requestHeadReceived(head, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: false, now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, generation: 1, isReplay: false, isReplayable: true)
+                == .reportRejection(Self.session, Self.token1, canWait: true)
         )
-        _ = machine.rejectionAnswered(.replay(line: Self.line2, generation: 2), now: at(0.1))
+        _ = machine.rejectionAnswered(.send(Self.token2), now: at(0.1))
         _ = machine.upstreamReady(isReused: false, now: at(0.2))
         #expect(
             machine.informationalReceived(Self.response("HTTP/1.1 100 Continue\r\n\r\n"), now: at(0.3))
                 == .writeInformational(Self.response("HTTP/1.1 100 Continue\r\n\r\n"))
         )
         _ = Self.bytes("x") { machine.requestBodyReceived($0, now: at(0.4)) }
-        #expect(
-            machine.responseHeadReceived(Self.unauthorized, now: at(0.5))
-                == .reportRejection(Self.session, generation: 2, isReplay: true, isReplayable: false)
-        )
+        // A replay's refusal is its client's answer: the session is not asked again, the refusal counted.
+        guard case .forwardResponseHead(let response) = machine.responseHeadReceived(Self.unauthorized, now: at(0.5))
+        else {
+            Issue.record("the replay's 401 did not go to the client")
+            return
+        }
+        #expect(response.head.status == 401)
+        #expect(response.countsRefusal)
+        #expect(response.accepted == nil)
     }
 
     /// A body for a host that gets no token is never copied: there is no refresh to replay after.
@@ -474,7 +486,7 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine { $0.injectHosts = [.host("elsewhere.test")] }
         #expect(
             machine.requestHeadReceived(Self.post10, now: at(0))
-                == .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                == .connectUpstream(Self.upstream, allowReuse: true),
             "no reservation"
         )
         _ = machine.upstreamReady(isReused: true, now: at(0))
@@ -508,7 +520,7 @@ typealias Action = ClientConnectionStateMachine.Action
         )
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(head, now: at(0)))
-        actions.append(machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0)))
+        actions.append(machine.tokenAnswered(.send(Self.token1), now: at(0)))
         actions.append(machine.upstreamReady(isReused: true, now: at(0)))
         actions.append(machine.informationalReceived(switching, now: at(0.1)))
         #expect(machine.clientInput == .relay && machine.upstreamInput == .relay)
@@ -522,12 +534,12 @@ typealias Action = ClientConnectionStateMachine.Action
         #expect(
             actions == [
                 .requestToken(Self.session),
-                .connectUpstream(Self.upstream, allowReuse: true, isReplay: false),
+                .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(head),
                 .switchProtocols(
                     switching,
                     record,
-                    accepted: AcceptedToken(session: Self.session, generation: 1),
+                    accepted: AcceptedToken(session: Self.session, token: Self.token1),
                     releasesReplayBytes: 0
                 ),
                 .shutDownUpstreamWrite,
@@ -539,7 +551,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aSwitchNobodyAskedForIs502() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.get, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         let action = machine.informationalReceived(
             Self.response("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"),
@@ -576,7 +588,7 @@ typealias Action = ClientConnectionStateMachine.Action
         now: Instant
     ) -> ConnectionMachine.RequestToSend? {
         #expect(machine.requestHeadReceived(head, now: now) == .requestToken(Self.session))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: now)
+        _ = machine.tokenAnswered(.send(Self.token1), now: now)
         guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: now) else {
             Issue.record("expected the request to be sent")
             return nil
@@ -724,7 +736,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aHalfCloseAfterACompleteRequestStillGetsTheAnswer() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.get, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         #expect(machine.clientFinished() == .none)
         _ = machine.responseHeadReceived(Self.ok, now: at(0.1))
@@ -737,7 +749,7 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.post10, now: at(0))
         _ = machine.replayBodyReserved(10, granted: true, now: at(0))
-        _ = machine.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         #expect(
             machine.clientFinished()
@@ -763,7 +775,7 @@ typealias Action = ClientConnectionStateMachine.Action
 
         var flushing = Self.machine()
         _ = flushing.requestHeadReceived(Self.get, now: at(0))
-        _ = flushing.tokenAnswered(.ready(line: Self.line1, generation: 1), now: at(0))
+        _ = flushing.tokenAnswered(.send(Self.token1), now: at(0))
         _ = flushing.upstreamReady(isReused: true, now: at(0))
         _ = flushing.responseHeadReceived(Self.ok, now: at(0.1))
         _ = flushing.responseBodyReceived(count: 2, now: at(0.1))

@@ -61,12 +61,14 @@ final class FleetMember: Sendable {
     init(
         _ endpoint: RedisEndpoint,
         name: String = "test",
+        fallback: SessionStoreFallback = .local,
         lockTimeout: Duration = .seconds(5),
         logger: Logger = .silent
     ) {
         self.store = SessionStore(
             endpoint: endpoint,
             name: name,
+            fallback: fallback,
             lockTimeout: lockTimeout,
             commandTimeout: .seconds(2),
             loop: redisTestGroup.loops[0],
@@ -123,7 +125,7 @@ extension SessionStore.RefreshResult {
     var token: String? {
         switch self {
         case .adopted(let stored), .refreshed(let stored, _): stored.accessToken.reveal()
-        case .fetchFailed, .storeUnavailable, .stopped: nil
+        case .fetchFailed, .fetchedAlone, .stopped: nil
         }
     }
 
@@ -289,16 +291,19 @@ struct SessionStoreTests {
 
     @Test func anUnreachableStoreIsReportedByNameWithoutItsPassword() throws {
         let redis = try startRedis(configuration: ["--requirepass", "store-pw-31"])
-        let member = FleetMember(.local(redis, password: "store-pw-31"))
+        let member = FleetMember(.local(redis, password: "store-pw-31"), fallback: .fail)
         #expect(member.waitUntilConnected())
         redis.stop()
         #expect(member.waitForStatus { $0.state == "unreachable" })
-        member.refresh(RotatingTokenEndpoint())
+        let endpoint = RotatingTokenEndpoint()
+        member.refresh(endpoint)
         #expect(member.waitForResults(1))
-        guard case .storeUnavailable(let reason, isNewOutage: true) = member.refreshResults.last else {
+        guard case .fetchFailed(.transient(let reason, _)) = member.refreshResults.last else {
             Issue.record("expected the store to be unavailable, got \(String(describing: member.refreshResults.last))")
             return
         }
+        #expect(reason.hasSuffix("(session_store_fallback = fail)"))
+        #expect(endpoint.calls == 0, "with fallback = fail no token call is made")
         #expect(reason.contains("redis://:<redacted>@127.0.0.1:\(redis.port)"))
         #expect(!reason.contains("store-pw-31"))
         #expect(member.store.status.lastError != nil)

@@ -15,11 +15,12 @@ import Testing
         private let told = Locked<[String]>([])
         var answers: [String] { self.told.withLock { $0 } }
 
-        func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
+        func tokenReady(_ ticket: Ticket, _ answer: TokenAnswer) {
             let text =
-                switch grant {
-                case .token(let line, _): String(decoding: line, as: UTF8.self)
-                case .failed(let failure): "\(failure.status) \(failure.message)"
+                switch answer {
+                case .send(let token): token.map { String(decoding: $0.line, as: UTF8.self) } ?? "no token"
+                case .fail(let failure): "\(failure.status) \(failure.message)"
+                case .wait, .passThrough: "\(answer)"
                 }
             self.told.withLock { $0.append(text) }
         }
@@ -27,15 +28,17 @@ import Testing
 
     /// Before DPoP support such an answer was "without a usable access_token"; it is still refused
     /// (a bearer token the API would reject, or a bound token sent without proof), now saying why.
+    /// The source decides (it knows whether it has a key to prove with): here a command, which never has.
     @Test func aDPoPBoundTokenWithDPoPOffIsRefusedNamingTheFix() {
         let clock = ManualTimerScheduler()
-        let source = TokenSessionTests.ScriptedSource(clock: clock)
+        let json = #"{"access_token":"dpop-bound","token_type":"DPoP","expires_in":600}"#
+        let source = CommandTokenSource(argv: ["/bin/echo", json], timeout: .seconds(5))
         let logs = LogSink(capturing: ())
-        let session = TokenSessionTests.session(clock, source, logs: logs)
-        session.start()
+        let session = TokenSessionTests.session(clock, nil, logs: logs) { $0.accessToken = nil }
+        session.reconfigure(TokenSupply(configuration: Configuration(), source: source, store: nil))
         let waiter = FailureWaiter()
         #expect(TokenSessionTests.describe(session.tokenForRequest(loop: clock, waiter: waiter)) == "parked 1")
-        source.answer(.token(FetchedToken(accessToken: Secret("dpop-bound"), isDPoPBound: true)))
+        #expect(waitUntil { session.status.failure != nil }, "the command ran")
         clock.advance(by: .seconds(5))
         #expect(
             waiter.answers == [

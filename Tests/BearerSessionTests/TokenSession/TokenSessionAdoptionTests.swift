@@ -7,7 +7,7 @@ import Testing
     @Test func anAdoptedTokenEndsARunningRefreshAndSendsItsWaiters() {
         var session: Machine = machine()
         #expect(
-            session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+            session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
                 == .parkAndStartRefresh(1, fetch(1, replacing: "t1"))
         )
         #expect(session.requestNeedsToken("b", now: at(0.1)) == .park(2))
@@ -30,14 +30,14 @@ import Testing
         #expect(session.tokenAdopted(token("fleet")) == .resume(token("fleet"), generation: 2, ended: nil))
         // A 401 to a request sent with the replaced token is replayed with the adopted one, no refresh.
         #expect(
-            session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+            session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
                 == .replay(token: Secret("fleet"), generation: 2)
         )
     }
 
     @Test func anAdoptedTokenEndsAPermanentFailure() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.refreshEnded(1, .rejected(code: "invalid_grant", description: nil), now: at(0.1))
         #expect(session.failure != nil)
         #expect(session.tokenAdopted(token("fleet")) == .resume(token("fleet"), generation: 2, ended: nil))
@@ -68,7 +68,7 @@ import Testing
         _ = session.tokenAdopted(token("fleet"))
         session.upstreamAccepted(generation: 2)
         #expect(
-            session.upstreamRejected("a", generation: 2, isReplay: false, isReplayable: true, now: at(1))
+            session.upstreamRejected("a", generation: 2, canWait: true, now: at(1))
                 == .parkAndStartRefresh(1, fetch(2, replacing: "fleet"))
         )
     }

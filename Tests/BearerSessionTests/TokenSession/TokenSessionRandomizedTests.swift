@@ -216,23 +216,20 @@ struct RandomSessionRun {
             self.trace.append(.accepted(id))
             return
         }
-        let isReplay = self.requests[id]!.wasRejected
+        // A replay's refusal goes to its client: the exchange's rule, the session is not asked.
+        if self.requests[id]!.wasRejected {
+            self.requests[id]!.phase = .done
+            return
+        }
         self.requests[id]!.wasRejected = true
         let replayable = Int.random(in: 0..<10, using: &self.random) > 0
-        let action = self.session.upstreamRejected(
-            id,
-            generation: generation,
-            isReplay: isReplay,
-            isReplayable: replayable,
-            now: self.now
-        )
+        let action = self.session.upstreamRejected(id, generation: generation, canWait: replayable, now: self.now)
         self.trace.append(.rejected(id, action))
         switch action {
         case .replay(_, let newGeneration):
-            self.check(!isReplay, "request \(id) was replayed a second time")
             self.send(id, generation: newGeneration)
         case .park(let waiterID):
-            self.check(!isReplay && replayable, "request \(id) was parked though it cannot be replayed")
+            self.check(replayable, "request \(id) was parked though it cannot be replayed")
             self.requests[id]!.phase = .parked(waiterID)
         case .parkAndStartRefresh(let waiterID, let fetch):
             self.requests[id]!.phase = .parked(waiterID)

@@ -64,12 +64,12 @@ func ended(
         var session: Machine = machine(canRefresh: false)
         #expect(!session.isRejectedWithoutRefresh)
         #expect(
-            session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+            session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
                 == .forwardToClientUnrefreshable(isFirst: true)
         )
         #expect(session.isRejectedWithoutRefresh)
         #expect(
-            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+            session.upstreamRejected("b", generation: 1, canWait: true, now: at(1))
                 == .forwardToClientUnrefreshable(isFirst: false)
         )
         #expect(session.requestNeedsToken("c", now: at(2)) == .send(token: Secret("t1"), generation: 1), "still sent")
@@ -77,7 +77,7 @@ func ended(
         session.upstreamAccepted(generation: 1)
         #expect(!session.isRejectedWithoutRefresh)
         #expect(
-            session.upstreamRejected("d", generation: 1, isReplay: false, isReplayable: true, now: at(3))
+            session.upstreamRejected("d", generation: 1, canWait: true, now: at(3))
                 == .forwardToClientUnrefreshable(isFirst: false)
         )
         #expect(session.isRejectedWithoutRefresh)
@@ -85,13 +85,13 @@ func ended(
         #expect(session.tokenAdopted(token("t2")) == .resume(token("t2"), generation: 2, ended: nil))
         #expect(!session.isRejectedWithoutRefresh)
         #expect(
-            session.upstreamRejected("e", generation: 1, isReplay: false, isReplayable: true, now: at(4))
+            session.upstreamRejected("e", generation: 1, canWait: true, now: at(4))
                 == .forwardToClient,
             "a refusal of the older token says nothing of the new one"
         )
         #expect(!session.isRejectedWithoutRefresh)
         #expect(
-            session.upstreamRejected("f", generation: 2, isReplay: false, isReplayable: true, now: at(5))
+            session.upstreamRejected("f", generation: 2, canWait: true, now: at(5))
                 == .forwardToClientUnrefreshable(isFirst: true)
         )
     }
@@ -110,11 +110,11 @@ func ended(
     @Test func firstRejectionStartsOneRefreshAndLaterOnesJoinIt() {
         var session: Machine = machine()
         #expect(
-            session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+            session.upstreamRejected("a", generation: 1, canWait: true, now: at(1))
                 == .parkAndStartRefresh(1, fetch(1, replacing: "t1"))
         )
         #expect(
-            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: true, now: at(1)) == .park(2)
+            session.upstreamRejected("b", generation: 1, canWait: true, now: at(1)) == .park(2)
         )
         // New requests wait for the new token instead of spending the dead one.
         #expect(session.requestNeedsToken("c", now: at(1.1)) == .park(3))
@@ -132,11 +132,11 @@ func ended(
 
     @Test func aRejectionStampedWithAnOldGenerationReplaysAtOnce() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(1))
         _ = session.refreshEnded(1, .success(token("t2")), now: at(1.2))
         // A request sent with t1 before the refresh finished comes back 401 afterwards.
         #expect(
-            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: true, now: at(1.3))
+            session.upstreamRejected("b", generation: 1, canWait: true, now: at(1.3))
                 == .replay(token: Secret("t2"), generation: 2)
         )
         #expect(!session.isRefreshing)
@@ -144,15 +144,15 @@ func ended(
 
     @Test func aRejectionStampedWithAnOldGenerationDuringTheNextRefreshParks() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(1))
         _ = session.refreshEnded(1, .success(token("t2")), now: at(1.2))
         session.upstreamAccepted(generation: 2)
         #expect(
-            session.upstreamRejected("b", generation: 2, isReplay: false, isReplayable: true, now: at(5))
+            session.upstreamRejected("b", generation: 2, canWait: true, now: at(5))
                 == .parkAndStartRefresh(2, fetch(2, replacing: "t2"))
         )
         #expect(
-            session.upstreamRejected("c", generation: 1, isReplay: false, isReplayable: true, now: at(5.1)) == .park(3)
+            session.upstreamRejected("c", generation: 1, canWait: true, now: at(5.1)) == .park(3)
         )
         #expect(
             session.refreshEnded(2, .success(token("t3")), now: at(5.2))
@@ -164,27 +164,16 @@ func ended(
         )
     }
 
-    @Test func aReplayRejectedAgainGoesToTheClient() {
-        var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(1))
-        _ = session.refreshEnded(1, .success(token("t2")), now: at(1.2))
-        #expect(
-            session.upstreamRejected("a", generation: 2, isReplay: true, isReplayable: true, now: at(1.3))
-                == .forwardToClient
-        )
-        #expect(!session.isRefreshing)
-    }
-
     @Test func anUnreplayableRequestGoesToTheClientButStillStartsTheRefresh() {
         var session: Machine = machine()
         session.upstreamAccepted(generation: 1)
         #expect(
-            session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: false, now: at(1))
+            session.upstreamRejected("a", generation: 1, canWait: false, now: at(1))
                 == .forwardToClientAndStartRefresh(fetch(1, replacing: "t1"))
         )
         #expect(session.isRefreshing)
         #expect(
-            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: false, now: at(1))
+            session.upstreamRejected("b", generation: 1, canWait: false, now: at(1))
                 == .forwardToClient
         )
         #expect(session.requestNeedsToken("c", now: at(1)) == .park(1))
@@ -201,7 +190,7 @@ func ended(
         #expect(mutate(&session) { $0.deadlinePassed(now: at(31.6)) } == .init(), "one refresh at a time")
         // The upstream rejects t1 early: the proactive refresh becomes the reactive one; no second refresh.
         #expect(
-            session.upstreamRejected("c", generation: 1, isReplay: false, isReplayable: true, now: at(32)) == .park(1)
+            session.upstreamRejected("c", generation: 1, canWait: true, now: at(32)) == .park(1)
         )
         #expect(session.requestNeedsToken("d", now: at(32.1)) == .park(2))
         #expect(
@@ -252,7 +241,7 @@ func ended(
 
     @Test func permanentFailureFailsWaitersAndLaterRequestsAtOnce() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(1))
         _ = session.requestNeedsToken("b", now: at(1.1))
         let failure = SessionFailure.rejected(code: "invalid_grant", description: "Token expired")
         #expect(
@@ -303,7 +292,7 @@ func ended(
 
     @Test func transientFailuresRetryWithBackoffThenFailWaiters() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(
             session.refreshEnded(1, .transient(reason: "connection refused", timedOut: false), now: at(0.1))
                 == .retry(after: .milliseconds(100), becameUnreachable: true, gaveUp: nil)
@@ -388,7 +377,7 @@ func ended(
         )
         // A 401 meeting the backoff is answered at once too.
         #expect(
-            session.upstreamRejected("b", generation: 0, isReplay: false, isReplayable: true, now: at(40.05))
+            session.upstreamRejected("b", generation: 0, canWait: true, now: at(40.05))
                 == .fail(refused)
         )
     }
@@ -409,20 +398,20 @@ func ended(
     /// failure as the requests that waited for it, not the upstream's own answer.
     @Test func aRejectionAfterAPermanentFailureGetsTheFailure() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         let failure = SessionFailure.rejected(code: "invalid_grant", description: "revoked")
         _ = session.refreshEnded(1, .permanent(failure), now: at(0.1))
         #expect(
-            session.upstreamRejected("late", generation: 1, isReplay: false, isReplayable: true, now: at(0.2))
+            session.upstreamRejected("late", generation: 1, canWait: true, now: at(0.2))
                 == .fail(failure)
         )
         #expect(
-            session.upstreamRejected("big body", generation: 1, isReplay: false, isReplayable: false, now: at(0.2))
+            session.upstreamRejected("big body", generation: 1, canWait: false, now: at(0.2))
                 == .fail(failure)
         )
         _ = session.loggedOut()
         #expect(
-            session.upstreamRejected("after logout", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+            session.upstreamRejected("after logout", generation: 1, canWait: true, now: at(1))
                 == .fail(.loggedOut)
         )
     }
@@ -430,14 +419,14 @@ func ended(
     /// A grant that can be repeated tries again once the window passed, for a 401 as for a request.
     @Test func aRejectionAfterTheWindowOfARepeatableGrantStartsARefresh() {
         var session: Machine = machine(retryWithoutNewCredentials: true)
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.refreshEnded(1, .rejected(code: "invalid_client", description: nil), now: at(0.1))
         #expect(
-            session.upstreamRejected("b", generation: 1, isReplay: false, isReplayable: true, now: at(1))
+            session.upstreamRejected("b", generation: 1, canWait: true, now: at(1))
                 == .fail(.rejected(code: "invalid_client", description: nil))
         )
         #expect(
-            session.upstreamRejected("c", generation: 1, isReplay: false, isReplayable: true, now: at(30.1))
+            session.upstreamRejected("c", generation: 1, canWait: true, now: at(30.1))
                 == .parkAndStartRefresh(2, fetch(2, replacing: nil))
         )
     }
@@ -446,7 +435,7 @@ func ended(
     /// parked behind a running refresh, and a failure for good ends.
     @Test func aReconfigurationPutsAChangedConfiguredTokenInUse() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(
             session.reconfigured(
                 .init(canRefresh: false, canRetryWithoutNewCredentials: false),
@@ -463,7 +452,7 @@ func ended(
     /// a session that can no longer refresh has nothing left to fail for.
     @Test func aReconfigurationWithoutANewTokenChangesTheSettingsOnly() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         let repeatable = Machine.Settings(
             canRefresh: true,
             canRetryWithoutNewCredentials: true,
@@ -511,7 +500,7 @@ func ended(
 
     @Test func requestsThatGiveUpDuringRetriesNameTheLastFailure() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.refreshEnded(1, .transient(reason: "Connection refused", timedOut: false), now: at(0.1))
         _ = session.deadlinePassed(now: at(0.2))
         #expect(
@@ -523,7 +512,7 @@ func ended(
 
     @Test func aParkedRequestGivesUpAfterRefreshTimeout() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.requestNeedsToken("b", now: at(10))
         #expect(session.nextDeadline == at(30))
         #expect(mutate(&session) { $0.deadlinePassed(now: at(29.9)) } == .init())
@@ -542,7 +531,7 @@ func ended(
 
     @Test func aTimedOutRefreshIsA504() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(
             session.refreshEnded(1, .transient(reason: "no answer", timedOut: true), now: at(29.95))
                 == .fail(.timedOut(reason: "no answer"), ended: ended(.rejected, at: 0, [parked(1, "a")]))
@@ -552,7 +541,7 @@ func ended(
 
     @Test func retryAfterParksNewRequestsAndFailsThemAtRefreshTimeoutWith503() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(
             session.refreshEnded(1, .rateLimited(retryAfter: .seconds(120)), now: at(0.1))
                 == .retry(after: .seconds(120), becameUnreachable: false, gaveUp: nil)
@@ -575,7 +564,7 @@ func ended(
 
     @Test func aParkedClientThatLeavesIsDropped() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.requestNeedsToken("b", now: at(1))
         session.waiterCancelled(1)
         #expect(session.nextDeadline == at(31), "the next waiter's deadline")
@@ -591,22 +580,22 @@ func ended(
             let now = at(Double(round))
             let attempt = Machine.AttemptID(round + 1)
             #expect(
-                session.upstreamRejected("a", generation: round + 1, isReplay: false, isReplayable: true, now: now)
+                session.upstreamRejected("a", generation: round + 1, canWait: true, now: now)
                     == .parkAndStartRefresh(Machine.WaiterID(round + 1), fetch(attempt, replacing: "t\(round + 1)"))
             )
             _ = session.refreshEnded(attempt, .success(token("t\(round + 2)")), now: now + .milliseconds(10))
         }
         #expect(
-            session.upstreamRejected("b", generation: 4, isReplay: false, isReplayable: true, now: at(3))
+            session.upstreamRejected("b", generation: 4, canWait: true, now: at(3))
                 == .forwardToClientStormGuard(isFirst: true)
         )
         #expect(
-            session.upstreamRejected("c", generation: 4, isReplay: false, isReplayable: true, now: at(4))
+            session.upstreamRejected("c", generation: 4, canWait: true, now: at(4))
                 == .forwardToClientStormGuard(isFirst: false)
         )
         // After the window, one more try is allowed.
         #expect(
-            session.upstreamRejected("d", generation: 4, isReplay: false, isReplayable: true, now: at(31))
+            session.upstreamRejected("d", generation: 4, canWait: true, now: at(31))
                 == .parkAndStartRefresh(4, fetch(4, replacing: "t4"))
         )
     }
@@ -617,7 +606,7 @@ func ended(
             let now = at(Double(round) * 0.1)
             session.upstreamAccepted(generation: round + 1)
             #expect(
-                session.upstreamRejected("a", generation: round + 1, isReplay: false, isReplayable: true, now: now)
+                session.upstreamRejected("a", generation: round + 1, canWait: true, now: now)
                     == .parkAndStartRefresh(
                         Machine.WaiterID(round + 1),
                         fetch(Machine.AttemptID(round + 1), replacing: "t\(round + 1)")
@@ -629,7 +618,7 @@ func ended(
 
     @Test func logoutFailsParkedRequestsAndLaterOnesUntilARefreshIsForced() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(session.loggedOut() == ended(.rejected, at: 0, [parked(1, "a")]))
         #expect(session.refreshEnded(1, .success(token("late")), now: at(0.5)) == .ignore)
         #expect(session.requestNeedsToken("b", now: at(1)) == .fail(.loggedOut))
@@ -658,7 +647,7 @@ func ended(
     /// A token call the session moved past ends without effect: the machine, not a guard, drops it.
     @Test func theEndOfAnEarlierAttemptIsIgnored() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.loggedOut()
         // A forced refresh starts attempt 2 while attempt 1's call is still out.
         #expect(mutate(&session) { $0.refreshRequested(by: "admin", now: at(1)) } == .start(fetch(2, replacing: nil)))
@@ -672,7 +661,7 @@ func ended(
 
     @Test func aCallThatFailedIsOverWhileItsRetryWaits() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(
             session.refreshEnded(1, .rateLimited(retryAfter: .seconds(1)), now: at(0.1))
                 == .retry(after: .seconds(1), becameUnreachable: false, gaveUp: nil)
@@ -701,7 +690,7 @@ func ended(
         var session: Machine = machine(token: token("t1", expiresIn: 600, refreshIn: 300))
         #expect(session.deadlineToArm() == at(300))
         #expect(session.deadlineToArm() == nil, "armed already")
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(10))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(10))
         #expect(session.deadlineToArm() == at(40), "the waiter gives up before the proactive refresh")
         _ = session.requestNeedsToken("b", now: at(11))
         #expect(session.deadlineToArm() == nil, "a later waiter's deadline is later")
@@ -718,7 +707,7 @@ func ended(
 
     @Test func nothingIsDueWhenNothingWaits() {
         var failed: Machine = machine()
-        _ = failed.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = failed.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = failed.refreshEnded(1, .rejected(code: "invalid_grant", description: nil), now: at(1))
         #expect(failed.nextDeadline == nil)
         #expect(failed.deadlineToArm() == nil)
@@ -751,7 +740,7 @@ func ended(
 
     @Test func aForcedRefreshEndsAPermanentFailure() {
         var session: Machine = machine()
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         _ = session.refreshEnded(1, .rejected(code: "invalid_grant", description: nil), now: at(1))
         #expect(
             mutate(&session) { $0.refreshRequested(by: "SIGHUP", observer: "o", now: at(2)) }
@@ -777,7 +766,7 @@ func ended(
     @Test func aNewRefreshTokenFileRestartsARefreshThatFailedForGood() {
         var session: Machine = machine()
         #expect(mutate(&session) { $0.refreshTokenFileChanged(now: at(0)) } == nil, "nothing failed")
-        _ = session.upstreamRejected("a", generation: 1, isReplay: false, isReplayable: true, now: at(0))
+        _ = session.upstreamRejected("a", generation: 1, canWait: true, now: at(0))
         #expect(mutate(&session) { $0.refreshTokenFileChanged(now: at(0.5)) } == nil, "a refresh runs")
         _ = session.refreshEnded(1, .rejected(code: "invalid_grant", description: nil), now: at(1))
         #expect(mutate(&session) { $0.refreshTokenFileChanged(now: at(2)) } == fetch(2, replacing: nil))

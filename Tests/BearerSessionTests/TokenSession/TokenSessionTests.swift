@@ -55,15 +55,8 @@ import Testing
         private let told = Locked<[String]>([])
         var grants: [String] { self.told.withLock { $0 } }
 
-        func tokenGranted(_ id: TokenSession.WaiterID, _ grant: TokenSession.Grant) {
-            let text: String
-            switch grant {
-            case .token(let line, let generation):
-                text =
-                    "\(id): \(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .newlines)) g\(generation)"
-            case .failed(let failure):
-                text = "\(id): \(failure.shortName)"
-            }
+        func tokenReady(_ ticket: Ticket, _ answer: TokenAnswer) {
+            let text = "\(ticket.id): \(TokenSessionTests.describe(answer))"
             self.told.withLock { $0.append(text) }
         }
     }
@@ -88,13 +81,14 @@ import Testing
     }
 
     /// The line a request is sent with, or what it got instead.
-    static func describe(_ result: TokenSession.RequestResult) -> String {
-        switch result {
-        case .ready(let line, let generation):
-            "\(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .newlines)) g\(generation)"
-        case .noToken: "no token"
-        case .parked(let id): "parked \(id)"
-        case .failed(let failure): failure.shortName
+    static func describe(_ answer: TokenAnswer) -> String {
+        switch answer {
+        case .send(let token?):
+            "\(String(decoding: token.line, as: UTF8.self).trimmingCharacters(in: .newlines)) g\(token.generation)"
+        case .send(nil): "no token"
+        case .wait(let ticket): "parked \(ticket.id)"
+        case .fail(let failure): failure.shortName
+        case .passThrough: "pass through"
         }
     }
 
@@ -111,10 +105,9 @@ import Testing
         let session = Self.session(clock, source) { $0.accessToken = Secret("stale") }
         let waiter = Waiter()
         guard
-            case .parked(let id) = session.upstreamRejected(
+            case .wait(let ticket) = session.upstreamRejected(
                 generation: 1,
-                isReplay: false,
-                isReplayable: true,
+                canWait: true,
                 loop: clock,
                 waiter: waiter
             )
@@ -126,7 +119,7 @@ import Testing
         clock.advance(by: .milliseconds(4999))
         #expect(waiter.grants.isEmpty)
         clock.advance(by: .milliseconds(1))
-        #expect(waiter.grants == ["\(id): timeout"])
+        #expect(waiter.grants == ["\(ticket.id): timeout"])
         #expect(session.status.parked == 0)
         // The call's late answer still brings the token, for the requests after it.
         source.answer(token: "fresh")
@@ -140,7 +133,7 @@ import Testing
         let source = ScriptedSource(clock: clock)
         let session = Self.session(clock, source) { $0.accessToken = Secret("stale") }
         let waiter = Waiter()
-        _ = session.upstreamRejected(generation: 1, isReplay: false, isReplayable: true, loop: clock, waiter: waiter)
+        _ = session.upstreamRejected(generation: 1, canWait: true, loop: clock, waiter: waiter)
         source.answer(.rateLimited(retryAfter: .seconds(120)))
         clock.advance(by: .seconds(5))
         #expect(waiter.grants == ["1: rate_limited"])
@@ -272,8 +265,7 @@ import Testing
         for _ in 0..<100 {
             _ = session.upstreamRejected(
                 generation: 1,
-                isReplay: false,
-                isReplayable: true,
+                canWait: true,
                 loop: clock,
                 waiter: waiter
             )
@@ -292,7 +284,7 @@ import Testing
         let source = ScriptedSource(clock: clock)
         let session = Self.session(clock, source) { $0.accessToken = Secret("stale") }
         session.stop()
-        _ = session.upstreamRejected(generation: 1, isReplay: false, isReplayable: true, loop: clock, waiter: Waiter())
+        _ = session.upstreamRejected(generation: 1, canWait: true, loop: clock, waiter: Waiter())
         #expect(source.callCount == 1)
         #expect(clock.timerCount == 0)
     }
@@ -320,7 +312,7 @@ import Testing
         let source = ScriptedSource(clock: clock)
         let logs = LogSink(capturing: ())
         let session = Self.session(clock, source, logs: logs) { $0.accessToken = Secret("stale") }
-        _ = session.upstreamRejected(generation: 1, isReplay: false, isReplayable: true, loop: clock, waiter: Waiter())
+        _ = session.upstreamRejected(generation: 1, canWait: true, loop: clock, waiter: Waiter())
         _ = session.tokenForRequest(loop: clock, waiter: Waiter())
         clock.advance(by: .milliseconds(250))
         source.answer(token: "fresh", expiresIn: .seconds(600))
@@ -331,5 +323,18 @@ import Testing
             ) == true,
             "\(line ?? "no line")"
         )
+    }
+}
+
+extension TokenSession {
+    /// A request's token, as the port of a loop (`loop`) asks for it.
+    func tokenForRequest(loop: any TimerScheduler, waiter: TokenWaiter) -> TokenAnswer {
+        self.answerRequest(waiter, on: loop).0
+    }
+
+    /// A refusal of `generation`, as the port of a loop (`loop`) reports it.
+    func upstreamRejected(generation: Int, canWait: Bool, loop: any TimerScheduler, waiter: TokenWaiter) -> TokenAnswer
+    {
+        self.answerRejection(of: generation, canWait: canWait, waiter, on: loop)
     }
 }
