@@ -27,9 +27,10 @@ extension ClientConnection {
                 self.runtime.replayBudget.release(bytes)
                 return
 
-            case .requestToken(let session):
+            case .requestToken(let session, let reserving):
+                let reserved = reserving > 0 && self.runtime.replayBudget.reserve(reserving) ? reserving : 0
                 let answer = self.context.ports[session.index].tokenForRequest(self)
-                action = self.machine.tokenAnswered(answer, now: now)
+                action = self.machine.tokenAnswered(answer, reserved: reserved, now: now)
 
             case .connectUpstream(let origin, let allowReuse):
                 if allowReuse, self.holdPooled(origin) {

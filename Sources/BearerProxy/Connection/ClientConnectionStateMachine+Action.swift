@@ -13,10 +13,12 @@ extension ClientConnectionStateMachine {
 
         // MARK: Token and upstream
 
-        /// Ask the session's port for the token (`SessionPort.tokenForRequest`); answer with `tokenAnswered`.
-        case requestToken(NamedSession)
-        /// Reserve this many bytes of the replay budget (`replay_memory_limit`, shared by every
-        /// connection) for the request's body copy; answer with `replayBodyReserved`.
+        /// Ask the session's port for the token (`SessionPort.tokenForRequest`), and reserve `reserving`
+        /// bytes of the replay budget (`replay_memory_limit`, shared by every connection) for the body's
+        /// copy; answer with `tokenAnswered`: one trip for both.
+        case requestToken(NamedSession, reserving: Int)
+        /// Reserve this many more bytes of the replay budget for a growing (chunked) body's copy;
+        /// answer with `replayBodyReserved`.
         case reserveReplayBody(Int)
         /// Give this many bytes back to the replay budget.
         case releaseReplayBody(Int)

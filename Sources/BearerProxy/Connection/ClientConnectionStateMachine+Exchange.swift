@@ -7,17 +7,10 @@ extension ClientConnectionStateMachine {
     // MARK: The replay budget
 
     /// The connection reserved (`granted`) or could not reserve `bytes` of the replay budget that
-    /// `reserveReplayBody` asked for.
+    /// `reserveReplayBody` asked for, to keep more of a growing (chunked) body.
     mutating func replayBodyReserved(_ bytes: Int, granted: Bool, now: Instant) -> Action {
         self.modifyExchange { _, exchange in
             switch exchange.phase {
-            case .routed:
-                // The whole Content-Length body, asked for with the head.
-                if granted { exchange.body = .kept(ByteBuffer(), reserved: bytes) }
-                guard let session = exchange.target.tokenSession else {
-                    preconditionFailure("Invalid target for a token: \(exchange.target)")
-                }
-                return .requestToken(session)
             case .sent:
                 // More room for a growing (chunked) body.
                 guard case .kept(let kept, let reserved) = exchange.body else {
@@ -29,7 +22,7 @@ extension ClientConnectionStateMachine {
                     return .none
                 }
                 return .releaseReplayBody(reserved)
-            case .waitingForToken, .connecting:
+            case .routed, .waitingForToken, .connecting:
                 preconditionFailure("Invalid phase for a reservation: \(exchange.phase)")
             }
         } ?? { preconditionFailure("Invalid state for a reservation: \(self.state)") }()
@@ -37,10 +30,13 @@ extension ClientConnectionStateMachine {
 
     // MARK: The token
 
-    /// The session's port answered at once (`requestToken`).
-    mutating func tokenAnswered(_ answer: TokenAnswer, now: Instant) -> Action {
+    /// The session's port answered at once (`requestToken`), and the connection `reserved` that much
+    /// of the replay budget for a Content-Length body it asked for (0: none, or refused: the body is
+    /// forwarded without a copy).
+    mutating func tokenAnswered(_ answer: TokenAnswer, reserved: Int = 0, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
             guard case .routed = exchange.phase else { preconditionFailure("Invalid phase: \(exchange.phase)") }
+            if reserved > 0 { exchange.body = .kept(ByteBuffer(), reserved: reserved) }
             return machine.follow(answer, &exchange, now: now)
         } ?? { preconditionFailure("Invalid state for a token answer: \(self.state)") }()
     }

@@ -247,7 +247,7 @@ struct ClientConnectionStateMachine {
                 // found dead before any of it went out is still resent; after, it is a 502.)
                 body = .untouched
             case .contentLength(let length):
-                // Kept only within the proxy-wide budget too: the answer decides (`replayBodyReserved`).
+                // Kept only within the proxy-wide budget too: asked for with the token (`tokenAnswered`).
                 body = .untouched
                 if length <= target.tokenSession?.replayBodyLimit ?? 0 { reservation = length }
             case .chunked:
@@ -264,11 +264,10 @@ struct ClientConnectionStateMachine {
                 phase: target.injectsToken ? .routed : .connecting
             )
             self.state = .exchange(exchange)
-            if reservation > 0 { return .reserveReplayBody(reservation) }
             guard let session = target.tokenSession else {
                 return .connectUpstream(target.origin, allowReuse: true)
             }
-            return .requestToken(session)
+            return .requestToken(session, reserving: reservation)
         }
     }
 

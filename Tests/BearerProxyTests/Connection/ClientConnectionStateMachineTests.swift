@@ -156,7 +156,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.responseEnded(upstreamSentMore: false, now: at(3)))
         #expect(
             actions == [
-                .requestToken(Self.session),
+                .requestToken(Self.session, reserving: 0),
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.get),
                 Self.forward(Self.ok, .contentLength(2), generation: 1),
@@ -177,8 +177,7 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine()
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
-        actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
-        actions.append(machine.tokenAnswered(.send(Self.token1), now: at(0)))
+        actions.append(machine.tokenAnswered(.send(Self.token1), reserved: 10, now: at(0)))
         actions.append(machine.upstreamReady(isReused: false, now: at(0)))
         #expect(machine.clientInput == .body)
         actions.append(Self.bytes("abcd") { machine.requestBodyReceived($0, now: at(0.1)) })
@@ -195,8 +194,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.responseEnded(upstreamSentMore: false, now: at(0.8)))
         #expect(
             actions == [
-                .reserveReplayBody(10),
-                .requestToken(Self.session),
+                .requestToken(Self.session, reserving: 10),
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.post10),
                 .forwardRequestBody(chunked: false),
@@ -217,8 +215,7 @@ typealias Action = ClientConnectionStateMachine.Action
         var machine = Self.machine()
         var actions: [Action] = []
         actions.append(machine.requestHeadReceived(Self.post10, now: at(0)))
-        actions.append(machine.replayBodyReserved(10, granted: true, now: at(0)))
-        actions.append(machine.tokenAnswered(.wait(Ticket(3)), now: at(0)))
+        actions.append(machine.tokenAnswered(.wait(Ticket(3)), reserved: 10, now: at(0)))
         actions.append(machine.clientClosed())
         actions.append(machine.tokenReady(Ticket(3), .send(Self.token2), now: at(1)))
         actions.append(machine.timerFired(now: at(100)))
@@ -226,7 +223,7 @@ typealias Action = ClientConnectionStateMachine.Action
         // A body within replay_body_limit reserves its size; the close gives it back.
         #expect(
             actions == [
-                .reserveReplayBody(10), .requestToken(Self.session), .none,
+                .requestToken(Self.session, reserving: 10), .none,
                 .close(
                     .clientGone(
                         cancelsWaiter: ParkedRequest(session: Self.session, ticket: Ticket(3)),
@@ -264,8 +261,7 @@ typealias Action = ClientConnectionStateMachine.Action
 
     @Test func aContentLengthBodyTheBudgetRefusesIsForwardedWithoutACopy() {
         var machine = Self.machine()
-        #expect(machine.requestHeadReceived(Self.post10, now: at(0)) == .reserveReplayBody(10))
-        #expect(machine.replayBodyReserved(10, granted: false, now: at(0)) == .requestToken(Self.session))
+        #expect(machine.requestHeadReceived(Self.post10, now: at(0)) == .requestToken(Self.session, reserving: 10))
         Self.started(&machine, Self.post10)
         #expect(
             Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
@@ -282,7 +278,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aChunkedBodyReservesAsItGrowsAndGivesItBackWithTheStatus() {
         var machine = Self.machine { $0.replayBodyLimit = 1 << 20 }
         #expect(
-            machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken(Self.session),
+            machine.requestHeadReceived(Self.chunkedPost, now: at(0)) == .requestToken(Self.session, reserving: 0),
             "nothing to reserve yet"
         )
         Self.started(&machine, Self.chunkedPost)
@@ -357,7 +353,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.requestHeadReceived(Self.get, now: at(0.3)))
         #expect(
             actions == [
-                .requestToken(Self.session),
+                .requestToken(Self.session, reserving: 0),
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.get),
                 .reportRejection(Self.session, Self.token1, canWait: true),
@@ -366,7 +362,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
                 .forwardResponseBody(chunked: false),
                 Self.end(Self.get, replay: true),
-                .requestToken(Self.session),
+                .requestToken(Self.session, reserving: 0),
             ]
         )
     }
@@ -413,10 +409,9 @@ typealias Action = ClientConnectionStateMachine.Action
 
     static func diedBeforeAnswering(_ head: RequestHead, sentNothing: Bool, reused: Bool = true) -> Action {
         var machine = Self.machine()
-        if case .reserveReplayBody(let bytes) = machine.requestHeadReceived(head, now: at(0)) {
-            _ = machine.replayBodyReserved(bytes, granted: true, now: at(0))
-        }
-        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
+        var reserved = 0
+        if case .requestToken(_, let bytes) = machine.requestHeadReceived(head, now: at(0)) { reserved = bytes }
+        _ = machine.tokenAnswered(.send(Self.token1), reserved: reserved, now: at(0))
         _ = machine.upstreamReady(isReused: reused, now: at(0))
         if head.framing != .none {
             _ = Self.bytes("0123456789") { machine.requestBodyReceived($0, now: at(0)) }
@@ -533,7 +528,7 @@ typealias Action = ClientConnectionStateMachine.Action
         let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstreamTarget)
         #expect(
             actions == [
-                .requestToken(Self.session),
+                .requestToken(Self.session, reserving: 0),
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(head),
                 .switchProtocols(
@@ -587,7 +582,7 @@ typealias Action = ClientConnectionStateMachine.Action
         by machine: inout ConnectionMachine,
         now: Instant
     ) -> ConnectionMachine.RequestToSend? {
-        #expect(machine.requestHeadReceived(head, now: now) == .requestToken(Self.session))
+        #expect(machine.requestHeadReceived(head, now: now) == .requestToken(Self.session, reserving: 0))
         _ = machine.tokenAnswered(.send(Self.token1), now: now)
         guard case .sendRequest(let request) = machine.upstreamReady(isReused: false, now: now) else {
             Issue.record("expected the request to be sent")
@@ -748,8 +743,7 @@ typealias Action = ClientConnectionStateMachine.Action
     @Test func aHalfCloseMidBodyAbandonsTheRequest() {
         var machine = Self.machine()
         _ = machine.requestHeadReceived(Self.post10, now: at(0))
-        _ = machine.replayBodyReserved(10, granted: true, now: at(0))
-        _ = machine.tokenAnswered(.send(Self.token1), now: at(0))
+        _ = machine.tokenAnswered(.send(Self.token1), reserved: 10, now: at(0))
         _ = machine.upstreamReady(isReused: true, now: at(0))
         #expect(
             machine.clientFinished()
