@@ -10,9 +10,13 @@ import Glibc
 /// `NODE_EXTRA_CA_CERTS=$(bearer-proxy ca)` works. Makes the CA for the config's inject hosts when
 /// there is none, and says so on stderr; `--renew` makes a new one first. Exit 1 with one line on
 /// failure.
-enum CACommand {
+enum CACommand: Command {
+    static func run(_ options: Options) -> Int32 {
+        Self.run(options, console: .standard)
+    }
+
     static func run(
-        _ options: Subcommand.Options,
+        _ options: Options,
         console: Console,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Int32 {
@@ -33,7 +37,7 @@ enum CACommand {
 
     /// The path to print.
     private static func perform(
-        _ options: Subcommand.Options,
+        _ options: Options,
         configuration: Configuration,
         environment: [String: String],
         console: Console

@@ -25,7 +25,7 @@ struct DemoMode {
     /// Fills in what the user did not set: the mock API as upstream, the mock token server with its
     /// client (or the JSON backend's login), and the admin endpoints on a free loopback port (unless
     /// `--admin-listen` was given).
-    func apply(to configuration: inout Configuration, options: CommandLineOptions) {
+    func apply(to configuration: inout Configuration, options: ProxyCommand.Options) {
         if configuration.upstream == nil {
             configuration.upstream = try? HTTPURL.parse(self.environment.upstream.baseURL).get()
         }

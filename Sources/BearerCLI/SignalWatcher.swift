@@ -1,45 +1,60 @@
-import BearerConfig
 import BearerCore
 import BearerIO
 import BearerProxy
 import Dispatch
 import Glibc
 
-/// SIGTERM, SIGINT and SIGHUP, from the start of a run to its end.
+/// The signals of a process that runs a proxy, `bearer-proxy`'s or `bearer-proxy run`'s, from the
+/// start to the end; `SignalStateMachine` decides what each one does, this class does it.
 ///
 /// The signals are blocked in the main thread before anything is created and one thread takes them
-/// (`SignalReceiver`): none can find the process half-built with nobody to clean up. What a signal
-/// does depends on how far the run is:
-/// - starting: remove the unix socket files created so far and exit 0 (nothing is in flight yet);
-/// - serving: the first SIGTERM/SIGINT asks `main` to drain and stop; SIGHUP re-reads the config
-///   and refreshes the sessions (`ProxyServer.reloadConfiguration`);
-/// - stopping: a second SIGTERM/SIGINT exits at once (status 1), removing the socket files.
+/// (`SignalReceiver`): none can find the process half-built with nobody to clean up (the unix socket
+/// files made so far are removed on every exit it causes). Under `run` the program's signals are
+/// passed on under the lock that also records the program's end, and the program is reaped only after
+/// that record: so a signal is sent while its PID is still the program's (alive or a zombie), never to
+/// a process that got the PID after it (`SignalWatcher+Program`).
 final class SignalWatcher: Sendable {
-    private enum Phase {
-        case starting
-        case serving(ProxyServer, Logger, CommandLineOptions)
-        case stopping(Logger)
-    }
-
-    static let signals = [SIGTERM, SIGINT, SIGHUP]
+    /// What the proxy takes: the three a service manager and a shell's user send.
+    static let proxySignals = [SIGTERM, SIGINT, SIGHUP]
+    /// What `run` takes and passes on: the proxy's three, and SIGQUIT, SIGUSR1 and SIGUSR2, whose
+    /// default would end `run` under its program's feet (a JVM prints its threads on SIGQUIT and goes on).
+    static let programSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
 
     let socketFiles = UnixSocketFiles()
-    private let phase = Locked<Phase>(.starting)
+    let machine: Locked<SignalStateMachine>
     private let stopRequested = DispatchSemaphore(value: 0)
+    /// SIGHUP's work and the log, once the proxy serves.
+    private let serving = Locked<(reload: @Sendable () -> Void, logger: Logger)?>(nil)
     private let startupLogger = Logger(level: .info, sink: .standardError)
 
-    /// Blocks the signals in the calling thread (call it from `main` before creating anything) and
-    /// starts the thread that waits for them.
-    static func start() -> SignalWatcher {
-        let receiver = SignalReceiver(blocking: Self.signals)
-        let watcher = SignalWatcher()
-        receiver.start { watcher.received($0.number) }
+    private init(wrapsProgram: Bool) {
+        self.machine = Locked(SignalStateMachine(wrapsProgram: wrapsProgram))
+    }
+
+    /// Blocks the signals in the calling thread (call it before anything creates a thread) and starts
+    /// the thread that takes them. `wrapsProgram`: `run`'s, which passes them on to its program.
+    static func start(wrapsProgram: Bool) -> SignalWatcher {
+        let receiver = SignalReceiver(blocking: wrapsProgram ? Self.programSignals : Self.proxySignals)
+        let watcher = SignalWatcher(wrapsProgram: wrapsProgram)
+        receiver.start { watcher.received($0) }
         return watcher
     }
 
-    /// The proxy is up: signals now stop it gracefully, and SIGHUP re-reads the config `options` name.
-    func serving(_ server: ProxyServer, logger: Logger, options: CommandLineOptions) {
-        self.phase.withLock { $0 = .serving(server, logger, options) }
+    /// Ctrl-C and SIGTERM end the process at once, even when the parent started it with them blocked
+    /// (threads made later inherit this mask): the commands that run no proxy.
+    static func letStopSignalsEndTheProcess() {
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+    }
+
+    /// The proxy (without a program) is up: SIGTERM and SIGINT now stop it gracefully, SIGHUP runs
+    /// `reload`.
+    func serving(logger: Logger, reload: @escaping @Sendable () -> Void) {
+        self.serving.withLock { $0 = (reload, logger) }
+        self.machine.withLock { $0.proxyStarted() }
     }
 
     /// Returns once SIGTERM or SIGINT asked the serving proxy to stop.
@@ -47,46 +62,31 @@ final class SignalWatcher: Sendable {
         self.stopRequested.wait()
     }
 
-    private func received(_ number: Int32) {
-        let name = Self.name(number)
-        let action = self.phase.withLock { phase -> (() -> Void)? in
-            switch phase {
-            case .starting:
-                guard number != SIGHUP else { return nil }
-                return {
-                    self.startupLogger.info("stopping: signal during start-up", ["signal": name])
-                    self.socketFiles.removeAllAndExit(0)
-                }
-            case .serving(let server, let logger, let options):
-                if number == SIGHUP {
-                    return {
-                        _ = server.reloadConfiguration(
-                            file: ConfigurationLoader.configFile(for: options.configurationSource),
-                            isDemo: options.isDemo
-                        ) { () throws(ConfigurationErrors) in try ConfigurationLoader.load(options.configurationSource)
-                        }
-                    }
-                }
-                phase = .stopping(logger)
-                return { self.stopRequested.signal() }
-            case .stopping(let logger):
-                guard number != SIGHUP else { return nil }
-                return {
-                    // A second signal: the operator does not want to wait.
-                    logger.warn("second signal: exiting now without waiting for in-flight requests")
-                    self.socketFiles.removeAllAndExit(1)
-                }
-            }
+    private func received(_ signal: ReceivedSignal) {
+        let action = self.machine.withLock { machine -> SignalStateMachine.SignalAction in
+            let action = machine.signalReceived(signal)
+            // Under the lock: see the type's doc.
+            if case .forward(let number, let pid) = action { kill(pid, number) }
+            return action
         }
-        action?()
-    }
-
-    private static func name(_ number: Int32) -> String {
-        switch number {
-        case SIGTERM: "SIGTERM"
-        case SIGINT: "SIGINT"
-        case SIGHUP: "SIGHUP"
-        default: "\(number)"
+        switch action {
+        case .exit(let status, let reason):
+            switch reason {
+            case .signalDuringStartUp:
+                self.startupLogger.info("stopping: signal during start-up", ["signal": signal.name])
+            case .secondSignal:
+                let logger = self.serving.withLock { $0?.logger } ?? self.startupLogger
+                logger.warn("second signal: exiting now without waiting for in-flight requests")
+            case nil:
+                break
+            }
+            self.socketFiles.removeAllAndExit(status)
+        case .stop:
+            self.stopRequested.signal()
+        case .reload:
+            self.serving.withLock { $0?.reload }?()
+        case .forward, .keep, .none:
+            break
         }
     }
 }

@@ -1,6 +1,6 @@
 /// What a command asks of the configuration: the file (`--config`, else the default one) and the
 /// settings its flags put over the file's, with the two facts about the command that change what is
-/// required and what the loader's hints offer. The command line makes one (`CommandLineOptions`,
+/// required and what the loader's hints offer. The command line makes one (`ProxyCommand.Options`,
 /// a subcommand's options); the loader knows no flag.
 package struct ConfigurationSource: Equatable, Sendable {
     /// `--config FILE`; nil: the default file when it exists (not with `--demo`).

@@ -25,6 +25,10 @@ package final class LogWriter: Sendable {
         /// Lines dropped since a line was last accepted: the next accepted line brings the notice.
         var droppedSinceAccepted = 0
         var isFinishing = false
+        /// Callers of `flush` waiting for the queue to empty.
+        var flushWaiters = 0
+
+        var isEmpty: Bool { self.pending.isEmpty && self.inFlight == 0 }
     }
 
     /// Queued bytes, pending and in flight, above which lines are dropped: about 8,000 access log
@@ -40,6 +44,8 @@ package final class LogWriter: Sendable {
     private let queue = Locked(Queue())
     /// Signalled when `pending` stops being empty (and to finish); the writer waits on it.
     private let hasWork = DispatchSemaphore(value: 0)
+    /// Signalled once per waiting `flush` when the writer found the queue empty.
+    private let emptied = DispatchSemaphore(value: 0)
     private let dropped = Atomic<Int>(0)
 
     /// Starts the writer's thread. `closesDescriptor`: the descriptor is the writer's own (an access
@@ -81,11 +87,14 @@ package final class LogWriter: Sendable {
     @discardableResult
     package func flush(timeout: Duration) -> Bool {
         let deadline = Instant.now() + timeout
-        while true {
-            if self.queue.withLock({ $0.pending.isEmpty && $0.inFlight == 0 }) { return true }
-            if Instant.now() >= deadline { return false }
-            usleep(1000)
+        // A wake-up meant for a flush that gave up earlier only makes this one look again.
+        while !self.queue.withLock({ queue in
+            if !queue.isEmpty { queue.flushWaiters += 1 }
+            return queue.isEmpty
+        }) {
+            guard self.emptied.wait(until: deadline) else { return false }
         }
+        return true
     }
 
     /// Lets the thread write what is queued, then end (closing the descriptor if it is the writer's).
@@ -114,11 +123,15 @@ package final class LogWriter: Sendable {
             // waking this thread each turn (a wake costs them more than the copy).
             usleep(Self.gatheringMicroseconds)
             while true {
-                let isFinishing = self.queue.withLock { queue -> Bool in
+                let (isFinishing, flushWaiters) = self.queue.withLock { queue -> (Bool, Int) in
                     swap(&batch, &queue.pending)
                     queue.inFlight = batch.count
-                    return queue.isFinishing
+                    // Everything queued is written: the flushes waiting for that may return.
+                    let waiters = batch.isEmpty ? queue.flushWaiters : 0
+                    if batch.isEmpty { queue.flushWaiters = 0 }
+                    return (queue.isFinishing, waiters)
                 }
+                for _ in 0..<flushWaiters { self.emptied.signal() }
                 if batch.isEmpty {
                     if isFinishing {
                         if self.closesDescriptor { close(self.fd) }

@@ -1,6 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -53,7 +54,7 @@ package final class MockHTTPServer: Sendable {
         self.listenFD.withLock { $0 = fd }
         let bound = Socket.localAddress(fd) ?? address
         self.address.withLock { $0 = bound }
-        let ready = Atomic<Int>(0)
+        let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {
                 let listener = Listener(
@@ -76,10 +77,10 @@ package final class MockHTTPServer: Sendable {
                 )
                 listener.start()
                 self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
-                ready.add(1, ordering: .releasing)
+                ready.signal()
             }
         }
-        while ready.load(ordering: .acquiring) < self.group.loops.count { usleep(100) }
+        for _ in self.group.loops { ready.wait() }
         return bound
     }
 
@@ -95,7 +96,7 @@ package final class MockHTTPServer: Sendable {
     /// Stops listening and closes every connection.
     package func stop() {
         guard let fd = self.listenFD.withLock({ $0 }) else { return }
-        let remaining = Atomic<Int>(self.group.loops.count)
+        let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {
                 for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
@@ -103,10 +104,10 @@ package final class MockHTTPServer: Sendable {
                 }
                 let mine = self.connections.withLock { $0.values.filter { $0.value.stream.loop === loop } }
                 for connection in mine { connection.value.close() }
-                remaining.subtract(1, ordering: .releasing)
+                done.signal()
             }
         }
-        while remaining.load(ordering: .acquiring) > 0 { usleep(100) }
+        for _ in self.group.loops { done.wait() }
         Socket.close(fd)
         if case .unix(let path) = self.address.withLock({ $0 }) { unlink(path) }
         self.listenFD.withLock { $0 = nil }

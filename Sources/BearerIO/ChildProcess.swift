@@ -16,6 +16,8 @@ package final class ChildProcess: Sendable {
     package let pid: pid_t
     /// How it ended, once seen.
     private let seenEnd = Locked<ChildTermination?>(nil)
+    /// Its end, as an event to wait for.
+    private let exit: ChildExit
 
     /// Starts `argv` as `spawnProcess` does (argv[0] searched in PATH when it has no slash).
     package init(
@@ -36,6 +38,7 @@ package final class ChildProcess: Sendable {
             directory: directory,
             ownProcessGroup: ownProcessGroup
         )
+        self.exit = ChildExit(pid: self.pid)
     }
 
     deinit {
@@ -46,12 +49,7 @@ package final class ChildProcess: Sendable {
     package var termination: ChildTermination? {
         self.seenEnd.withLock { seen in
             if let seen { return seen }
-            var info = siginfo_t()
-            // WNOHANG: 0 with si_pid 0 while the child runs; WNOWAIT: it stays a zombie (see above).
-            let result = waitid(P_PID, id_t(self.pid), &info, WEXITED | WNOHANG | WNOWAIT)
-            guard result == 0, info._sifields._sigchld.si_pid == self.pid else { return nil }
-            let status = info._sifields._sigchld.si_status
-            seen = info.si_code == CLD_EXITED ? .exited(status: status) : .killed(signal: status)
+            seen = ChildTermination(waitingFor: self.pid, flags: WNOHANG)
             return seen
         }
     }
@@ -60,12 +58,10 @@ package final class ChildProcess: Sendable {
 
     /// Waits at most `timeout` for the child to end; nil if it still runs.
     package func wait(timeout: Duration) -> ChildTermination? {
-        let deadline = Instant.now() + timeout
-        while true {
-            if let termination = self.termination { return termination }
-            if Instant.now() >= deadline { return nil }
-            usleep(5_000)
-        }
+        if let termination = self.termination { return termination }
+        guard let termination = self.exit.wait(until: Instant.now() + timeout) else { return nil }
+        self.seenEnd.withLock { $0 = termination }
+        return termination
     }
 
     /// Waits for the child to end, however long that takes.

@@ -90,6 +90,17 @@ package enum ChildTermination: Equatable, Sendable {
     case exited(status: Int32)
     case killed(signal: Int32)
 
+    /// How child `pid` ended, from waitid(2), which leaves it unreaped (`WNOWAIT`) and blocks until
+    /// it ends unless `flags` holds `WNOHANG`; nil while it runs (`WNOHANG`), or when it is no child
+    /// to wait for (reaped already).
+    package init?(waitingFor pid: pid_t, flags: Int32 = 0) {
+        var info = siginfo_t()
+        let result = try? SystemCall.blocking("waitid") { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT | flags) }
+        guard result == 0, info._sifields._sigchld.si_pid == pid else { return nil }
+        let status = info._sifields._sigchld.si_status
+        self = info.si_code == CLD_EXITED ? .exited(status: status) : .killed(signal: status)
+    }
+
     /// What a shell's `$?` says: the status, or 128 + the signal's number.
     package var shellStatus: Int32 {
         switch self {
@@ -102,14 +113,10 @@ package enum ChildTermination: Equatable, Sendable {
 /// Blocks until `pid` has ended, and leaves it unreaped (a zombie): until `reapChild(pid)`, its PID
 /// cannot be given to another process, so a signal sent to it meanwhile cannot reach a stranger.
 package func waitUntilChildEnds(_ pid: pid_t) -> ChildTermination {
-    var info = siginfo_t()
-    do throws(SystemCallError) {
-        _ = try SystemCall.blocking("waitid") { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
-    } catch {
-        preconditionFailure("waitid(\(pid)) failed: \(error.reason)")
+    guard let termination = ChildTermination(waitingFor: pid) else {
+        preconditionFailure("waitid(\(pid)) failed: \(String(cString: strerror(errno)))")
     }
-    let status = info._sifields._sigchld.si_status
-    return info.si_code == CLD_EXITED ? .exited(status: status) : .killed(signal: status)
+    return termination
 }
 
 /// Reaps a child `waitUntilChildEnds` saw end.

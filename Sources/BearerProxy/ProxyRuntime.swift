@@ -23,12 +23,22 @@ package final class ProxyRuntime: Sendable {
     /// Lines the access logs SIGHUP replaced had dropped, so that the count never goes down.
     private let retiredDroppedLines = Atomic<Int>(0)
     package let openConnections = Atomic<Int>(0)
+    /// Wakes a drain when the last connection closes (`ProxyServer.drain`).
+    let lastConnectionClosed = LastConnectionClosed()
     /// Request body bytes held for replay across all connections (bounded by replay_memory_limit).
     package let replayBudget: ReplayMemoryBudget
     /// What every client connection's state machine shares.
     let connectionRules: ClientConnectionStateMachine.Rules
     /// Leaf certificates for intercepted CONNECT tunnels, with tls_intercept on.
     package let interceptCertificates: InterceptCertificates?
+
+    /// A client connection let go of everything it held: one fewer is open.
+    func connectionClosed() {
+        // Sequentially consistent: see `LastConnectionClosed.wait(until:openCount:)`.
+        if self.openConnections.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+            self.lastConnectionClosed.signal()
+        }
+    }
 
     /// Lines the log and the access log dropped (one count when both go to stderr).
     var droppedLogLines: Int {

@@ -479,11 +479,9 @@ package final class ProxyServer: Sendable {
         }
         for _ in self.group.loops { done.wait() }
         self.closeListeningSockets()
-        let deadline = Instant.now() + timeout
-        while self.runtime.openConnections.load(ordering: .relaxed) > 0 && Instant.now() < deadline {
-            usleep(10_000)
+        return self.runtime.lastConnectionClosed.wait(until: Instant.now() + timeout) {
+            self.runtime.openConnections.load(ordering: .sequentiallyConsistent)
         }
-        return self.runtime.openConnections.load(ordering: .relaxed)
     }
 
     /// Closes the listening sockets and removes their unix socket files, once: every loop has

@@ -12,7 +12,7 @@ import Testing
 @Suite struct CACommandHelpTests {
     @Test func caHelpIsStable() {
         #expect(
-            Subcommand.caHelp == """
+            CACommand.syntax.helpText == """
                 OVERVIEW: Print the absolute path of ca.pem, the local CA's root that HTTPS clients trust when
                 tls_intercept is on. Makes the CA in ca_dir first when there is none (for the config's
                 inject_hosts); an existing CA is never replaced except by --renew.
@@ -34,9 +34,9 @@ import Testing
 
     @Test func parsesItsFlags() throws {
         #expect(
-            try Subcommand.ca.parse(["--config", "p.conf", "--renew", "--bundle"])
-                == Subcommand.Options(configPath: "p.conf", renewsCA: true, writesBundle: true)
+            try CACommand.parse(["--config", "p.conf", "--renew", "--bundle"])
+                == CACommand.Options(configPath: "p.conf", renewsCA: true, writesBundle: true)
         )
-        #expect(throws: CommandLineError.unknownOption("--device")) { try Subcommand.ca.parse(["--device"]) }
+        #expect(throws: CommandLineError.unknownOption("--device")) { try CACommand.parse(["--device"]) }
     }
 }

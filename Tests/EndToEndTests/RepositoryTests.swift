@@ -24,6 +24,41 @@ import Testing
         }
     }
 
+    /// Every Swift file under `Sources`, by its path from `Sources`, with its text.
+    static func sourceFiles() throws -> [(path: String, text: String)] {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let paths = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        return try paths.map { ($0, try String(contentsOf: sources.appendingPathComponent($0), encoding: .utf8)) }
+    }
+
+    /// Nothing waits by sleeping and looking again: a drain waits for its last connection to close, a
+    /// child's end is a pidfd (or a waitid thread), a mock server's loops signal, the log's flush is
+    /// told when the queue is empty. Two sleeps are no wait for an event: the log writer's gathering
+    /// pause (lines that come meanwhile join one write) and the device login's interval (RFC 8628:
+    /// the authorization server sets the pace of the polls).
+    @Test func nothingInSourcesSleepsToWaitForAnEvent() throws {
+        let deliberate = ["usleep(Self.gatheringMicroseconds)", "let result = nanosleep(&request, &remaining)"]
+        let files = try Self.sourceFiles()
+        #expect(files.count > 100, "the Sources folder was not found")
+        for (path, text) in files {
+            for line in text.split(separator: "\n") {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                guard !code.hasPrefix("//"), code.contains("sleep(") else { continue }
+                #expect(deliberate.contains(code), "\(path): \(code)")
+            }
+        }
+    }
+
+    /// One command-line parser: only BearerCLI's CommandLine folder reads the arguments or looks for
+    /// a flag's dashes (the proxy's flags and each subcommand's were parsed by two parsers once).
+    @Test func oneFlagParserInSources() throws {
+        for (path, text) in try Self.sourceFiles() where !path.hasPrefix("BearerCLI/CommandLine/") {
+            #expect(!text.contains("CommandLine.arguments"), "\(path) reads the command line")
+            #expect(!text.contains(#"hasPrefix("-"#), "\(path) looks for a flag")
+        }
+    }
+
     /// A user holds only the clone: the README points at nothing outside it.
     @Test func theReadmePointsAtNothingOutsideTheClone() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)

@@ -6,11 +6,19 @@ import Foundation
 /// `bearer-proxy login`: obtains a first refresh token the way the configuration says, stores it in
 /// refresh_token_file (atomically, mode 0600, under the same lock as the proxy's refreshes), and
 /// prints what it got: expiry and scope, never a token.
-enum LoginCommand {
-    static func run(_ options: Subcommand.Options, console: Console) -> Int32 {
+enum LoginCommand: Command {
+    static func run(_ options: Options) -> Int32 {
+        Self.run(options, console: .standard)
+    }
+
+    static func run(_ options: Options, console: Console) -> Int32 {
         let environment: SubcommandEnvironment
         do throws(LoginError) {
-            environment = try SubcommandEnvironment(options, subcommand: .login)
+            environment = try SubcommandEnvironment(
+                options.configurationSource(),
+                session: options.session,
+                command: "login"
+            )
         } catch {
             console.fail(error)
             return 1

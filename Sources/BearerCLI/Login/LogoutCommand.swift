@@ -8,11 +8,19 @@ import Glibc
 /// when the server cannot be reached: logging out on this machine must not depend on the network;
 /// the output says whether the token was revoked. The lock file stays, and the output says why
 /// (`RefreshTokenStore.lockPath(for:)`): a user would otherwise take it for litter.
-enum LogoutCommand {
-    static func run(_ options: Subcommand.Options, console: Console) -> Int32 {
+enum LogoutCommand: Command {
+    static func run(_ options: Options) -> Int32 {
+        Self.run(options, console: .standard)
+    }
+
+    static func run(_ options: Options, console: Console) -> Int32 {
         let environment: SubcommandEnvironment
         do throws(LoginError) {
-            environment = try SubcommandEnvironment(options, subcommand: .logout)
+            environment = try SubcommandEnvironment(
+                options.configurationSource(),
+                session: options.session,
+                command: "logout"
+            )
         } catch {
             console.fail(error)
             return 1

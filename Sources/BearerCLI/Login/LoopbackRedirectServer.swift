@@ -49,8 +49,7 @@ final class LoopbackRedirectServer: Sendable {
     /// Waits for this login's callback, at most until `deadline`; nil when it did not come in time.
     /// The listener is closed either way.
     func waitForCallback(until deadline: Instant) -> LoopbackCallback.Verdict? {
-        let remaining = max(deadline - Instant.now(), .zero)
-        let came = self.arrived.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success
+        let came = self.arrived.wait(until: deadline)
         self.stopListening()
         return came ? self.verdict.withLock { $0 } : nil
     }

@@ -13,8 +13,8 @@ struct SubcommandEnvironment {
     let client: EndpointCaller
     private let group: EventLoopGroup
 
-    init(_ options: Subcommand.Options, subcommand: Subcommand) throws(LoginError) {
-        let source = options.configurationSource()
+    /// `command` (`login`, `logout`) for `session` (nil: the default one) of the config `source` names.
+    init(_ source: ConfigurationSource, session: String?, command: String) throws(LoginError) {
         guard let path = ConfigurationLoader.configFile(for: source) else {
             throw .notConfigured(
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
@@ -27,15 +27,15 @@ struct SubcommandEnvironment {
             // One line per error, each an `Error: …` line as the console prints the first.
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
-        let name = options.session ?? Configuration.defaultSessionName
+        let name = session ?? Configuration.defaultSessionName
         guard let configuration = root.session(named: name) else {
             let known = root.everySession.map(\.name).joined(separator: ", ")
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
         }
         guard let file = configuration.refreshTokenFile else {
-            let whose = options.session.map { " in [session \($0)]" } ?? ""
+            let whose = session.map { " in [session \($0)]" } ?? ""
             throw .notConfigured(
-                "\(configuration.settingPlaces.whole): refresh_token_file: \(subcommand.rawValue) needs it\(whose) (where the refresh token is stored)"
+                "\(configuration.settingPlaces.whole): refresh_token_file: \(command) needs it\(whose) (where the refresh token is stored)"
             )
         }
         let tls: any TLSConnectionFactory
@@ -46,7 +46,7 @@ struct SubcommandEnvironment {
         }
         self.configuration = configuration
         self.refreshTokenFile = file
-        self.group = EventLoopGroup(count: 1, name: "bearer-\(subcommand.rawValue)")
+        self.group = EventLoopGroup(count: 1, name: "bearer-\(command)")
         self.client = EndpointCaller(
             configuration: configuration,
             loop: self.group.loops[0],

@@ -4,16 +4,19 @@ import Foundation
 
 /// `bearer-proxy env [--config FILE] [--listen ADDR]`: the export lines of `ClientEnvironment` for
 /// the configured proxy, on stdout, for `eval "$(bearer-proxy env)"`. Exit 1 with one line on failure.
-enum EnvCommand {
+enum EnvCommand: Command {
+    static func run(_ options: Options) -> Int32 {
+        Self.run(options, console: .standard)
+    }
+
     static func run(
-        _ options: Subcommand.Options,
+        _ options: Options,
         console: Console,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Int32 {
-        let listen = options.listen.map { [ConfigEntry(key: "listen", value: $0, place: "command line (--listen)")] }
         guard
             let configuration = options.loadConfiguration(
-                overrides: listen ?? [],
+                overrides: options.overrides,
                 environment: environment,
                 secrets: .unused,
                 console: console

@@ -5,12 +5,16 @@ import BearerProxy
 import Foundation
 import Glibc
 
-/// `bearer-proxy run [--config FILE] [<options>] -- CMD [ARG…]`: the config's proxy, started in this
-/// process on the start path of `bearer-proxy --config FILE`, in front of CMD; CMD's exit ends it
-/// (README, "Wrapping a program").
-enum RunCommand {
-    /// `command` took the signals before anything made a thread (`Subcommand.runIfNamed`).
-    static func run(_ options: Subcommand.Options, command: WrappedCommand) -> Int32 {
+/// `bearer-proxy run [--config FILE] [<options>] -- CMD [ARG…]`: the config's proxy, started, drained
+/// and stopped in this process as `bearer-proxy --config FILE` does it (`RunningProxy`), in front of
+/// CMD; CMD's exit ends it, and the one `SignalWatcher` passes CMD the signals (README, "Wrapping a
+/// program").
+enum RunCommand: Command {
+    static let watchesSignals = true
+
+    static func run(_ options: Options) -> Int32 {
+        // Before anything makes a thread: the program's signals are taken from the start.
+        let signals = SignalWatcher.start(wrapsProgram: true)
         let environment = ProcessInfo.processInfo.environment
         guard
             var configuration = options.loadConfiguration(
@@ -22,70 +26,50 @@ enum RunCommand {
         else { return 1 }
         Self.listenOnFreePorts(&configuration.sessions)
         guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
-            Self.fail(WrapError.onlyUnixSockets(place: configuration.listenPlace).description)
+            writeStandardError("Error: \(WrapError.onlyUnixSockets(place: configuration.listenPlace))\n")
             return 1
         }
-        let logger = Logger(level: configuration.logLevel, sink: .standardError)
-        let server: ProxyServer
-        do throws(ProxyServer.StartError) {
-            server = try ProxyServer.start(
-                configuration: configuration,
-                logger: logger,
-                socketFiles: command.socketFiles
+        guard
+            let proxy = RunningProxy.start(
+                configuration,
+                signals: signals,
+                describe: { error in
+                    error.localCAError?.descriptionUnderRun ?? error.description
+                }
             )
-        } catch {
-            Self.fail(error.localCAError?.descriptionUnderRun ?? error.description)
-            return 1
-        }
-        defer {
-            // CMD has ended: what its own children may still have in flight is let finish, within
-            // shutdown_timeout.
-            let remaining = server.drain(timeout: configuration.shutdownTimeout)
-            if remaining > 0 {
-                logger.warn(
-                    "shutdown_timeout passed; closing the remaining connections",
-                    ["connections": "\(remaining)"]
-                )
-            }
-            server.shutdown()
-        }
+        else { return 1 }
+        // The program has ended: what its own children may still have in flight is let finish.
+        defer { proxy.stop() }
         let variables: [String]
         do {
-            variables = try Self.childEnvironment(configuration, server: server, parent: environment)
+            variables = try Self.childEnvironment(configuration, server: proxy.server, parent: environment)
         } catch {
-            Self.fail("\(error)")
+            writeStandardError("Error: \(error)\n")
             return 1
         }
         let pid: pid_t
         do throws(SpawnFailure) {
-            pid = try command.spawn(
-                options.command,
+            pid = try signals.spawn(
+                options.program,
                 environment: variables,
-                sharesProcessGroup: WrappedCommand.hasControllingTerminal
+                sharesProcessGroup: SignalWatcher.hasControllingTerminal
             )
         } catch {
-            Self.fail(WrapError.cannotStart(program: options.command[0], reason: error.reason).description)
+            writeStandardError("Error: \(WrapError.cannotStart(program: options.program[0], reason: error.reason))\n")
             return error.shellStatus
         }
-        return command.waitForExit(pid)
+        return signals.waitForExit(pid)
     }
 
     /// run's settings over the file's: a free loopback port, interception on, the log at warn, no
-    /// admin listener; or the flags given to run.
-    static func overrides(_ options: Subcommand.Options) -> [ConfigEntry] {
-        func entry(_ key: String, _ flag: String, _ value: String?, default byRun: String) -> ConfigEntry {
-            ConfigEntry(
-                key: key,
-                value: value ?? byRun,
-                place: value == nil ? "bearer-proxy run" : "command line (\(flag))"
-            )
-        }
-        return [
-            entry("listen", "--listen", options.listen, default: "127.0.0.1:0"),
-            entry("admin_listen", "--admin-listen", options.adminListen, default: "off"),
-            entry("tls_intercept", "--no-intercept", options.intercepts ? nil : "off", default: "on"),
-            entry("log_level", "--log-level", options.logLevel, default: "warn"),
+    /// admin listener; the flags given to run over those.
+    static func overrides(_ options: Options) -> [ConfigEntry] {
+        let byRun = [
+            ("listen", "127.0.0.1:0"), ("admin_listen", "off"), ("tls_intercept", "on"), ("log_level", "warn"),
         ]
+        return byRun.map { key, value in
+            options.overrides.last { $0.key == key } ?? ConfigEntry(key: key, value: value, place: "bearer-proxy run")
+        }
     }
 
     /// A named session's own listener moves to a free loopback port as the main one does: a proxy of
@@ -123,9 +107,4 @@ enum RunCommand {
         )
     }
 
-    /// `Error: …`, after what the log has queued.
-    private static func fail(_ line: String) {
-        LogSink.standardError.flush()
-        Console.write("Error: \(line)\n", to: STDERR_FILENO)
-    }
 }

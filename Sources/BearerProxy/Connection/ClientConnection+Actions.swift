@@ -308,7 +308,7 @@ extension ClientConnection {
         self.connectAttempt = nil
         self.dropUpstream()
         self.context.clients[ObjectIdentifier(self)] = nil
-        self.runtime.openConnections.subtract(1, ordering: .relaxed)
+        self.runtime.connectionClosed()
     }
 
     private func log(_ reason: ClientConnectionStateMachine.CloseReason) {

@@ -8,8 +8,9 @@ import Glibc
 ///
 /// Why not Foundation's `Process`: it cannot put the child in a process group of its own, and
 /// reading a pipe to its end blocks for as long as *any* process holds the write end (a shell's
-/// background child, `sleep` in place of the shell). Here the pipes are polled against the deadline,
-/// and at the deadline `kill(-pgid, SIGKILL)` ends the command and everything it started.
+/// background child, `sleep` in place of the shell). Here poll(2) waits on the pipes until the
+/// deadline, then the child's end is waited for as an event (`ChildExit`), and at the deadline
+/// `kill(-pgid, SIGKILL)` ends the command and everything it started.
 /// Blocking: runs on the blocking-work pool, never on an event loop.
 struct TokenCommandProcess {
     enum Outcome: Equatable {
@@ -50,37 +51,18 @@ struct TokenCommandProcess {
         case .success(let child): pid = child
         case .failure(let failure): return .cannotStart(reason: failure.reason)
         }
+        let exit = ChildExit(pid: pid)
+        // The child is reaped last, after any signal to it: until then its PID, which is also the
+        // group's ID, cannot have been reused, so the kill below reaches only what the command started.
+        defer { reapChild(pid) }
         var output = CollectedOutput(stdout: stdoutPipe[0], stderr: stderrPipe[0])
-        guard output.readUntilEnd(deadline: deadline), let status = Self.waitForExit(pid, deadline: deadline) else {
-            // The child is not reaped yet (or is a zombie), so its PID, which is also the group's
-            // ID, cannot have been reused: this signal reaches only what the command started.
+        guard output.readUntilEnd(deadline: deadline), let termination = exit.wait(until: deadline) else {
             kill(-pid, SIGKILL)
-            _ = Self.waitForExit(pid, deadline: nil)
             return .timedOut
         }
-        return Self.outcome(status: status, output: output)
-    }
-
-    private static func outcome(status: Int32, output: CollectedOutput) -> Outcome {
-        // WIFEXITED / WEXITSTATUS / WTERMSIG, which are macros the importer does not bring over.
-        let signal = status & 0x7F
-        if signal == 0 {
-            return .exited(status: (status >> 8) & 0xFF, stdout: output.stdoutBytes, stderr: output.stderrBytes)
-        }
-        return .killed(signal: signal, stderr: output.stderrBytes)
-    }
-
-    /// Waits for the child to exit, until `deadline` (for ever when nil); its wait status, or nil.
-    private static func waitForExit(_ pid: pid_t, deadline: Instant?) -> Int32? {
-        var status: Int32 = 0
-        while true {
-            let flags = deadline == nil ? 0 : WNOHANG
-            guard let result = try? SystemCall.blocking("waitpid", { waitpid(pid, &status, flags) }) else { return nil }
-            if result == pid { return status }
-            if let deadline {
-                if Instant.now() >= deadline { return nil }
-                usleep(5000)
-            }
+        switch termination {
+        case .exited(let status): return .exited(status: status, stdout: output.stdoutBytes, stderr: output.stderrBytes)
+        case .killed(let signal): return .killed(signal: signal, stderr: output.stderrBytes)
         }
     }
 

@@ -113,6 +113,13 @@ static inline void cbl_buffer_ring_publish(struct io_uring_buf_ring *ring, uint1
     __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
 }
 
+// pidfd_open(2) (Linux 5.3): a descriptor that turns readable when the process ends, so a wait for a
+// child's end is a poll with a deadline. Called through syscall(2): glibc before 2.36 has no wrapper.
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+static inline int cbl_pidfd_open(pid_t pid) { return (int)syscall(__NR_pidfd_open, pid, 0); }
+
 // Defined in shim.c, which needs _GNU_SOURCE (defining it here would clash with Glibc's module).
 int cbl_eventfd(void);
 int cbl_accept4(int fd, struct sockaddr *addr, socklen_t *len);

@@ -287,11 +287,11 @@ extension DeviceAuthorizationPoller {
 @Suite struct SubcommandHelpTests {
     @Test func loginHelpIsStable() {
         #expect(
-            Subcommand.loginHelp == """
+            LoginCommand.syntax.helpText == """
                 OVERVIEW: Log in once and store the refresh token in refresh_token_file, so the proxy can get
                 tokens by itself. A running bearer-proxy picks the new file up within a second.
 
-                USAGE: bearer-proxy login --config <file> [<options>]
+                USAGE: bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
 
                 OPTIONS:
                   --config <file>         The proxy's config file: how to log in, where the token goes.
@@ -314,13 +314,13 @@ extension DeviceAuthorizationPoller {
 
     @Test func logoutHelpIsStable() {
         #expect(
-            Subcommand.logoutHelp == """
+            LogoutCommand.syntax.helpText == """
                 OVERVIEW: Revoke the stored refresh token (at revocation_url, or at logout_url for
                 token_format = json) and delete refresh_token_file. The file is deleted even when the server
                 cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
                 would let two processes spend one refresh token.
 
-                USAGE: bearer-proxy logout --config <file> [--session <name>]
+                USAGE: bearer-proxy logout [--config <file>] [--session <name>]
 
                 OPTIONS:
                   --config <file>         The proxy's config file.
@@ -335,22 +335,22 @@ extension DeviceAuthorizationPoller {
     @Test(arguments: [
         (
             ["--config", "p.conf", "--device", "--no-browser"],
-            Subcommand.Options(configPath: "p.conf", usesDevice: true, opensBrowser: false)
+            LoginCommand.Options(configPath: "p.conf", usesDevice: true, opensBrowser: false)
         ),
-        (["--config=p.conf"], Subcommand.Options(configPath: "p.conf")),
-        (["--config", "p.conf", "--session=github"], Subcommand.Options(configPath: "p.conf", session: "github")),
-        (["-h"], Subcommand.Options(isHelp: true)),
+        (["--config=p.conf"], LoginCommand.Options(configPath: "p.conf")),
+        (["--config", "p.conf", "--session=github"], LoginCommand.Options(configPath: "p.conf", session: "github")),
     ])
-    func parsesLoginFlags(arguments: [String], expected: Subcommand.Options) throws {
-        #expect(try Subcommand.login.parse(arguments) == expected)
+    func parsesLoginFlags(arguments: [String], expected: LoginCommand.Options) throws {
+        #expect(try LoginCommand.parse(arguments) == expected)
+        #expect(try ParsedArguments(["-h"], for: LoginCommand.syntax).isHelp)
     }
 
     @Test func refusesWhatItDoesNotKnow() {
-        #expect(throws: CommandLineError.unknownOption("--device")) { try Subcommand.logout.parse(["--device"]) }
-        #expect(throws: CommandLineError.unknownOption("--session")) { try Subcommand.ca.parse(["--session", "a"]) }
-        #expect(throws: CommandLineError.missingValue("--session")) { try Subcommand.logout.parse(["--session"]) }
-        #expect(throws: CommandLineError.missingValue("--config")) { try Subcommand.login.parse(["--config"]) }
-        #expect(throws: CommandLineError.unexpectedArgument("now")) { try Subcommand.login.parse(["now"]) }
+        #expect(throws: CommandLineError.unknownOption("--device")) { try LogoutCommand.parse(["--device"]) }
+        #expect(throws: CommandLineError.unknownOption("--session")) { try CACommand.parse(["--session", "a"]) }
+        #expect(throws: CommandLineError.missingValue("--session")) { try LogoutCommand.parse(["--session"]) }
+        #expect(throws: CommandLineError.missingValue("--config")) { try LoginCommand.parse(["--config"]) }
+        #expect(throws: CommandLineError.unexpectedArgument("now")) { try LoginCommand.parse(["now"]) }
     }
 
     @Test func summariesNameExpiryAndScopeButNoToken() {

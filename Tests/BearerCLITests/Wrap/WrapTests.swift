@@ -192,17 +192,23 @@ import Testing
 @Suite struct WrapSubcommandTests {
     @Test func runTakesItsFlagsThenTheCommandAfterDashDash() throws {
         #expect(
-            try Subcommand.run.parse([
+            try RunCommand.parse([
                 "--config", "p.conf", "--listen=127.0.0.1:0", "--no-intercept", "--log-level", "info",
                 "--admin-listen", "127.0.0.1:9901", "--", "python3", "-u", "--config", "x.py",
             ])
-                == Subcommand.Options(
+                == RunCommand.Options(
                     configPath: "p.conf",
-                    listen: "127.0.0.1:0",
-                    adminListen: "127.0.0.1:9901",
-                    logLevel: "info",
-                    intercepts: false,
-                    command: ["python3", "-u", "--config", "x.py"]
+                    overrides: [
+                        ConfigEntry(key: "listen", value: "127.0.0.1:0", place: "command line (--listen)"),
+                        ConfigEntry(key: "tls_intercept", value: "off", place: "command line (--no-intercept)"),
+                        ConfigEntry(key: "log_level", value: "info", place: "command line (--log-level)"),
+                        ConfigEntry(
+                            key: "admin_listen",
+                            value: "127.0.0.1:9901",
+                            place: "command line (--admin-listen)"
+                        ),
+                    ],
+                    program: ["python3", "-u", "--config", "x.py"]
                 )
         )
     }
@@ -210,38 +216,41 @@ import Testing
     /// As with `env` and `sudo`: the first argument that is not a flag starts the command.
     @Test func theFirstArgumentThatIsNotAFlagStartsTheCommand() throws {
         #expect(
-            try Subcommand.run.parse(["--config", "p.conf", "curl", "--help"])
-                == Subcommand.Options(configPath: "p.conf", command: ["curl", "--help"])
+            try RunCommand.parse(["--config", "p.conf", "curl", "--help"])
+                == RunCommand.Options(configPath: "p.conf", program: ["curl", "--help"])
         )
-        #expect(try Subcommand.run.parse(["--", "--weird-name"]).command == ["--weird-name"])
+        #expect(try RunCommand.parse(["--", "--weird-name"]).program == ["--weird-name"])
     }
 
     @Test func runWithoutACommandOrWithAnUnknownFlagIsAnError() throws {
-        #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--config", "p.conf"]) }
-        #expect(throws: CommandLineError.missingCommand) { try Subcommand.run.parse(["--"]) }
+        #expect(throws: CommandLineError.missingCommand) { try RunCommand.parse(["--config", "p.conf"]) }
+        #expect(throws: CommandLineError.missingCommand) { try RunCommand.parse(["--"]) }
         #expect(throws: CommandLineError.unknownOption("--lisen", meant: "--listen")) {
-            try Subcommand.run.parse(["--lisen", "x", "--", "true"])
+            try RunCommand.parse(["--lisen", "x", "--", "true"])
         }
-        #expect(throws: CommandLineError.missingValue("--listen")) { try Subcommand.run.parse(["--listen"]) }
+        #expect(throws: CommandLineError.missingValue("--listen")) { try RunCommand.parse(["--listen"]) }
         #expect(throws: CommandLineError.unknownOption("--no-intercept=yes", meant: "--no-intercept")) {
-            try Subcommand.run.parse(["--no-intercept=yes", "--", "true"])
+            try RunCommand.parse(["--no-intercept=yes", "--", "true"])
         }
-        #expect(try Subcommand.run.parse(["--help"]).isHelp)
+        #expect(try ParsedArguments(["--help"], for: RunCommand.syntax).isHelp)
         #expect(
-            Subcommand.run.fullMessage(.missingCommand)
+            RunCommand.syntax.errorMessage(.missingCommand)
                 == "Error: Missing the command to run, after '--'\nUsage: bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]\n  See 'bearer-proxy run --help' for more information.\n"
         )
     }
 
     @Test func envTakesConfigAndListenOnly() throws {
         #expect(
-            try Subcommand.env.parse(["--config", "p.conf", "--listen", "127.0.0.1:8081"])
-                == Subcommand.Options(configPath: "p.conf", listen: "127.0.0.1:8081")
+            try EnvCommand.parse(["--config", "p.conf", "--listen", "127.0.0.1:8081"])
+                == EnvCommand.Options(
+                    configPath: "p.conf",
+                    overrides: [ConfigEntry(key: "listen", value: "127.0.0.1:8081", place: "command line (--listen)")]
+                )
         )
         #expect(throws: CommandLineError.unknownOption("--no-intercept")) {
-            try Subcommand.env.parse(["--no-intercept"])
+            try EnvCommand.parse(["--no-intercept"])
         }
-        #expect(throws: CommandLineError.unexpectedArgument("true")) { try Subcommand.env.parse(["true"]) }
+        #expect(throws: CommandLineError.unexpectedArgument("true")) { try EnvCommand.parse(["true"]) }
     }
 
     /// run's own settings go over the file's, and the flags over run's.
@@ -255,7 +264,7 @@ import Testing
             )
         )
         defer { unlink(path) }
-        var options = Subcommand.Options(configPath: path)
+        let options = try RunCommand.parse(["--config", path, "--", "true"])
         let defaults = try ConfigurationLoader.load(
             options.configurationSource(overrides: RunCommand.overrides(options)),
             environment: [:]
@@ -264,12 +273,12 @@ import Testing
         #expect(defaults.adminListen == nil)
         #expect(defaults.intercept.isEnabled)
         #expect(defaults.logLevel == .warn)
-        options.listen = "[::1]:0"
-        options.intercepts = false
-        options.logLevel = "error"
-        options.adminListen = "127.0.0.1:0"
+        let flags = try RunCommand.parse([
+            "--config", path, "--listen", "[::1]:0", "--no-intercept", "--log-level", "error",
+            "--admin-listen", "127.0.0.1:0", "true",
+        ])
         let flagged = try ConfigurationLoader.load(
-            options.configurationSource(overrides: RunCommand.overrides(options)),
+            flags.configurationSource(overrides: RunCommand.overrides(flags)),
             environment: [:]
         )
         #expect(flagged.listen == [.hostPort(host: "::1", port: 0)])
@@ -280,7 +289,7 @@ import Testing
 
     @Test func envHelpIsStable() {
         #expect(
-            Subcommand.envHelp == """
+            EnvCommand.syntax.helpText == """
                 OVERVIEW: Print export lines that point HTTP clients at the configured proxy, for a proxy that
                 runs as a service: eval "$(bearer-proxy env)". http_proxy, https_proxy, HTTP_PROXY and
                 HTTPS_PROXY name the proxy; NO_PROXY and no_proxy list localhost, 127.0.0.1 and ::1, less any
@@ -302,7 +311,7 @@ import Testing
 
     @Test func runHelpIsStable() {
         #expect(
-            Subcommand.runHelp == """
+            RunCommand.syntax.helpText == """
                 OVERVIEW: Run a program behind the proxy: start the config's proxy in this process, run the
                 program with the environment of 'bearer-proxy env' for it, and stop the proxy when the program
                 exits. The token stays in the proxy; the program gets only addresses and files to trust.

@@ -7,12 +7,20 @@ import Testing
 /// (`--chek` → `--check`), in the usual framing; and each subcommand's flags, which the suggestion
 /// picks from, are the ones it takes and the ones its help and the main help show.
 @Suite struct UnknownOptionTests {
+    /// Every subcommand's name, for the tests that go through them all.
+    static let subcommandNames = subcommands.compactMap { $0.syntax.name }
+
+    /// The table of the subcommand `name`, or the proxy's.
+    static func syntax(_ name: String?) -> CommandSyntax {
+        name.flatMap { name in subcommands.first { $0.syntax.name == name }?.syntax } ?? ProxyCommand.syntax
+    }
+
     struct Mistake: Sendable, CustomTestStringConvertible {
-        var subcommand: Subcommand?
+        var subcommand: String?
         var arguments: [String]
         var firstLine: String
         var testDescription: String {
-            ([self.subcommand?.rawValue].compactMap { $0 } + self.arguments).joined(separator: " ")
+            ([self.subcommand].compactMap { $0 } + self.arguments).joined(separator: " ")
         }
     }
 
@@ -27,33 +35,35 @@ import Testing
         Mistake(arguments: ["--hlep"], firstLine: "Error: Unknown option '--hlep' (did you mean '--help'?)"),
         // Another word, not a slip: nothing is offered (not --demo).
         Mistake(arguments: ["--debug"], firstLine: "Error: Unknown option '--debug'"),
+        // A switch takes no value, the proxy's as a subcommand's.
+        Mistake(arguments: ["--check=yes"], firstLine: "Error: Unknown option '--check=yes' (did you mean '--check'?)"),
         Mistake(
-            subcommand: .login,
+            subcommand: "login",
             arguments: ["--sesion", "github"],
             firstLine: "Error: Unknown option '--sesion' (did you mean '--session'?)"
         ),
         Mistake(
-            subcommand: .login,
+            subcommand: "login",
             arguments: ["--no-browse"],
             firstLine: "Error: Unknown option '--no-browse' (did you mean '--no-browser'?)"
         ),
         Mistake(
-            subcommand: .logout,
+            subcommand: "logout",
             arguments: ["--sessio=github"],
             firstLine: "Error: Unknown option '--sessio=github' (did you mean '--session'?)"
         ),
         Mistake(
-            subcommand: .ca,
+            subcommand: "ca",
             arguments: ["--bundel"],
             firstLine: "Error: Unknown option '--bundel' (did you mean '--bundle'?)"
         ),
         Mistake(
-            subcommand: .env,
+            subcommand: "env",
             arguments: ["--lisen", "x"],
             firstLine: "Error: Unknown option '--lisen' (did you mean '--listen'?)"
         ),
         Mistake(
-            subcommand: .run,
+            subcommand: "run",
             arguments: ["--admin-lsten", "x", "--", "true"],
             firstLine: "Error: Unknown option '--admin-lsten' (did you mean '--admin-listen'?)"
         ),
@@ -61,27 +71,18 @@ import Testing
 
     @Test(arguments: Self.mistakes)
     func anUnknownFlagNamesTheFlagMeant(_ mistake: Mistake) throws {
-        let error = try #require(Self.error(parsing: mistake), "\(mistake.arguments) parsed")
-        guard let subcommand = mistake.subcommand else {
-            #expect(
-                error.fullMessage
-                    == "\(mistake.firstLine)\n\(CommandLineOptions.usageLine)\n  See 'bearer-proxy --help' for more information.\n"
-            )
-            return
-        }
+        let syntax = Self.syntax(mistake.subcommand)
+        let error = try #require(Self.error(parsing: mistake.arguments, syntax), "\(mistake.arguments) parsed")
+        let command = "bearer-proxy" + (mistake.subcommand.map { " " + $0 } ?? "")
         #expect(
-            subcommand.fullMessage(error)
-                == "\(mistake.firstLine)\n\(subcommand.usageLine)\n  See 'bearer-proxy \(subcommand.rawValue) --help' for more information.\n"
+            syntax.errorMessage(error)
+                == "\(mistake.firstLine)\nUsage: \(command) \(syntax.usage[0])\n  See '\(command) --help' for more information.\n"
         )
     }
 
-    static func error(parsing mistake: Mistake) -> CommandLineError? {
+    static func error(parsing arguments: [String], _ syntax: CommandSyntax) -> CommandLineError? {
         do throws(CommandLineError) {
-            if let subcommand = mistake.subcommand {
-                _ = try subcommand.parse(mistake.arguments)
-            } else {
-                _ = try CommandLineOptions.parse(mistake.arguments)
-            }
+            _ = try ParsedArguments(arguments, for: syntax)
             return nil
         } catch {
             return error
@@ -101,42 +102,45 @@ import Testing
         #expect(closestName(to: typed, among: names) == meant)
     }
 
-    /// What the suggestion picks from is what the parser takes.
-    @Test(arguments: Subcommand.allCases)
-    func everyFlagOfASubcommandIsOneItTakes(_ subcommand: Subcommand) {
-        for flag in subcommand.flags {
-            let command = subcommand == .run ? ["--", "true"] : []
+    /// Every flag of every command is taken by its parser: alone, or asking for its value.
+    @Test(arguments: [nil] + Self.subcommandNames)
+    func everyFlagOfACommandIsOneItTakes(_ name: String?) {
+        let syntax = Self.syntax(name)
+        for flag in syntax.flags {
+            let program = syntax.takesProgram ? ["--", "true"] : []
             do throws(CommandLineError) {
-                _ = try subcommand.parse([flag] + command)
+                _ = try ParsedArguments([flag.name] + program, for: syntax)
             } catch {
-                #expect(error == .missingValue(flag), "\(subcommand.rawValue) \(flag): \(error)")
+                #expect(error == .missingValue(flag.name), "\(name ?? "bearer-proxy") \(flag.name): \(error)")
             }
         }
     }
 
-    /// A subcommand's help lists exactly the flags it takes.
-    @Test(arguments: Subcommand.allCases)
-    func aSubcommandsHelpListsItsFlags(_ subcommand: Subcommand) {
-        let listed = subcommand.helpText.split(separator: "\n").compactMap { line -> String? in
+    /// A command's help lists exactly the flags it takes.
+    @Test(arguments: [nil] + Self.subcommandNames)
+    func aCommandsHelpListsItsFlags(_ name: String?) {
+        let syntax = Self.syntax(name)
+        let options = syntax.helpText.split(separator: "\n\n").first { $0.hasPrefix("OPTIONS:") } ?? ""
+        let listed = options.split(separator: "\n").compactMap { line -> String? in
             guard line.hasPrefix("  -") else { return nil }
             return line.dropFirst(2).split(separator: " ").first.map { $0 == "-h," ? "--help" : String($0) }
         }
-        #expect(Set(listed) == Set(subcommand.flags), "\(subcommand.rawValue)")
+        #expect(listed == syntax.flags.map(\.name), "\(name ?? "bearer-proxy")")
     }
 
     /// The main help's usage line of each subcommand shows every flag it takes, or says `[<options>]`:
     /// `login` and `logout` once lacked `--session`.
-    @Test(arguments: Subcommand.allCases)
-    func theMainHelpShowsEachSubcommandsFlags(_ subcommand: Subcommand) throws {
+    @Test(arguments: Self.subcommandNames)
+    func theMainHelpShowsEachSubcommandsFlags(_ name: String) throws {
         let line = try #require(
-            CommandLineOptions.helpText.split(separator: "\n").first {
-                $0.trimmingCharacters(in: .whitespaces).hasPrefix("bearer-proxy \(subcommand.rawValue) ")
-                    || $0.hasPrefix("USAGE: bearer-proxy \(subcommand.rawValue) ")
+            ProxyCommand.syntax.helpText.split(separator: "\n").first {
+                $0.trimmingCharacters(in: .whitespaces).hasPrefix("bearer-proxy \(name) ")
+                    || $0.hasPrefix("USAGE: bearer-proxy \(name) ")
             }
         )
         guard !line.contains("[<options>]") else { return }
-        for flag in subcommand.flags where flag != "--help" {
-            #expect(line.contains(flag), "the main help's \(subcommand.rawValue) line lacks \(flag): \(line)")
+        for flag in Self.syntax(name).flags where flag != .help {
+            #expect(line.contains(flag.name), "the main help's \(name) line lacks \(flag.name): \(line)")
         }
     }
 }

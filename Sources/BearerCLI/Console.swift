@@ -1,9 +1,9 @@
 import BearerCore
 import Glibc
 
-/// Where `bearer-proxy login` and `logout` talk to the person: lines to stdout, errors to stderr,
-/// each written at once with write(2) (never held in a buffer), so a URL to open reaches a terminal
-/// or a pipe before the command starts waiting.
+/// Where the commands talk to the person: lines to stdout, errors to stderr, each written at once
+/// with write(2) (never held in a buffer), so a URL to open reaches a terminal or a pipe before
+/// `bearer-proxy login` starts waiting.
 struct Console: Sendable {
     let output: Int32
     let errors: Int32
@@ -23,4 +23,10 @@ struct Console: Sendable {
     static func write(_ text: String, to fd: Int32) {
         try? SystemCall.writeAll(fd, Array(text.utf8))
     }
+}
+
+/// Straight to stderr, after what the log has queued (its lines come first, as they were made first).
+func writeStandardError(_ text: String) {
+    LogSink.standardError.flush()
+    Console.write(text, to: STDERR_FILENO)
 }

@@ -1,7 +1,13 @@
 import BearerConfig
 import Foundation
 
-extension Subcommand.Options {
+/// What every subcommand's options hold: the proxy's config file it reads (`--config`, else the
+/// default one), under the flags' settings.
+protocol SubcommandOptions {
+    var configPath: String? { get }
+}
+
+extension SubcommandOptions {
     /// The loader's view of this command line: `--config`, and `overrides` over the file's settings.
     func configurationSource(overrides: [ConfigEntry] = []) -> ConfigurationSource {
         ConfigurationSource(configPath: self.configPath, overrides: overrides, takesProxyFlags: false)
@@ -24,5 +30,17 @@ extension Subcommand.Options {
             Console.write(error.errors.map { "Error: \($0)\n" }.joined(), to: console.errors)
             return nil
         }
+    }
+}
+
+extension Flag {
+    /// `--session <name>` of `login` and `logout`: which `[session NAME]` of the file, `action`.
+    static func session(_ action: String) -> Flag {
+        Flag(
+            "--session",
+            value: Value("name", .sessionName),
+            help: "The [session <name>] of the config file to \(action)",
+            default: Default("the\nkeys outside any section", endsSentence: true)
+        )
     }
 }

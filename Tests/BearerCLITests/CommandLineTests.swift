@@ -7,7 +7,7 @@ import Testing
 
 @Suite struct CommandLineTests {
     @Test func parsesFlagsInBothForms() throws {
-        let options = try CommandLineOptions.parse([
+        let options = try ProxyCommand.parse([
             "--config", "p.conf", "--listen=127.0.0.1:1", "--upstream", "http://h", "--check",
         ])
         #expect(options.configPath == "p.conf")
@@ -18,12 +18,12 @@ import Testing
 
     @Test func rejectsUnknownOptionsAndMissingValues() {
         #expect(throws: CommandLineError.unknownOption("--listn", meant: "--listen")) {
-            try CommandLineOptions.parse(["--listn", "x"])
+            try ProxyCommand.parse(["--listn", "x"])
         }
-        #expect(throws: CommandLineError.missingValue("--upstream")) { try CommandLineOptions.parse(["--upstream"]) }
-        #expect(throws: CommandLineError.unexpectedArgument("stray")) { try CommandLineOptions.parse(["stray"]) }
+        #expect(throws: CommandLineError.missingValue("--upstream")) { try ProxyCommand.parse(["--upstream"]) }
+        #expect(throws: CommandLineError.unexpectedArgument("stray")) { try ProxyCommand.parse(["stray"]) }
         #expect(
-            CommandLineError.unknownOption("--listn", meant: "--listen").fullMessage
+            ProxyCommand.syntax.errorMessage(.unknownOption("--listn", meant: "--listen"))
                 == "Error: Unknown option '--listn' (did you mean '--listen'?)\nUsage: bearer-proxy [--config <file>] [<options>]\n  See 'bearer-proxy --help' for more information.\n"
         )
     }
@@ -31,7 +31,7 @@ import Testing
     /// The help text is what a user reads first: any change to it shows up here, on purpose.
     @Test func helpTextIsStable() {
         #expect(
-            CommandLineOptions.helpText == """
+            ProxyCommand.syntax.helpText == """
                 OVERVIEW: A local authenticating HTTP proxy. It adds 'Authorization: Bearer <token>' to
                 requests and forwards them upstream, refreshing the token when it expires.
 

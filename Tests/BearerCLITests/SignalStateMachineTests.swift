@@ -4,32 +4,51 @@ import Testing
 
 @testable import BearerCLI
 
-/// What `bearer-proxy run` does with each signal in each state: passed on to the program unless the
-/// terminal already sent it to the program's group (SI_KERNEL while they share it).
-@Suite struct WrappedCommandStateMachineTests {
+/// What each signal does in each state: the proxy's drain, reload and exits; `bearer-proxy run`'s
+/// signals passed on to the program unless the terminal already sent it to the program's group
+/// (SI_KERNEL while they share it).
+@Suite struct SignalStateMachineTests {
     static let fromKill = ReceivedSignal(number: SIGTERM, isFromKernel: false, senderPID: 4242)
     static let fromTerminal = ReceivedSignal(number: SIGINT, isFromKernel: true)
 
-    func running(sharesProcessGroup: Bool, pid: pid_t = 77) -> WrappedCommandStateMachine {
-        var machine = WrappedCommandStateMachine()
+    static let hangUp = ReceivedSignal(number: SIGHUP, isFromKernel: false, senderPID: 1)
+
+    func running(sharesProcessGroup: Bool, pid: pid_t = 77) -> SignalStateMachine {
+        var machine = SignalStateMachine(wrapsProgram: true)
         machine.spawnStarting(sharesProcessGroup: sharesProcessGroup)
         #expect(machine.childStarted(pid: pid) == [])
         return machine
     }
 
+    /// The proxy: a signal during start-up exits 0 (nothing is in flight; SIGHUP has no config to
+    /// re-read yet); serving, SIGHUP reloads and the first SIGTERM or SIGINT drains; draining, a second
+    /// one exits at once with 1.
+    @Test func theProxyExitsDuringStartUpReloadsWhileServingAndDrainsOnTheFirstStop() {
+        var starting = SignalStateMachine(wrapsProgram: false)
+        #expect(starting.signalReceived(Self.hangUp) == .none)
+        #expect(starting.signalReceived(Self.fromTerminal) == .exit(status: 0, saying: .signalDuringStartUp))
+        var machine = SignalStateMachine(wrapsProgram: false)
+        machine.proxyStarted()
+        #expect(machine.signalReceived(Self.hangUp) == .reload)
+        #expect(machine.state == .serving)
+        #expect(machine.signalReceived(Self.fromKill) == .stop)
+        #expect(machine.state == .stopping)
+        #expect(machine.signalReceived(Self.hangUp) == .none)
+        #expect(machine.signalReceived(Self.fromTerminal) == .exit(status: 1, saying: .secondSignal))
+    }
+
     @Test func beforeTheProgramStartsASignalEndsRunWith128PlusItsNumber() {
-        var machine = WrappedCommandStateMachine()
-        #expect(machine.signalReceived(Self.fromKill) == .exit(status: 128 + SIGTERM))
-        var other = WrappedCommandStateMachine()
-        #expect(other.signalReceived(Self.fromTerminal) == .exit(status: 128 + SIGINT))
+        var machine = SignalStateMachine(wrapsProgram: true)
+        #expect(machine.signalReceived(Self.fromKill) == .exit(status: 128 + SIGTERM, saying: nil))
+        var other = SignalStateMachine(wrapsProgram: true)
+        #expect(other.signalReceived(Self.fromTerminal) == .exit(status: 128 + SIGINT, saying: nil))
     }
 
     @Test(arguments: [false, true])
     func aSignalSentWithKillIsPassedOnWhateverTheGroup(sharesProcessGroup: Bool) {
         var machine = self.running(sharesProcessGroup: sharesProcessGroup)
         #expect(machine.signalReceived(Self.fromKill) == .forward(SIGTERM, to: 77))
-        let hangUp = ReceivedSignal(number: SIGHUP, isFromKernel: false, senderPID: 1)
-        #expect(machine.signalReceived(hangUp) == .forward(SIGHUP, to: 77))
+        #expect(machine.signalReceived(Self.hangUp) == .forward(SIGHUP, to: 77))
         #expect(machine.state == .running(pid: 77, sharesProcessGroup: sharesProcessGroup))
     }
 
@@ -45,7 +64,7 @@ import Testing
     }
 
     @Test func signalsDuringTheSpawnAreKeptAndPassedOnOnceThePIDIsKnown() {
-        var machine = WrappedCommandStateMachine()
+        var machine = SignalStateMachine(wrapsProgram: true)
         machine.spawnStarting(sharesProcessGroup: true)
         #expect(machine.signalReceived(Self.fromKill) == .keep)
         #expect(machine.signalReceived(Self.fromTerminal) == .none)
@@ -56,12 +75,12 @@ import Testing
     }
 
     @Test func aProgramThatCannotStartLeavesItsStatusForTheDrain() {
-        var machine = WrappedCommandStateMachine()
+        var machine = SignalStateMachine(wrapsProgram: true)
         machine.spawnStarting(sharesProcessGroup: false)
         #expect(machine.signalReceived(Self.fromKill) == .keep)
         machine.spawnFailed(status: 127)
         #expect(machine.state == .ended(status: 127, sharedProcessGroup: false))
-        #expect(machine.signalReceived(Self.fromKill) == .exit(status: 127))
+        #expect(machine.signalReceived(Self.fromKill) == .exit(status: 127, saying: nil))
     }
 
     /// After the program ended the proxy drains; a kill ends the drain at once with the program's
@@ -70,9 +89,9 @@ import Testing
         var shared = self.running(sharesProcessGroup: true)
         shared.childEnded(status: 130)
         #expect(shared.signalReceived(Self.fromTerminal) == .none)
-        #expect(shared.signalReceived(Self.fromKill) == .exit(status: 130))
+        #expect(shared.signalReceived(Self.fromKill) == .exit(status: 130, saying: nil))
         var own = self.running(sharesProcessGroup: false)
         own.childEnded(status: 3)
-        #expect(own.signalReceived(Self.fromTerminal) == .exit(status: 3))
+        #expect(own.signalReceived(Self.fromTerminal) == .exit(status: 3, saying: nil))
     }
 }
