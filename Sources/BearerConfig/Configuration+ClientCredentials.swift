@@ -10,12 +10,14 @@ extension Configuration {
     /// service account they act as. Nothing secret.
     package var signingSummary: String {
         var parts: [String] = []
-        if let account = self.credentials.serviceAccount { parts.append("service account \(account.clientEmail)") }
+        if let account = self.credentials.found.serviceAccount {
+            parts.append("service account \(account.clientEmail)")
+        }
         if self.clientAuthentication != .basic && self.clientAuthentication != .post {
             parts.append(
                 self.clientAuthentication.rawValue
                     + (self.clientAuthentication == .privateKeyJWT
-                        ? (self.credentials.key.map { " \($0.algorithm.rawValue)" } ?? "") : "")
+                        ? (self.credentials.found.key.map { " \($0.algorithm.rawValue)" } ?? "") : "")
             )
         }
         return parts.isEmpty ? "" : " (\(parts.joined(separator: ", ")))"
@@ -29,7 +31,7 @@ extension Configuration {
         if credentials.tlsKeyFile != nil && credentials.tlsCertificateFile == nil {
             diagnostics.error("tls_client_key", "needs tls_client_cert (the certificate it belongs to)")
         }
-        for (key, path) in credentials.filesReadableByOthers {
+        for (key, path) in credentials.found.readableByOthers {
             diagnostics.warning(key, "\(path) can be read by other users of this machine (chmod 600 \(path))")
         }
         if credentials.serviceAccountFile != nil {

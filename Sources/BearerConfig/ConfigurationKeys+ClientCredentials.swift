@@ -6,20 +6,20 @@ extension Configuration {
     /// The keys of service accounts and locked-down APIs: signing keys, JWT bearer claims, a
     /// service-account file, a TLS client certificate, resource indicators.
     static let clientCredentialKeys: [ConfigurationKey] = [
-        fileKey("client_key_file", scope: .session, \.credentials.keyFile) { $0.credentials.key.map { "\($0)" } },
+        fileKey("client_key_file", scope: .session, \.credentials.keyFile) { $0.credentials.found.key?.description },
         textKey("client_key_id", scope: .session, \.credentials.keyID),
         textKey("assertion_issuer", scope: .session, \.credentials.assertionIssuer),
         textKey("assertion_subject", scope: .session, \.credentials.assertionSubject),
         fileKey("service_account_file", scope: .session, \.credentials.serviceAccountFile) {
-            $0.credentials.serviceAccount?.summary
+            $0.credentials.found.serviceAccount?.summary
         },
         fileKey("tls_client_cert", scope: .session, \.credentials.tlsCertificateFile) { config in
-            config.credentials.tlsCertificate.map {
-                "\($0.subject); \($0.certificateCount == 1 ? "1 certificate" : "\($0.certificateCount) certificates")"
+            config.credentials.found.certificate.map {
+                "\($0.subject); \($0.count == 1 ? "1 certificate" : "\($0.count) certificates")"
             }
         },
         fileKey("tls_client_key", scope: .session, \.credentials.tlsKeyFile) { config in
-            config.credentials.tlsCertificate.map { "\($0.key.kind)" }
+            config.credentials.found.certificate?.keyKind
         },
         ConfigurationKey(
             "resource",
@@ -68,51 +68,26 @@ extension Configuration {
     }
 
     /// Reads the key files the configuration names, once: client_key_file, service_account_file,
-    /// tls_client_cert with tls_client_key. A file that cannot be used is an error at its key's line
-    /// naming the file (missing, unreadable, encrypted, not a key, an unsupported kind). The service
-    /// account's token_uri becomes token_url unless that is set.
+    /// tls_client_cert with tls_client_key (`SessionCredentials.read`), and keeps what it learned of
+    /// them, never a key. A file that cannot be used is an error at its key's line naming the file.
+    /// The service account's token_uri becomes token_url unless that is set.
     mutating func loadKeyFiles(into diagnostics: inout ConfigurationDiagnostics) {
-        if let path = self.credentials.keyFile {
-            do throws(PEMPrivateKey.LoadError) {
-                self.credentials.key = try SigningKey.load(file: path)
-                self.noteIfReadableByOthers("client_key_file", path)
-            } catch {
-                self.recordFileError("client_key_file", error.description, into: &diagnostics)
-            }
-        }
-        if let path = self.credentials.serviceAccountFile {
-            do throws(PEMPrivateKey.LoadError) {
-                let account = try ServiceAccountKey.load(file: path)
-                self.credentials.serviceAccount = account
-                if self.tokenURL == nil { self.tokenURL = account.tokenURI }
-                self.noteIfReadableByOthers("service_account_file", path)
-            } catch {
-                self.recordFileError("service_account_file", error.description, into: &diagnostics)
-            }
-        }
-        if let certificateFile = self.credentials.tlsCertificateFile, let keyFile = self.credentials.tlsKeyFile {
-            do throws(TLSClientCertificate.LoadError) {
-                self.credentials.tlsCertificate = try TLSClientCertificate.load(
-                    certificateFile: certificateFile,
-                    keyFile: keyFile
-                )
-                self.noteIfReadableByOthers("tls_client_key", keyFile)
-            } catch {
-                let key = error.isAboutKey ? "tls_client_key" : "tls_client_cert"
-                self.recordFileError(key, error.description, into: &diagnostics)
-            }
-        }
-    }
-
-    private func recordFileError(_ key: String, _ message: String, into diagnostics: inout ConfigurationDiagnostics) {
-        let place = self.settingPlaces.byKey[key] ?? self.settingPlaces.whole
-        diagnostics.lineError(ConfigurationError(place: place, key: key, message: message))
+        let (read, errors) = SessionCredentials.read(self.credentials, places: self.settingPlaces)
+        for error in errors { diagnostics.lineError(error) }
+        self.credentials.found = read.facts
+        if let account = read.serviceAccount, self.tokenURL == nil { self.tokenURL = account.tokenURI }
+        let keyFiles = [
+            ("client_key_file", read.signingKey.flatMap { _ in self.credentials.keyFile }),
+            ("service_account_file", read.serviceAccount.flatMap { _ in self.credentials.serviceAccountFile }),
+            ("tls_client_key", read.tlsCertificate.flatMap { _ in self.credentials.tlsKeyFile }),
+        ]
+        for case let (key, path?) in keyFiles { self.noteIfReadableByOthers(key, path) }
     }
 
     /// A key file that group or others may read: it works, and `--check` says so.
     private mutating func noteIfReadableByOthers(_ key: String, _ path: String) {
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & 0o044 != 0 else { return }
-        self.credentials.filesReadableByOthers.append((key, path))
+        self.credentials.found.readableByOthers.append((key, path))
     }
 }

@@ -14,8 +14,11 @@ extension Configuration {
             scope: .session,
             show: { config in
                 guard let path = config.dpop.keyFile else { return nil }
-                guard let prover = config.dpop.prover else { return path }
-                return "\(path) (EC P-256, ES256, thumbprint \(prover.thumbprint))"
+                guard config.dpop.isEnabled else { return path }
+                guard let thumbprint = config.dpop.thumbprint else {
+                    return "\(path) (no key yet: the proxy's start or bearer-proxy login makes it)"
+                }
+                return "\(path) (EC P-256, ES256, thumbprint \(thumbprint))"
             }
         ) { value, config in
             guard !value.isEmpty else { return "expected a file path" }
@@ -38,15 +41,15 @@ extension Configuration {
         )
     }
 
-    /// With dpop on, reads the session's DPoP key, or makes it when the file does not exist yet: an
-    /// error at the key's line (or the session's) naming the file when it cannot be used.
-    mutating func loadDPoPKey(environment: [String: String], into diagnostics: inout ConfigurationDiagnostics) {
+    /// With dpop on, checks the session's DPoP key when its file exists and keeps its thumbprint; a
+    /// key not made yet is no error (the proxy's start or `login` makes it: loading writes nothing).
+    /// An error at the key's line (or the session's) naming the file when it cannot be used.
+    mutating func readDPoPKey(environment: [String: String], into diagnostics: inout ConfigurationDiagnostics) {
         guard self.dpop.isEnabled else { return }
         if self.dpop.keyFile == nil {
             self.dpop.keyFile = DPoPKeyFile.defaultPath(session: self.dpop.sectionName, environment: environment)
         }
-        let place =
-            self.settingPlaces.byKey["dpop_key_file"] ?? self.settingPlaces.byKey["dpop"] ?? self.settingPlaces.whole
+        let place = DPoPSettings.place(in: self.settingPlaces)
         guard let path = self.dpop.keyFile else {
             diagnostics.lineError(
                 ConfigurationError(
@@ -58,7 +61,7 @@ extension Configuration {
             return
         }
         do throws(PEMPrivateKey.LoadError) {
-            self.dpop.prover = DPoPProver(key: try DPoPKeyFile.loadOrCreate(path), keyFile: path)
+            self.dpop.thumbprint = try DPoPKeyFile.loadIfPresent(path).map(DPoPProver.thumbprint(of:))
         } catch {
             diagnostics.lineError(ConfigurationError(place: place, key: "dpop_key_file", message: error.description))
         }

@@ -88,7 +88,7 @@ package enum ConfigurationLoader {
         }
         config.forEverySession(&diagnostics) { session, diagnostics in
             session.loadKeyFiles(into: &diagnostics)
-            session.loadDPoPKey(environment: environment, into: &diagnostics)
+            session.readDPoPKey(environment: environment, into: &diagnostics)
             session.validate(into: &diagnostics)
         }
         config.validateSessions(into: &diagnostics)

@@ -84,15 +84,15 @@ extension Configuration {
         self.refreshSkew = new.refreshSkew
         self.maxRefreshes = new.maxRefreshes
         self.refreshWindow = new.refreshWindow
-        // The signing credentials, read again from their files; the TLS client certificate is bound
-        // into the connectors' TLS contexts and waits for a restart.
+        // The signing credentials (their files are read again when the session's supply is made); the
+        // TLS client certificate is bound into the connectors' TLS contexts and waits for a restart.
         self.credentials.keyFile = new.credentials.keyFile
-        self.credentials.key = new.credentials.key
+        self.credentials.found.key = new.credentials.found.key
         self.credentials.keyID = new.credentials.keyID
         self.credentials.assertionIssuer = new.credentials.assertionIssuer
         self.credentials.assertionSubject = new.credentials.assertionSubject
         self.credentials.serviceAccountFile = new.credentials.serviceAccountFile
-        self.credentials.serviceAccount = new.credentials.serviceAccount
+        self.credentials.found.serviceAccount = new.credentials.found.serviceAccount
         self.settingPlaces = new.settingPlaces
     }
 }

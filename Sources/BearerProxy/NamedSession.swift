@@ -33,6 +33,7 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         index: Int,
         tokens: TokenSession,
         configuration: Configuration,
+        dpop: DPoPProver? = nil,
         supplies: TokenSupplyMaker? = nil
     ) {
         self.name = name
@@ -42,7 +43,7 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         self.supplies = supplies
         self.refreshOn = Set(configuration.refreshOn)
         self.replayBodyLimit = configuration.replayBodyLimit
-        self.dpop = configuration.dpop.prover
+        self.dpop = dpop
         self.logName = Array(name.utf8)
     }
 

@@ -15,7 +15,7 @@ extension ProxyServer {
         /// The file has mistakes, one line each (`file:line: key: …`): nothing changed.
         case invalid([String])
         /// Something the new config needs could not be made (a refresh token file's folder, the access
-        /// log's file): nothing changed.
+        /// log's file, a key file changed since it was read): nothing changed.
         case refused(String)
         /// Nothing to read again: `--demo`, flags alone, or a config that came from a pipe (it cannot be
         /// read twice). The sessions are refreshed all the same.
@@ -69,7 +69,13 @@ extension ProxyServer {
                     let before = running.session(named: session.name)
                 else { continue }
                 let store = try Self.store(configuration, replacing: session.tokens.store, configuredAs: before)
-                supplies.append((session.tokens, maker.supply(configuration, store: store)))
+                let credentials: SessionCredentials
+                do throws(ConfigurationError) {
+                    credentials = try SessionCredentials(reading: configuration)
+                } catch {
+                    throw StartError(description: error.description)
+                }
+                supplies.append((session.tokens, maker.supply(configuration, credentials: credentials, store: store)))
             }
             accessLog =
                 reload.applied.accessLog == running.accessLog

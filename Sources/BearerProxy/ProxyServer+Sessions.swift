@@ -1,5 +1,6 @@
 import BearerConfig
 import BearerCore
+import BearerCrypto
 import BearerIO
 import BearerSession
 
@@ -13,6 +14,8 @@ extension ProxyServer {
         index: Int,
         namesSessions: Bool,
         store: RefreshTokenStore?,
+        credentials: SessionCredentials,
+        dpop: DPoPProver?,
         endpoints connector: OutboundConnector,
         sessionStoreConnector: OutboundConnector,
         loop: EventLoop,
@@ -20,7 +23,7 @@ extension ProxyServer {
     ) -> NamedSession {
         let configuration = session.configuration
         let logger = namesSessions ? logger.with("session", session.name) : logger
-        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, logger: logger)
+        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, dpop: dpop, logger: logger)
         let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
             SessionStore(
                 endpoint: endpoint,
@@ -34,7 +37,7 @@ extension ProxyServer {
         }
         let tokens = TokenSession(
             configuration: configuration,
-            supply: supplies.supply(configuration, store: store),
+            supply: supplies.supply(configuration, credentials: credentials, store: store),
             sessionStore: sessionStore,
             logger: logger,
             timers: loop
@@ -44,31 +47,52 @@ extension ProxyServer {
             index: index,
             tokens: tokens,
             configuration: configuration,
+            dpop: dpop,
             supplies: supplies
         )
     }
 }
 
-/// Makes a session's token supply from its configuration: at start, and again each time SIGHUP
-/// re-reads the config. What it is made with lasts as long as the process: the loop its token calls
-/// start from and the connector that reaches its endpoints (TLS settings need a restart).
+/// Makes a session's token supply from its configuration and the keys read from its files: at
+/// start, and again each time SIGHUP re-reads the config. What it is made with lasts as long as the
+/// process: the loop its token calls start from, the connector that reaches its endpoints (TLS
+/// settings need a restart) and the DPoP key its proofs are signed with.
 struct TokenSupplyMaker: Sendable {
     let loop: EventLoop
     let endpoints: OutboundConnector
+    let dpop: DPoPProver?
     let logger: Logger
 
-    func supply(_ configuration: Configuration, store: RefreshTokenStore?) -> TokenSupply {
-        let caller = EndpointCaller(configuration: configuration, loop: self.loop, connector: self.endpoints)
+    func supply(
+        _ configuration: Configuration,
+        credentials: SessionCredentials,
+        store: RefreshTokenStore?
+    )
+        -> TokenSupply
+    {
+        let caller = EndpointCaller(
+            configuration: configuration,
+            dpop: self.dpop,
+            loop: self.loop,
+            connector: self.endpoints
+        )
         return TokenSupply(
             configuration: configuration,
-            source: Self.source(configuration, store: store, endpoints: caller, logger: self.logger),
+            source: Self.source(
+                configuration,
+                credentials: credentials,
+                store: store,
+                endpoints: caller,
+                logger: self.logger
+            ),
             store: store,
-            revocation: TokenRevocation(configuration: configuration, client: caller)
+            revocation: TokenRevocation(configuration: configuration, credentials: credentials, client: caller)
         )
     }
 
     static func source(
         _ configuration: Configuration,
+        credentials: SessionCredentials,
         store: RefreshTokenStore?,
         endpoints: EndpointCaller,
         logger: Logger
@@ -79,6 +103,7 @@ struct TokenSupplyMaker: Sendable {
         if let url = configuration.tokenURL {
             return OAuth2TokenSource(
                 configuration: configuration,
+                credentials: credentials,
                 url: url,
                 store: store,
                 client: endpoints,

@@ -104,11 +104,26 @@ package final class ProxyServer: Sendable {
             closeListeners()
             throw StartError(description: error.description)
         }
+        // The keys each session signs and proves with, read (or, for a DPoP key, made) now: loading
+        // the configuration only checked their files.
+        var credentials: [SessionCredentials] = []
+        var provers: [DPoPProver?] = []
+        do throws(ConfigurationError) {
+            for session in sessionConfigurations {
+                credentials.append(try SessionCredentials(reading: session.configuration))
+                provers.append(try session.configuration.dpop.makeProver(places: session.configuration.settingPlaces))
+            }
+        } catch {
+            closeListeners()
+            throw StartError(description: error.description)
+        }
         let tls: any TLSConnectionFactory
         var endpointTLS: [any TLSConnectionFactory] = []
         do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLSForEverySession()
-            for session in sessionConfigurations { endpointTLS.append(try session.configuration.outboundTLS()) }
+            tls = try configuration.outboundTLSForEverySession(presenting: credentials.map(\.tlsCertificate))
+            for (session, keys) in zip(sessionConfigurations, credentials) {
+                endpointTLS.append(try session.configuration.outboundTLS(presenting: keys.tlsCertificate))
+            }
         } catch {
             closeListeners()
             throw StartError(description: error.description)
@@ -174,6 +189,8 @@ package final class ProxyServer: Sendable {
                 index: index,
                 namesSessions: sessionConfigurations.count > 1,
                 store: stores[index],
+                credentials: credentials[index],
+                dpop: provers[index],
                 endpoints: OutboundConnector(
                     resolver: Resolver(),
                     tls: tlsFactory ?? endpointTLS[index],
@@ -345,7 +362,7 @@ package final class ProxyServer: Sendable {
                     "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
                     "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
                     "tls_verify": tlsVerify,
-                    "tls_client_cert": configuration.credentials.tlsCertificate?.subject ?? "none",
+                    "tls_client_cert": configuration.credentials.found.certificate?.subject ?? "none",
                     "session_store": store.endpoint.map {
                         "\($0) session=\(store.name) fallback=\(store.fallback.rawValue)"
                     } ?? "off",
@@ -376,7 +393,7 @@ package final class ProxyServer: Sendable {
                     "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
                     "tokens": Self.tokens(of: session),
                     "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
-                    "tls_client_cert": settings.credentials.tlsCertificate?.subject ?? "none",
+                    "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
                     "session_store": settings.sessionStore.endpoint == nil
                         ? "off" : "session=\(settings.sessionStore.name)",
                 ]

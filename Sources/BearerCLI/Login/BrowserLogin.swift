@@ -63,7 +63,11 @@ struct BrowserLogin {
 
     /// The code and the verifier for tokens at token_url (RFC 6749 §4.1.3, RFC 7636 §4.5).
     private func exchange(code: String, verifier: String, redirectURI: String) -> Result<FetchedToken, LoginError> {
-        let builder = TokenRequestBuilder(configuration: self.context.configuration, url: self.tokenURL)
+        let builder = TokenRequestBuilder(
+            configuration: self.context.configuration,
+            credentials: self.context.credentials,
+            url: self.tokenURL
+        )
         let request = builder.tokenRequest([
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("code_verifier", verifier),

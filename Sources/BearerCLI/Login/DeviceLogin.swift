@@ -26,7 +26,11 @@ struct DeviceLogin {
     }
 
     func run() -> Result<FetchedToken, LoginError> {
-        let builder = TokenRequestBuilder(configuration: self.context.configuration, url: self.tokenURL)
+        let builder = TokenRequestBuilder(
+            configuration: self.context.configuration,
+            credentials: self.context.credentials,
+            url: self.tokenURL
+        )
         var fields: [(String, String)] = []
         if let scope = self.context.configuration.scope { fields.append(("scope", scope)) }
         if let audience = self.context.configuration.audience { fields.append(("audience", audience)) }

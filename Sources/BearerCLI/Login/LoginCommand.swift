@@ -19,6 +19,7 @@ enum LoginCommand {
         let configuration = environment.configuration
         let context = LoginContext(
             configuration: configuration,
+            credentials: environment.credentials,
             client: environment.client,
             console: console,
             deadline: Instant.now() + configuration.login.timeout,

@@ -64,7 +64,12 @@ enum LogoutCommand {
 
     /// One line saying whether the token was revoked, and if not, why and what that means.
     private static func revoke(_ token: Secret<String>, environment: SubcommandEnvironment) -> String {
-        guard let revocation = TokenRevocation(configuration: environment.configuration, client: environment.client)
+        guard
+            let revocation = TokenRevocation(
+                configuration: environment.configuration,
+                credentials: environment.credentials,
+                client: environment.client
+            )
         else {
             let key = environment.configuration.tokenFormat == .json ? "logout_url" : "revocation_url"
             return "No \(key) is configured: the refresh token was not revoked and stays valid until it expires."

@@ -1,13 +1,16 @@
 import BearerConfig
 import BearerCore
+import BearerCrypto
 import BearerIO
 import BearerSession
 import Foundation
 
-/// What `login` and `logout` set up before they talk to an endpoint: the configuration, the refresh
-/// token file it names, and an event loop of their own for the one way out.
+/// What `login` and `logout` set up before they talk to an endpoint: the configuration, the keys its
+/// files hold, the refresh token file it names, and an event loop of their own for the one way out.
 struct SubcommandEnvironment {
     let configuration: Configuration
+    /// What the session's token requests sign with, and its TLS client certificate.
+    let credentials: SessionCredentials
     /// refresh_token_file: where login stores and logout deletes.
     let refreshTokenFile: String
     let client: EndpointCaller
@@ -38,17 +41,29 @@ struct SubcommandEnvironment {
                 "\(configuration.settingPlaces.whole): refresh_token_file: \(subcommand.rawValue) needs it\(whose) (where the refresh token is stored)"
             )
         }
+        // Read here, not by loading: `login` with dpop on makes the session's key when there is none
+        // yet (its token requests carry proofs); `logout` revokes without one.
+        let credentials: SessionCredentials
+        let dpop: DPoPProver?
+        do throws(ConfigurationError) {
+            credentials = try SessionCredentials(reading: configuration)
+            dpop = subcommand == .login ? try configuration.dpop.makeProver(places: configuration.settingPlaces) : nil
+        } catch {
+            throw .notConfigured(error.description)
+        }
         let tls: any TLSConnectionFactory
         do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLS()
+            tls = try configuration.outboundTLS(presenting: credentials.tlsCertificate)
         } catch {
             throw .notConfigured(error.description)
         }
         self.configuration = configuration
+        self.credentials = credentials
         self.refreshTokenFile = file
         self.group = EventLoopGroup(count: 1, name: "bearer-\(subcommand.rawValue)")
         self.client = EndpointCaller(
             configuration: configuration,
+            dpop: dpop,
             loop: self.group.loops[0],
             connector: OutboundConnector(
                 resolver: Resolver(),

@@ -56,26 +56,32 @@ extension Configuration {
     /// The TLS of this session's outbound connections (its token, login and revocation endpoints, and
     /// `login`/`logout`): trust from ca_file (or none with tls_insecure_skip_verify), and with
     /// tls_client_cert the client certificate, for the hosts it is for (`ClientCertificateSelector`).
-    package func outboundTLS() throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        try Self.outboundTLS(presenting: [self])
+    package func outboundTLS(
+        presenting certificate: TLSClientCertificate?
+    ) throws(TLSConfigurationError)
+        -> any TLSConnectionFactory
+    {
+        try Self.outboundTLS(presenting: [(self, certificate)])
     }
 
     /// The TLS of the upstream connections, which serve every session: each session's client
-    /// certificate to that session's hosts.
-    package func outboundTLSForEverySession() throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        try Self.outboundTLS(presenting: self.everySession.map(\.configuration))
+    /// certificate (`certificates`, in `everySession`'s order) to that session's hosts.
+    package func outboundTLSForEverySession(
+        presenting certificates: [TLSClientCertificate?]
+    ) throws(TLSConfigurationError) -> any TLSConnectionFactory {
+        try Self.outboundTLS(presenting: Array(zip(self.everySession.map(\.configuration), certificates)))
     }
 
     /// Trust from the first configuration (ca_file and tls_insecure_skip_verify are process-wide),
     /// and the client certificates of all.
     private static func outboundTLS(
-        presenting sessions: [Configuration]
+        presenting sessions: [(Configuration, TLSClientCertificate?)]
     ) throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        let trust = sessions[0]
+        let trust = sessions[0].0
         let plain = try TLSContext.client(caFile: trust.caFile, verify: !trust.tlsInsecureSkipVerify)
         var choices: [ClientCertificateSelector.Choice] = []
-        for session in sessions {
-            guard let certificate = session.credentials.tlsCertificate else { continue }
+        for (session, certificate) in sessions {
+            guard let certificate else { continue }
             let presenting = try TLSContext.client(
                 caFile: trust.caFile,
                 verify: !trust.tlsInsecureSkipVerify,
@@ -85,7 +91,6 @@ extension Configuration {
         }
         return choices.isEmpty ? plain : ClientCertificateSelector(choices: choices, withoutCertificate: plain)
     }
-
     /// The upstream's host, the inject hosts, and every endpoint the proxy or `login` calls.
     var hostsThatSeeTheClientCertificate: [HostPattern] {
         let endpoints = [

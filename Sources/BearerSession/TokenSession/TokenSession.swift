@@ -167,7 +167,7 @@ package final class TokenSession: Sendable {
         self.refreshOn = configuration.refreshOn
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
-        self.usesDPoP = configuration.dpop.prover != nil
+        self.usesDPoP = configuration.dpop.isEnabled
         let settings = Self.machineSettings(supply, refreshTimeout: configuration.refreshTimeout)
         let now = clock.now()
         let initial = supply.configuredToken.map {

@@ -36,8 +36,12 @@ struct JWTAssertion: Sendable {
     }
 
     /// private_key_jwt's client assertion: iss = sub = client_id (RFC 7523 §3 item 2.B).
-    static func clientAssertion(_ configuration: Configuration, audience: String) -> JWTAssertion? {
-        guard configuration.clientAuthentication == .privateKeyJWT, let key = configuration.credentials.key,
+    static func clientAssertion(
+        _ configuration: Configuration,
+        _ credentials: SessionCredentials,
+        audience: String
+    ) -> JWTAssertion? {
+        guard configuration.clientAuthentication == .privateKeyJWT, let key = credentials.signingKey,
             let clientID = configuration.clientID
         else { return nil }
         return JWTAssertion(
@@ -52,10 +56,14 @@ struct JWTAssertion: Sendable {
     /// jwt_bearer's grant: a service account's (iss = client_email, kid = private_key_id), else
     /// client_key_file's (iss = assertion_issuer or client_id, kid = client_key_id); sub =
     /// assertion_subject when set.
-    static func grantAssertion(_ configuration: Configuration, audience: String) -> JWTAssertion? {
+    static func grantAssertion(
+        _ configuration: Configuration,
+        _ keys: SessionCredentials,
+        audience: String
+    ) -> JWTAssertion? {
         guard configuration.effectiveGrantType == .jwtBearer else { return nil }
         let credentials = configuration.credentials
-        if let account = credentials.serviceAccount {
+        if let account = keys.serviceAccount {
             return JWTAssertion(
                 signer: JWSSigner(key: account.key, type: "JWT", keyID: account.privateKeyID),
                 issuer: account.clientEmail,
@@ -64,7 +72,7 @@ struct JWTAssertion: Sendable {
                 scope: configuration.scope
             )
         }
-        guard let key = credentials.key, let issuer = credentials.assertionIssuer ?? configuration.clientID else {
+        guard let key = keys.signingKey, let issuer = credentials.assertionIssuer ?? configuration.clientID else {
             return nil
         }
         return JWTAssertion(

@@ -29,7 +29,7 @@ package struct TokenRequestBuilder: Sendable {
     /// (Google's) takes the scope in the assertion only.
     let sendsScopeField: Bool
 
-    package init(configuration: Configuration, url: HTTPURL) {
+    package init(configuration: Configuration, credentials: SessionCredentials, url: HTTPURL) {
         self.url = url
         self.grant = configuration.effectiveGrantType
         self.clientID = configuration.clientID
@@ -43,9 +43,9 @@ package struct TokenRequestBuilder: Sendable {
         // The token endpoint is the audience of every assertion, also one sent to the revocation or
         // device authorization endpoint (OIDC Core §9).
         let tokenEndpoint = (configuration.tokenURL ?? url).description
-        self.clientAssertion = JWTAssertion.clientAssertion(configuration, audience: tokenEndpoint)
-        self.grantAssertion = JWTAssertion.grantAssertion(configuration, audience: tokenEndpoint)
-        self.sendsScopeField = configuration.credentials.serviceAccount == nil
+        self.clientAssertion = JWTAssertion.clientAssertion(configuration, credentials, audience: tokenEndpoint)
+        self.grantAssertion = JWTAssertion.grantAssertion(configuration, credentials, audience: tokenEndpoint)
+        self.sendsScopeField = credentials.serviceAccount == nil
     }
 
     /// The grant's form fields, in order (the client's own are added by `formPost`). Secret values

@@ -19,11 +19,11 @@ package final class TokenRevocation: Sendable {
     }
 
     /// Nil when there is nowhere to revoke at.
-    package init?(configuration: Configuration, client: EndpointCaller) {
+    package init?(configuration: Configuration, credentials: SessionCredentials, client: EndpointCaller) {
         switch configuration.tokenFormat {
         case .form:
             guard let url = configuration.revocationURL else { return nil }
-            let builder = TokenRequestBuilder(configuration: configuration, url: url)
+            let builder = TokenRequestBuilder(configuration: configuration, credentials: credentials, url: url)
             self.request = { builder.revocationRequest($0, to: url) }
             self.endpointName = "revocation endpoint"
             self.url = url

@@ -27,12 +27,13 @@ package final class OAuth2TokenSource: TokenSource {
 
     package init(
         configuration: Configuration,
+        credentials: SessionCredentials,
         url: HTTPURL,
         store: RefreshTokenStore?,
         client: EndpointCaller,
         logger: Logger
     ) {
-        self.builder = TokenRequestBuilder(configuration: configuration, url: url)
+        self.builder = TokenRequestBuilder(configuration: configuration, credentials: credentials, url: url)
         self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
         self.client = client
         self.logger = logger
