@@ -23,10 +23,10 @@ package struct SessionCredentials: Sendable {
         self.tlsCertificate = tlsCertificate
     }
 
-    /// The keys `configuration` (one session's) names; the first file that cannot be used is thrown,
-    /// in the words and at the line loading gives it.
-    package init(reading configuration: Configuration) throws(ConfigurationError) {
-        let (credentials, errors) = Self.read(configuration.credentials, places: configuration.settingPlaces)
+    /// The keys `session` names (`places`: where its keys were set); the first file that cannot be
+    /// used is thrown, in the words and at the line loading gives it.
+    package init(reading session: SessionSettings, places: SettingPlaces) throws(ConfigurationError) {
+        let (credentials, errors) = Self.read(session.credentials, places: places)
         if let first = errors.first { throw first }
         self = credentials
     }
@@ -39,21 +39,21 @@ package struct SessionCredentials: Sendable {
     ) -> (SessionCredentials, [ConfigurationError]) {
         var credentials = SessionCredentials()
         var errors: [ConfigurationError] = []
-        func failed(_ key: String, _ message: String) {
-            errors.append(ConfigurationError(place: places.byKey[key] ?? places.whole, key: key, message: message))
+        func failed(_ key: ConfigurationKey, _ message: String) {
+            errors.append(ConfigurationError(place: places[key] ?? places.whole, key: key.name, message: message))
         }
         if let path = settings.keyFile {
             do throws(PEMPrivateKey.LoadError) {
                 credentials.signingKey = try SigningKey.load(file: path)
             } catch {
-                failed("client_key_file", error.description)
+                failed(.clientKeyFile, error.description)
             }
         }
         if let path = settings.serviceAccountFile {
             do throws(PEMPrivateKey.LoadError) {
                 credentials.serviceAccount = try ServiceAccountKey.load(file: path)
             } catch {
-                failed("service_account_file", error.description)
+                failed(.serviceAccountFile, error.description)
             }
         }
         if let certificateFile = settings.tlsCertificateFile, let keyFile = settings.tlsKeyFile {
@@ -63,7 +63,7 @@ package struct SessionCredentials: Sendable {
                     keyFile: keyFile
                 )
             } catch {
-                failed(error.isAboutKey ? "tls_client_key" : "tls_client_cert", error.description)
+                failed(error.isAboutKey ? .tlsClientKey : .tlsClientCert, error.description)
             }
         }
         return (credentials, errors)
@@ -88,12 +88,16 @@ extension DPoPSettings {
         do throws(PEMPrivateKey.LoadError) {
             return DPoPProver(key: try DPoPKeyFile.loadOrCreate(path), keyFile: path)
         } catch {
-            throw ConfigurationError(place: Self.place(in: places), key: "dpop_key_file", message: error.description)
+            throw ConfigurationError(
+                place: Self.place(in: places),
+                key: Key.dpopKeyFile.name,
+                message: error.description
+            )
         }
     }
 
     /// Where a finding about the session's key is placed: dpop_key_file's line, else dpop's.
     static func place(in places: SettingPlaces) -> String {
-        places.byKey["dpop_key_file"] ?? places.byKey["dpop"] ?? places.whole
+        places[.dpopKeyFile] ?? places[.dpop] ?? places.whole
     }
 }

@@ -61,10 +61,11 @@ package final class ProxyServer: Sendable {
         tlsFactory: (any TLSConnectionFactory)? = nil,
         socketFiles: UnixSocketFiles = UnixSocketFiles()
     ) throws(StartError) -> ProxyServer {
-        guard configuration.upstream != nil || !configuration.sessions.isEmpty else {
+        guard configuration.defaultSession.upstream != nil || !configuration.namedSessions.isEmpty else {
             throw StartError(description: "no upstream configured")
         }
-        let sessionConfigurations = configuration.everySession
+        let sessionConfigurations = configuration.sessions
+        let process = configuration.process
         var bound: [BoundListener] = []
         /// Undoes what was bound when start-up fails half-way.
         func closeListeners() {
@@ -73,7 +74,7 @@ package final class ProxyServer: Sendable {
         }
         do throws(StartError) {
             for (index, session) in sessionConfigurations.enumerated() {
-                for spec in session.configuration.listen {
+                for spec in session.listen {
                     let address = try Self.resolveListenAddress(spec)
                     do throws(IOError) {
                         let fd = try Self.listen(on: address, socketFiles: socketFiles)
@@ -93,10 +94,7 @@ package final class ProxyServer: Sendable {
         var stores: [RefreshTokenStore?] = []
         do throws(RefreshTokenStore.StoreError) {
             for session in sessionConfigurations {
-                let store = try RefreshTokenStore(
-                    token: session.configuration.refreshToken,
-                    path: session.configuration.refreshTokenFile
-                )
+                let store = try RefreshTokenStore(token: session.refreshToken, path: session.refreshTokenFile)
                 try store.requireFolder()
                 stores.append(store)
             }
@@ -110,8 +108,9 @@ package final class ProxyServer: Sendable {
         var provers: [DPoPProver?] = []
         do throws(ConfigurationError) {
             for session in sessionConfigurations {
-                credentials.append(try SessionCredentials(reading: session.configuration))
-                provers.append(try session.configuration.dpop.makeProver(places: session.configuration.settingPlaces))
+                let places = configuration.places(of: session.name)
+                credentials.append(try SessionCredentials(reading: session, places: places))
+                provers.append(try session.dpop.makeProver(places: places))
             }
         } catch {
             closeListeners()
@@ -120,9 +119,11 @@ package final class ProxyServer: Sendable {
         let tls: any TLSConnectionFactory
         var endpointTLS: [any TLSConnectionFactory] = []
         do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLSForEverySession(presenting: credentials.map(\.tlsCertificate))
+            tls = try process.outboundTLS(
+                presenting: Array(zip(sessionConfigurations, credentials.map(\.tlsCertificate)))
+            )
             for (session, keys) in zip(sessionConfigurations, credentials) {
-                endpointTLS.append(try session.configuration.outboundTLS(presenting: keys.tlsCertificate))
+                endpointTLS.append(try process.outboundTLS(for: session, presenting: keys.tlsCertificate))
             }
         } catch {
             closeListeners()
@@ -137,14 +138,14 @@ package final class ProxyServer: Sendable {
         }
         let accessLog: LogSink?
         do throws(StartError) {
-            accessLog = try Self.openAccessLog(configuration.accessLog)
+            accessLog = try Self.openAccessLog(process.accessLog)
         } catch {
             closeListeners()
             throw error
         }
         var adminFD: Int32?
         var adminAddress: SocketAddress?
-        if let spec = configuration.adminListen {
+        if let spec = process.adminListen {
             do throws(StartError) {
                 let address = try Self.resolveListenAddress(spec)
                 do throws(IOError) {
@@ -167,7 +168,7 @@ package final class ProxyServer: Sendable {
                 logger.warn(warning.message, ["at": warning.place])
             }
         }
-        let loops = group ?? EventLoopGroup(count: configuration.workers, io: configuration.io)
+        let loops = group ?? EventLoopGroup(count: process.workers, io: process.io)
         if let reason = loops.loops.lazy.compactMap(\.ringUnavailableReason).first {
             // Containers often refuse io_uring (Docker's default seccomp profile does): only a user
             // who asked for it by name is warned; for the default it is a fact of the start.
@@ -181,11 +182,12 @@ package final class ProxyServer: Sendable {
         let connector = OutboundConnector(
             resolver: Resolver(),
             tls: tlsFactory ?? tls,
-            connectTimeout: configuration.upstreamConnectTimeout
+            connectTimeout: process.upstreamConnectTimeout
         )
         let sessions = sessionConfigurations.enumerated().map { index, session in
             Self.makeSession(
                 session,
+                process: process,
                 index: index,
                 namesSessions: sessionConfigurations.count > 1,
                 store: stores[index],
@@ -194,7 +196,7 @@ package final class ProxyServer: Sendable {
                 endpoints: OutboundConnector(
                     resolver: Resolver(),
                     tls: tlsFactory ?? endpointTLS[index],
-                    connectTimeout: configuration.upstreamConnectTimeout
+                    connectTimeout: process.upstreamConnectTimeout
                 ),
                 sessionStoreConnector: connector,
                 // Each session's token calls and timer on a loop of their own, the default's on the first.
@@ -204,7 +206,7 @@ package final class ProxyServer: Sendable {
         }
         let names = ProxyNames(
             boundAddresses: bound.map(\.address),
-            acceptHosts: configuration.acceptHosts,
+            acceptHosts: process.acceptHosts,
             listenerSessions: bound.map(\.sessionIndex)
         )
         let runtime = ProxyRuntime(
@@ -264,15 +266,15 @@ package final class ProxyServer: Sendable {
         _ configuration: Configuration,
         logger: Logger
     ) throws(StartError) -> InterceptCertificates? {
-        guard configuration.intercept.isEnabled else { return nil }
-        guard let directory = configuration.intercept.caDirectory else {
+        guard configuration.process.intercept.isEnabled else { return nil }
+        guard let directory = configuration.process.intercept.caDirectory else {
             throw StartError(description: LocalCAError.noDirectory.description)
         }
         do throws(LocalCAError) {
             return try InterceptCertificates.start(
                 caDirectory: directory,
                 permitting: configuration.everyInjectHost,
-                configFile: configuration.settingPlaces.file,
+                configFile: configuration.provenance.file,
                 logger: logger
             )
         } catch {
@@ -344,27 +346,28 @@ package final class ProxyServer: Sendable {
     /// settings were (upstream, inject_hosts, tokens, refresh_on, tls_client_cert, its fleet key):
     /// settings of no session would read as a session with no upstream and no token.
     private func logStart() {
-        let configuration = self.runtime.configuration
-        let workers = "\(configuration.workers)"
+        let process = self.runtime.configuration.process
+        let workers = "\(process.workers)"
         let io = self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll"
         let admin = self.adminAddress?.description ?? "off"
-        let tlsVerify = configuration.tlsInsecureSkipVerify ? "OFF" : "on"
-        let store = configuration.sessionStore
-        if configuration.hasDefaultSession {
+        let tlsVerify = process.tlsInsecureSkipVerify ? "OFF" : "on"
+        let store = process.sessionStore
+        if self.runtime.configuration.hasDefaultSession {
+            let settings = self.runtime.sessions[0].settings
             self.runtime.logger.info(
                 "starting",
                 [
                     "version": bearerProxyVersion,
-                    "upstream": configuration.upstream?.description ?? "-",
-                    "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
-                    "other_hosts": configuration.otherHosts.rawValue,
+                    "upstream": settings.upstream?.description ?? "-",
+                    "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
+                    "other_hosts": process.otherHosts.rawValue,
                     "tokens": Self.tokens(of: self.runtime.sessions[0]),
-                    "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
-                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
+                    "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
+                    "workers": workers, "io": io, "admin": admin, "access_log": process.accessLog.description,
                     "tls_verify": tlsVerify,
-                    "tls_client_cert": configuration.credentials.found.certificate?.subject ?? "none",
+                    "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
                     "session_store": store.endpoint.map {
-                        "\($0) session=\(store.name) fallback=\(store.fallback.rawValue)"
+                        "\($0) session=\(settings.sessionName) fallback=\(store.fallback.rawValue)"
                     } ?? "off",
                 ]
             )
@@ -374,15 +377,15 @@ package final class ProxyServer: Sendable {
                 [
                     "version": bearerProxyVersion,
                     "sessions": self.runtime.shownSessions.map(\.name).joined(separator: ","),
-                    "other_hosts": configuration.otherHosts.rawValue,
-                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
+                    "other_hosts": process.otherHosts.rawValue,
+                    "workers": workers, "io": io, "admin": admin, "access_log": process.accessLog.description,
                     "tls_verify": tlsVerify,
                     "session_store": store.endpoint.map { "\($0) fallback=\(store.fallback.rawValue)" } ?? "off",
                 ]
             )
         }
         for session in self.runtime.sessions.dropFirst() {
-            let settings = session.configuration
+            let settings = session.settings
             self.runtime.logger.info(
                 "session",
                 [
@@ -394,8 +397,7 @@ package final class ProxyServer: Sendable {
                     "tokens": Self.tokens(of: session),
                     "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
                     "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
-                    "session_store": settings.sessionStore.endpoint == nil
-                        ? "off" : "session=\(settings.sessionStore.name)",
+                    "session_store": store.endpoint == nil ? "off" : "session=\(settings.sessionName)",
                 ]
             )
         }
@@ -403,15 +405,15 @@ package final class ProxyServer: Sendable {
 
     /// Where a session's tokens come from, for the start-up lines.
     private static func tokens(of session: NamedSession) -> String {
-        let configuration = session.configuration
+        let settings = session.settings
         guard let source = session.tokens.source else {
-            return configuration.accessToken == nil ? "none" : "static access_token"
+            return settings.accessToken == nil ? "none" : "static access_token"
         }
-        switch (configuration.tokenFormat, configuration.tokenURL) {
+        switch (settings.tokenFormat, settings.tokenURL) {
         case (.json, _): return "json backend: \(source.logDescription)"
         case (.form, .some):
-            return "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
-                + configuration.signingSummary
+            return "\(settings.effectiveGrantType.rawValue) at \(source.logDescription)"
+                + settings.signingSummary
         case (.form, .none): return "token_command \(source.logDescription)"
         }
     }

@@ -5,10 +5,12 @@ import BearerIO
 import BearerSession
 import Foundation
 
-/// What `login` and `logout` set up before they talk to an endpoint: the configuration, the keys its
-/// files hold, the refresh token file it names, and an event loop of their own for the one way out.
+/// What `login` and `logout` set up before they talk to an endpoint: the session's settings, the
+/// keys its files hold, the refresh token file it names, and an event loop of their own for the one
+/// way out.
 struct SubcommandEnvironment {
-    let configuration: Configuration
+    /// The session `--session` names (the default one without).
+    let settings: SessionSettings
     /// What the session's token requests sign with, and its TLS client certificate.
     let credentials: SessionCredentials
     /// refresh_token_file: where login stores and logout deletes.
@@ -31,14 +33,15 @@ struct SubcommandEnvironment {
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
         let name = options.session ?? Configuration.defaultSessionName
-        guard let configuration = root.session(named: name) else {
-            let known = root.everySession.map(\.name).joined(separator: ", ")
+        guard let settings = root.session(named: name) else {
+            let known = root.sessions.map(\.name).joined(separator: ", ")
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
         }
-        guard let file = configuration.refreshTokenFile else {
+        let places = root.places(of: name)
+        guard let file = settings.refreshTokenFile else {
             let whose = options.session.map { " in [session \($0)]" } ?? ""
             throw .notConfigured(
-                "\(configuration.settingPlaces.whole): refresh_token_file: \(subcommand.rawValue) needs it\(whose) (where the refresh token is stored)"
+                "\(places.whole): \(ConfigurationKey.refreshTokenFile): \(subcommand.rawValue) needs it\(whose) (where the refresh token is stored)"
             )
         }
         // Read here, not by loading: `login` with dpop on makes the session's key when there is none
@@ -46,29 +49,29 @@ struct SubcommandEnvironment {
         let credentials: SessionCredentials
         let dpop: DPoPProver?
         do throws(ConfigurationError) {
-            credentials = try SessionCredentials(reading: configuration)
-            dpop = subcommand == .login ? try configuration.dpop.makeProver(places: configuration.settingPlaces) : nil
+            credentials = try SessionCredentials(reading: settings, places: places)
+            dpop = subcommand == .login ? try settings.dpop.makeProver(places: places) : nil
         } catch {
             throw .notConfigured(error.description)
         }
         let tls: any TLSConnectionFactory
         do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLS(presenting: credentials.tlsCertificate)
+            tls = try root.process.outboundTLS(for: settings, presenting: credentials.tlsCertificate)
         } catch {
             throw .notConfigured(error.description)
         }
-        self.configuration = configuration
+        self.settings = settings
         self.credentials = credentials
         self.refreshTokenFile = file
         self.group = EventLoopGroup(count: 1, name: "bearer-\(subcommand.rawValue)")
         self.client = EndpointCaller(
-            configuration: configuration,
+            timeout: root.process.refreshTimeout,
             dpop: dpop,
             loop: self.group.loops[0],
             connector: OutboundConnector(
                 resolver: Resolver(),
                 tls: tls,
-                connectTimeout: configuration.upstreamConnectTimeout
+                connectTimeout: root.process.upstreamConnectTimeout
             )
         )
     }

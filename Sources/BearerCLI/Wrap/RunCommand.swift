@@ -20,9 +20,12 @@ enum RunCommand {
                 console: .standard
             )
         else { return 1 }
-        Self.listenOnFreePorts(&configuration.sessions)
+        Self.listenOnFreePorts(&configuration)
         guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
-            Self.fail(WrapError.onlyUnixSockets(place: configuration.listenPlace).description)
+            Self.fail(
+                WrapError.onlyUnixSockets(place: configuration.listenPlace(of: configuration.defaultSession))
+                    .description
+            )
             return 1
         }
         let logger = Logger(level: configuration.logLevel, sink: .standardError)
@@ -73,28 +76,28 @@ enum RunCommand {
     /// run's settings over the file's: a free loopback port, interception on, the log at warn, no
     /// admin listener; or the flags given to run.
     static func overrides(_ options: Subcommand.Options) -> [ConfigEntry] {
-        func entry(_ key: String, _ flag: String, _ value: String?, default byRun: String) -> ConfigEntry {
+        func entry(_ key: ConfigurationKey, _ flag: String, _ value: String?, default byRun: String) -> ConfigEntry {
             ConfigEntry(
-                key: key,
+                key: key.name,
                 value: value ?? byRun,
                 place: value == nil ? "bearer-proxy run" : "command line (\(flag))"
             )
         }
         return [
-            entry("listen", "--listen", options.listen, default: "127.0.0.1:0"),
-            entry("admin_listen", "--admin-listen", options.adminListen, default: "off"),
-            entry("tls_intercept", "--no-intercept", options.intercepts ? nil : "off", default: "on"),
-            entry("log_level", "--log-level", options.logLevel, default: "warn"),
+            entry(.listen, "--listen", options.listen, default: "127.0.0.1:0"),
+            entry(.adminListen, "--admin-listen", options.adminListen, default: "off"),
+            entry(.tlsIntercept, "--no-intercept", options.intercepts ? nil : "off", default: "on"),
+            entry(.logLevel, "--log-level", options.logLevel, default: "warn"),
         ]
     }
 
     /// A named session's own listener moves to a free loopback port as the main one does: a proxy of
     /// the same config that already runs keeps its ports, and CMD learns the new ones from
     /// `BEARER_PROXY_URL_<NAME>`.
-    static func listenOnFreePorts(_ sessions: inout [SessionConfiguration]) {
-        for index in sessions.indices where !sessions[index].configuration.listen.isEmpty {
-            sessions[index].configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-            sessions[index].configuration.settingPlaces.byKey["listen"] = "bearer-proxy run"
+    static func listenOnFreePorts(_ configuration: inout Configuration) {
+        for index in configuration.sessions.indices.dropFirst() where !configuration.sessions[index].listen.isEmpty {
+            configuration.sessions[index].listen = [.hostPort(host: "127.0.0.1", port: 0)]
+            configuration.provenance.record(.listen, at: "bearer-proxy run", in: configuration.sessions[index].name)
         }
     }
 
@@ -119,7 +122,7 @@ enum RunCommand {
         }
         return ClientEnvironment(configuration, proxyURL: url, trust: trust, sessionURLs: sessionURLs).applied(
             to: parent,
-            removing: configuration.secretVariables
+            removing: configuration.provenance.secretVariables
         )
     }
 

@@ -21,7 +21,7 @@ struct TokenRequestBuilderTests {
         let keys = try TestKeyMaterial()
         let key = try SigningKey.load(file: try keys.privateKey(.p256, name: "builder.pem"))
         return TokenRequestBuilder(
-            configuration: configuration,
+            settings: configuration.defaultSession,
             credentials: SessionCredentials(signingKey: key),
             url: try HTTPURL.parse(url).get()
         )
