@@ -82,7 +82,7 @@ extension ProxyServer {
             }
             accessLog =
                 reload.applied.process.accessLog == running.process.accessLog
-                ? self.runtime.accessLog : try Self.openAccessLog(reload.applied.process.accessLog)
+                ? self.runtime.accessLog : try ProxyBuilder.openAccessLog(reload.applied.process.accessLog)
         } catch {
             return .refused(error.description)
         }
