@@ -17,8 +17,9 @@ let package = Package(
         // BearerIO: PEM keys (the TLS layer's) and atomic file writes, for the CA's and the DPoP key's files;
         // BearerHTTP: the host patterns a CA's name constraints permit, the origins DPoP nonces belong to.
         .target(name: "BearerCrypto", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "COpenSSL"]),
-        // BearerIO: reading the config and key files, listen addresses; BearerCrypto: the keys a config
-        // names (signing keys, service-account files, the DPoP key and its prover) are loaded with it.
+        // BearerIO: reading the config and key files, listen addresses; BearerCrypto: loading reads the
+        // key files a config names to check them (writing none, keeping no key), and SessionCredentials
+        // reads them, and makes the DPoP key, for the start-ups that sign.
         .target(name: "BearerConfig", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto"]),
         // BearerCrypto: client assertions and DPoP proofs for the token calls; BearerConfig: a session is
         // made from its settings; CBearerLinux: pipe2 for token_command.

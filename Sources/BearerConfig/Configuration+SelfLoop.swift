@@ -8,10 +8,10 @@ import BearerIO
 /// a loop and is left alone.
 extension Configuration {
     func validateNoSelfLoop(into diagnostics: inout ConfigurationDiagnostics) {
-        let sessions = self.everySession
+        let sessions = self.sessions
         // A mistyped listen, mount or upstream line was reported there; the default it leaves would mislead.
         let hasFailedLine = sessions.indices.contains { index in
-            diagnostics.hasFailedLine(of: ["listen", "mount", "upstream"], in: index == 0 ? nil : sessions[index].name)
+            diagnostics.hasFailedLine(of: [.listen, .mount, .upstream], in: index == 0 ? nil : sessions[index].name)
         }
         guard !hasFailedLine else { return }
         for start in sessions.indices {
@@ -23,31 +23,31 @@ extension Configuration {
                 guard let (next, _) = Self.hop(from: current, in: sessions) else { break }
                 current = next
             }
-            guard current == start, let upstream = sessions[start].configuration.upstream else { continue }
-            let back = firstHop == start ? "" : ", whose upstream leads back here"
+            guard current == start, let upstream = sessions[start].upstream else { continue }
+            let back = firstHop == start ? "" : ", whose \(Key.upstream) leads back here"
             diagnostics.error(
-                at: Self.place(of: "upstream", in: sessions[start]),
-                "upstream",
-                "\(upstream) is this proxy's own listener (\(through)\(back)): every request would come back to it (point upstream at the API)"
+                at: self.place(of: .upstream, in: sessions[start]),
+                .upstream,
+                "\(upstream) is this proxy's own listener (\(through)\(back)): every request would come back to it (point \(Key.upstream) at the API)"
             )
         }
     }
 
     /// The session a request sent to `sessions[index]`'s upstream lands in, if that is one of this
     /// proxy's listeners, and how (`listen = …`, its session, the mount its path selects).
-    private static func hop(from index: Int, in sessions: [SessionConfiguration]) -> (Int, String)? {
+    private static func hop(from index: Int, in sessions: [SessionSettings]) -> (Int, String)? {
         // An https upstream on a listener of this proxy fails its handshake: an error, not a loop.
-        guard let upstream = sessions[index].configuration.upstream, !upstream.isHTTPS else { return nil }
+        guard let upstream = sessions[index].upstream, !upstream.isHTTPS else { return nil }
         for (owner, session) in sessions.enumerated() {
-            guard let address = session.configuration.listen.first(where: { Self.reaches(upstream, $0) }) else {
+            guard let address = session.listen.first(where: { Self.reaches(upstream, $0) }) else {
                 continue
             }
-            guard owner == 0 else { return (owner, "listen = \(address) of [session \(session.name)]") }
+            guard owner == 0 else { return (owner, "\(Key.listen) = \(address) of [session \(session.name)]") }
             // The main listener: the longest mount taking the path selects a named session, segment-wise,
             // as `SessionTable.mount(of:_:)` routes a request; else the default session.
             let path = upstream.pathPrefix
             let mountLength = { (candidate: Int) -> Int in
-                guard let mount = sessions[candidate].configuration.mount,
+                guard let mount = sessions[candidate].mount,
                     path == mount || path.hasPrefix(mount + "/")
                 else { return -1 }
                 return mount.count
@@ -55,9 +55,9 @@ extension Configuration {
             if let mounted = sessions.indices.dropFirst().max(by: { mountLength($0) < mountLength($1) }),
                 mountLength(mounted) >= 0
             {
-                return (mounted, "listen = \(address), mount = \(sessions[mounted].configuration.mount ?? "")")
+                return (mounted, "\(Key.listen) = \(address), \(Key.mount) = \(sessions[mounted].mount ?? "")")
             }
-            return (0, "listen = \(address)")
+            return (0, "\(Key.listen) = \(address)")
         }
         return nil
     }

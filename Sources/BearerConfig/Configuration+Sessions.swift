@@ -9,104 +9,102 @@ import Foundation
 /// Each finding is one line at the later session's line, naming the earlier one's.
 extension Configuration {
     func validateSessions(into diagnostics: inout ConfigurationDiagnostics) {
-        let sessions = self.everySession
-        for session in sessions.dropFirst() { Self.validateReach(of: session, into: &diagnostics) }
-        for (laterIndex, later) in sessions.enumerated() {
-            for earlier in sessions[..<laterIndex] {
-                Self.validateOverlap(of: later, with: earlier, into: &diagnostics)
+        for session in self.namedSessions { self.validateReach(of: session, into: &diagnostics) }
+        for (laterIndex, later) in self.sessions.enumerated() {
+            for earlier in self.sessions[..<laterIndex] {
+                self.validateOverlap(of: later, with: earlier, into: &diagnostics)
             }
         }
     }
 
     /// A named session must be reachable: by its upstream (through listen or mount) or its inject hosts.
-    private static func validateReach(
-        of session: SessionConfiguration,
-        into diagnostics: inout ConfigurationDiagnostics
-    ) {
-        let configuration = session.configuration
-        let places = configuration.settingPlaces.byKey
+    private func validateReach(of session: SessionSettings, into diagnostics: inout ConfigurationDiagnostics) {
         // A wrong upstream or inject_hosts line was reported at that line; "reaches no API" would repeat it.
-        let followsFromAFailedLine = diagnostics.hasFailedLine(of: ["upstream", "inject_hosts"], in: session.name)
-        if configuration.upstream == nil && !followsFromAFailedLine {
-            for key in ["mount", "listen"] {
-                guard let place = places[key] else { continue }
+        let followsFromAFailedLine = diagnostics.hasFailedLine(of: [.upstream, .injectHosts], in: session.name)
+        if session.upstream == nil && !followsFromAFailedLine {
+            for key in [Key.mount, .listen] {
+                guard let place = self.provenance.place(of: key, in: session.name) else { continue }
                 diagnostics.error(
                     at: place,
                     key,
-                    "needs upstream in [session \(session.name)] (where the requests it takes go)"
+                    "needs \(Key.upstream) in [session \(session.name)] (where the requests it takes go)"
                 )
             }
-            if configuration.injectHosts == nil {
+            if session.injectHosts == nil {
                 diagnostics.error(
-                    at: session.place,
+                    at: self.sectionPlace(of: session),
                     nil,
-                    "[session \(session.name)] reaches no API: set upstream (with listen or mount) or inject_hosts"
+                    "[session \(session.name)] reaches no API: set \(Key.upstream) (with \(Key.listen) or \(Key.mount)) or \(Key.injectHosts)"
                 )
             }
         }
     }
 
-    private static func validateOverlap(
-        of later: SessionConfiguration,
-        with earlier: SessionConfiguration,
+    private func validateOverlap(
+        of b: SessionSettings,
+        with a: SessionSettings,
         into diagnostics: inout ConfigurationDiagnostics
     ) {
-        let (a, b) = (earlier.configuration, later.configuration)
-        let whose = "session \(earlier.name)"
+        let whose = "session \(a.name)"
         if let (mine, theirs) = Self.firstOverlap(b.effectiveInjectHosts, a.effectiveInjectHosts) {
-            let key = b.injectHosts == nil ? "upstream" : "inject_hosts"
-            let other = a.injectHosts == nil ? "upstream" : "inject_hosts"
+            let key = b.injectHosts == nil ? Key.upstream : .injectHosts
+            let other = a.injectHosts == nil ? Key.upstream : .injectHosts
             diagnostics.error(
-                at: Self.place(of: key, in: later),
-                "inject_hosts",
-                "\(mine) overlaps \(theirs) of \(whose) (\(Self.place(of: other, in: earlier))): a host gets one session's token, so each inject host belongs to one session"
+                at: self.place(of: key, in: b),
+                .injectHosts,
+                "\(mine) overlaps \(theirs) of \(whose) (\(self.place(of: other, in: a))): a host gets one session's token, so each inject host belongs to one session"
             )
         }
         if let mount = b.mount, mount == a.mount {
             diagnostics.error(
-                at: Self.place(of: "mount", in: later),
-                "mount",
-                "\(mount) is also the mount of \(whose) (\(Self.place(of: "mount", in: earlier))): one path, one session"
+                at: self.place(of: .mount, in: b),
+                .mount,
+                "\(mount) is also the \(Key.mount) of \(whose) (\(self.place(of: .mount, in: a))): one path, one session"
             )
         }
         if let address = b.listen.first(where: { spec in spec.isFixed && a.listen.contains(spec) }) {
             diagnostics.error(
-                at: Self.place(of: "listen", in: later),
-                "listen",
-                "\(address) is also the listen of \(whose) (\(Self.place(of: "listen", in: earlier))): each listener belongs to one session"
+                at: self.place(of: .listen, in: b),
+                .listen,
+                "\(address) is also the \(Key.listen) of \(whose) (\(self.place(of: .listen, in: a))): each listener belongs to one session"
             )
         }
-        if b.sessionStore.endpoint != nil && b.sessionStore.name == a.sessionStore.name {
+        if self.process.sessionStore.endpoint != nil && b.sessionName == a.sessionName {
             diagnostics.error(
-                at: Self.place(of: "session_name", in: later),
-                "session_name",
-                "'\(b.sessionStore.name)' is also the session_name of \(whose) (\(Self.place(of: "session_name", in: earlier))): sessions with one fleet key would share one token (set session_name in one of them)"
+                at: self.place(of: .sessionName, in: b),
+                .sessionName,
+                "'\(b.sessionName)' is also the \(Key.sessionName) of \(whose) (\(self.place(of: .sessionName, in: a))): sessions with one fleet key would share one token (set \(Key.sessionName) in one of them)"
             )
         }
-        let variable = Self.urlVariable(of: later.name)
-        if earlier.name != Self.defaultSessionName, variable == Self.urlVariable(of: earlier.name),
+        let variable = Self.urlVariable(of: b.name)
+        if a.name != Self.defaultSessionName, variable == Self.urlVariable(of: a.name),
             a.mount != nil || !a.listen.isEmpty, b.mount != nil || !b.listen.isEmpty
         {
             diagnostics.error(
-                at: later.place,
+                at: self.sectionPlace(of: b),
                 nil,
-                "[session \(later.name)] and [session \(earlier.name)] (\(earlier.place)) would both export \(variable) (bearer-proxy env and run): rename one"
+                "[session \(b.name)] and [session \(a.name)] (\(self.sectionPlace(of: a))) would both export \(variable) (bearer-proxy env and run): rename one"
             )
         }
         if let file = b.refreshTokenFile, file == a.refreshTokenFile {
             diagnostics.error(
-                at: Self.place(of: "refresh_token_file", in: later),
-                "refresh_token_file",
-                "\(file) is also the refresh_token_file of \(whose) (\(Self.place(of: "refresh_token_file", in: earlier))): each session keeps its own refresh token"
+                at: self.place(of: .refreshTokenFile, in: b),
+                .refreshTokenFile,
+                "\(file) is also the \(Key.refreshTokenFile) of \(whose) (\(self.place(of: .refreshTokenFile, in: a))): each session keeps its own refresh token"
             )
         }
     }
 
     /// Where `key` was set in `session`: its line; else a named session's `[session NAME]` line (its
     /// defaults follow from its name), or for the default session the key's default.
-    static func place(of key: String, in session: SessionConfiguration) -> String {
-        if let place = session.configuration.settingPlaces.byKey[key] { return place }
-        return session.name == Self.defaultSessionName ? "\(key)'s default" : session.place
+    func place(of key: ConfigurationKey, in session: SessionSettings) -> String {
+        if let place = self.provenance.place(of: key, in: session.name) { return place }
+        return session.name == Self.defaultSessionName ? "\(key)'s default" : self.sectionPlace(of: session)
+    }
+
+    /// A named session's `[session NAME]` line; the file for the default session.
+    func sectionPlace(of session: SessionSettings) -> String {
+        self.places(of: session.name).whole
     }
 
     /// `BEARER_PROXY_URL_<NAME>`: the name upper-cased, `-` as `_` (what `bearer-proxy env` and

@@ -1,35 +1,37 @@
 import BearerHTTP
 import BearerIO
 
-/// Settings that work, but surely not as meant or not safely: the proxy starts, `--check` prints
-/// each (`Warning: proxy.conf:12: key: …`), and start-up logs each at warn.
 extension Configuration {
     /// Where `--check` and the start-up warning point a user who has no token yet.
-    package static let keysThatAddAToken = "access_token, token_url or token_command"
+    package static let keysThatAddAToken = "\(Key.accessToken), \(Key.tokenURL) or \(Key.tokenCommand)"
+}
 
+/// Settings that work, but surely not as meant or not safely: the proxy starts, `--check` prints
+/// each (`Warning: proxy.conf:12: key: …`), and start-up logs each at warn.
+extension SessionSettings {
     /// The keys of the OAuth2 token request (token_format = form): nothing reads them without token_url.
-    static let tokenRequestKeys = [
-        "grant_type", "client_id", "client_secret", "client_auth", "scope", "audience", "username", "password",
-        "refresh_token", "refresh_token_file", "client_key_file", "client_key_id", "assertion_issuer",
-        "assertion_subject", "resource",
+    static let tokenRequestKeys: [ConfigurationKey] = [
+        .grantType, .clientID, .clientSecret, .clientAuth, .scope, .audience, .username, .password, .refreshToken,
+        .refreshTokenFile, .clientKeyFile, .clientKeyID, .assertionIssuer, .assertionSubject, .resource,
     ]
 
     /// Verification off, placeholders left in, tokens in clear text, a port other machines reach.
-    func warnAboutUnsafeSettings(into diagnostics: inout ConfigurationDiagnostics) {
-        if self.tlsInsecureSkipVerify {
+    func warnAboutUnsafeSettings(process: ProcessSettings, into diagnostics: inout ConfigurationDiagnostics) {
+        if process.tlsInsecureSkipVerify {
             diagnostics.warning(
-                "tls_insecure_skip_verify",
+                .tlsInsecureSkipVerify,
                 "certificates and host names of upstreams, token endpoints and the session store are NOT verified:"
                     + " anyone on the network path can read the token (never in production)"
             )
         }
         for (key, url) in self.endpointURLs {
-            if let domain = Self.placeholderDomain(url.host) {
+            if let domain = Configuration.placeholderDomain(url.host) {
                 diagnostics.warning(
                     key,
                     "\(url.host) is a placeholder (\(domain) is reserved for documentation): put the real host here"
                 )
-            } else if !url.isHTTPS && !Self.isLoopback(url.host) && (key != "upstream" || self.injectsUpstream) {
+            } else if !url.isHTTPS && !Configuration.isLoopback(url.host) && (key != .upstream || self.injectsUpstream)
+            {
                 diagnostics.warning(
                     key,
                     "http:// to \(url.host), which is not this machine: tokens cross the network unencrypted"
@@ -37,24 +39,24 @@ extension Configuration {
                 )
             }
         }
-        if let store = self.sessionStore.endpoint {
-            if let domain = Self.placeholderDomain(store.host) {
+        if let store = process.sessionStore.endpoint {
+            if let domain = Configuration.placeholderDomain(store.host) {
                 diagnostics.warning(
-                    "session_store",
+                    .sessionStore,
                     "\(store.host) is a placeholder (\(domain) is reserved for documentation): put the real host here"
                 )
-            } else if !store.usesTLS && !Self.isLoopback(store.host) {
+            } else if !store.usesTLS && !Configuration.isLoopback(store.host) {
                 diagnostics.warning(
-                    "session_store",
+                    .sessionStore,
                     "redis:// to \(store.host), which is not this machine: the session's tokens cross the network"
                         + " unencrypted (use rediss://)"
                 )
             }
         }
-        for (key, address) in self.listen.map({ ("listen", $0) })
-            + (self.adminListen.map { [("admin_listen", $0)] } ?? [])
+        for (key, address) in self.listen.map({ (Key.listen, $0) })
+            + (process.adminListen.map { [(Key.adminListen, $0)] } ?? [])
         {
-            guard case .hostPort(let host, _) = address, !Self.isLoopback(host) else { continue }
+            guard case .hostPort(let host, _) = address, !Configuration.isLoopback(host) else { continue }
             diagnostics.warning(
                 key,
                 "\(address) accepts connections from other machines: whoever reaches it spends your token"
@@ -64,47 +66,51 @@ extension Configuration {
     }
 
     /// Settings nothing reads as configured, and a proxy that adds no token at all.
-    func warnAboutSettingsWithoutEffect(into diagnostics: inout ConfigurationDiagnostics) {
-        let setKeys = self.settingPlaces.byKey.keys
+    func warnAboutSettingsWithoutEffect(
+        process: ProcessSettings,
+        isUnusedDefault: Bool,
+        into diagnostics: inout ConfigurationDiagnostics
+    ) {
+        let places = diagnostics.places
+        let isSet = { (key: ConfigurationKey) in places[key] != nil }
         if self.tokenFormat == .form {
             if self.tokenURL == nil {
                 let reason =
                     self.tokenCommand == nil
-                    ? "is not used without token_url (nothing asks a token endpoint)"
-                    : "is not used: token_command gives the tokens"
-                for key in Self.tokenRequestKeys where setKeys.contains(key) {
+                    ? "is not used without \(Key.tokenURL) (nothing asks a token endpoint)"
+                    : "is not used: \(Key.tokenCommand) gives the tokens"
+                for key in Self.tokenRequestKeys where isSet(key) {
                     diagnostics.warning(key, reason)
                 }
             } else {
                 self.warnAboutUnusedGrantKeys(into: &diagnostics)
             }
-            let loginKeys = ["authorization_url", "device_authorization_url"].filter(setKeys.contains)
+            let loginKeys = [Key.authorizationURL, .deviceAuthorizationURL].filter(isSet)
             if let key = loginKeys.first, self.refreshTokenFile == nil {
                 diagnostics.warning(
                     key,
-                    "'bearer-proxy login' stores the refresh token in refresh_token_file: set it"
+                    "'bearer-proxy login' stores the refresh token in \(Key.refreshTokenFile): set it"
                 )
             }
         }
-        if self.sessionStore.endpoint == nil {
-            for key in ["session_name", "session_store_fallback"] where setKeys.contains(key) {
-                diagnostics.warning(key, "is not used without session_store")
+        if process.sessionStore.endpoint == nil {
+            for key in [Key.sessionName, .sessionStoreFallback] where isSet(key) {
+                diagnostics.warning(key, "is not used without \(Key.sessionStore)")
             }
         }
         if let upstream = self.upstream, self.injectHosts != nil, !self.injectsUpstream {
             diagnostics.warning(
-                "inject_hosts",
+                .injectHosts,
                 "does not match the upstream \(upstream.authority): origin-form requests go upstream without the"
                     + " token (add \(upstream.host))"
             )
         }
         // A default session left empty beside named ones is no mistake: it takes no requests.
-        let isUnused = !self.hasDefaultSession && !self.sessions.isEmpty
-        if self.accessToken == nil && !self.canRefresh && self.sessionStore.endpoint == nil && !isUnused {
+        if self.accessToken == nil && !self.canRefresh && process.sessionStore.endpoint == nil && !isUnusedDefault {
             diagnostics.warning(
                 nil,
-                "no token source: requests are forwarded without an Authorization header (set \(Self.keysThatAddAToken))",
-                alsoAt: ["upstream"]
+                "no token source: requests are forwarded without an Authorization header (set \(Configuration.keysThatAddAToken))",
+                alsoAt: [.upstream]
             )
         }
     }
@@ -113,23 +119,23 @@ extension Configuration {
     private func warnAboutUnusedGrantKeys(into diagnostics: inout ConfigurationDiagnostics) {
         let grant = self.effectiveGrantType
         if self.clientSecret != nil && self.clientID == nil {
-            diagnostics.warning("client_secret", "is never sent without client_id (set the client it belongs to)")
+            diagnostics.warning(.clientSecret, "is never sent without \(Key.clientID) (set the client it belongs to)")
         }
-        var unused: [String] = []
-        if grant != .refreshToken { unused += ["refresh_token", "refresh_token_file"] }
-        if grant != .password { unused += ["username", "password"] }
-        for key in unused where self.settingPlaces.byKey[key] != nil {
-            diagnostics.warning(key, "is not used by grant_type = \(grant.rawValue)", alsoAt: ["grant_type"])
+        var unused: [ConfigurationKey] = []
+        if grant != .refreshToken { unused += [.refreshToken, .refreshTokenFile] }
+        if grant != .password { unused += [.username, .password] }
+        for key in unused where diagnostics.places[key] != nil {
+            diagnostics.warning(key, "is not used by \(Key.grantType) = \(grant.rawValue)", alsoAt: [.grantType])
         }
     }
 
     /// The URL-valued keys that are set, in the order `--check` prints them.
-    private var endpointURLs: [(key: String, url: HTTPURL)] {
-        let urls: [(String, HTTPURL?)] = [
-            ("upstream", self.upstream), ("token_url", self.tokenURL), ("revocation_url", self.revocationURL),
-            ("login_url", self.jsonBackend.loginURL), ("logout_url", self.jsonBackend.logoutURL),
-            ("authorization_url", self.login.authorizationURL),
-            ("device_authorization_url", self.login.deviceAuthorizationURL),
+    private var endpointURLs: [(key: ConfigurationKey, url: HTTPURL)] {
+        let urls: [(ConfigurationKey, HTTPURL?)] = [
+            (.upstream, self.upstream), (.tokenURL, self.tokenURL), (.revocationURL, self.revocationURL),
+            (.loginURL, self.jsonBackend.loginURL), (.logoutURL, self.jsonBackend.logoutURL),
+            (.authorizationURL, self.login.authorizationURL),
+            (.deviceAuthorizationURL, self.login.deviceAuthorizationURL),
         ]
         return urls.compactMap { key, url in url.map { (key, $0) } }
     }
@@ -140,6 +146,9 @@ extension Configuration {
         return self.effectiveInjectHosts.contains { $0.matches(host: upstream.host, port: upstream.port) }
     }
 
+}
+
+extension Configuration {
     /// The reserved documentation name `host` falls under (RFC 2606, RFC 6761), if any.
     static func placeholderDomain(_ host: String) -> String? {
         let host = host.lowercased()

@@ -1,115 +1,79 @@
-import BearerCore
 import BearerHTTP
-import BearerIO
 
-/// Everything the proxy is configured with, typed and validated, with the documented defaults.
+/// What a config file and the flags over it make (README, "Configuration"): the process's settings,
+/// every session's, and where each was set. Pure values: loading writes no file and makes no live
+/// object (keys, provers, certificates, stores are made by the start-up that needs them, from these
+/// values: the proxy's start, `login`).
+///
+/// A key's value read or written on the whole configuration (`configuration.workers`,
+/// `configuration.upstream`) is the process's for a process-wide key and the default session's for a
+/// session key: what a file without sections sets, and what the demo and tests fill in.
+@dynamicMemberLookup
 package struct Configuration: Sendable {
-    package var listen: [ListenAddressSpec] = [.hostPort(host: "127.0.0.1", port: 8080)]
-    package var upstream: HTTPURL?
-    /// Nil means the default: the upstream's host and port.
-    package var injectHosts: [HostPattern]?
-    package var otherHosts: OtherHostsPolicy = .forward
-    package var accessToken: Secret<String>?
-    package var workers: Int = EventLoopGroup.coreCount
-    /// How the event loops do their I/O. io_uring by default: it measured faster per core than epoll
-    /// at 256 and 1,000 connections (README, Benchmark), and falls back to epoll where refused.
-    package var io: IOBackend = .ioUring
-    /// Whether `io` was set in the configuration: a fallback the user did not ask about is not a warning.
-    package var ioIsExplicit = false
-    package var maxHeaderBytes: Int = 64 * 1024
-    package var maxConnections: Int = 10_000
-    package var upstreamConnectTimeout: Duration = .seconds(5)
-    package var upstreamTimeout: Duration = .seconds(60)
-    package var clientHeaderTimeout: Duration = .seconds(10)
-    package var clientIdleTimeout: Duration = .seconds(60)
-    /// How long a CONNECT tunnel or a WebSocket connection may carry no byte either way.
-    package var tunnelIdleTimeout: Duration = .seconds(3600)
-    package var logLevel: Logger.Level = .info
-    package var shutdownTimeout: Duration = .seconds(10)
-    package var adminListen: ListenAddressSpec?
-    package var accessLog: AccessLogDestination = .off
-    package var revocationURL: HTTPURL?
-
-    // The token session.
-    package var refreshToken: Secret<String>?
-    package var refreshTokenFile: String?
-    package var tokenURL: HTTPURL?
-    package var grantType: GrantType?
-    package var clientID: String?
-    package var clientSecret: Secret<String>?
-    package var scope: String?
-    package var audience: String?
-    package var username: String?
-    package var password: Secret<String>?
-    package var clientAuthentication: ClientAuthentication = .basic
-    /// Resource indicators (RFC 8707): each a `resource` parameter of every token request.
-    package var resources: [String] = []
-    /// Signing keys, a service account, a TLS client certificate.
-    package var credentials = ClientCredentialSettings()
-    package var tokenCommand: [String]?
-    package var refreshOn: [Int] = [401]
-    package var refreshSkew: Duration = .seconds(30)
-    package var maxRefreshes: Int = 5
-    package var refreshWindow: Duration = .seconds(30)
-    package var refreshTimeout: Duration = .seconds(30)
-    package var replayBodyLimit: Int = 1 << 20
-    package var replayMemoryLimit: Int = 256 << 20
-    /// How token_url is spoken to: an OAuth2 form post, or a JSON app backend (`jsonBackend`).
-    package var tokenFormat: TokenFormat = .form
-    package var jsonBackend = JSONBackendSettings()
-    /// `bearer-proxy login`.
-    package var login = LoginSettings()
-    /// A session shared by a fleet of proxies through Redis.
-    package var sessionStore = SessionStoreSettings()
-    /// TLS interception for the inject hosts, and where the local CA lives.
-    package var intercept = InterceptSettings()
-    /// DPoP proofs (RFC 9449) and the session's key.
-    package var dpop = DPoPSettings()
-
-    // Who may use the proxy (a local proxy holding a token is a confused deputy).
-    package var acceptHosts: [HostPattern] = []
-    /// Lower-cased `scheme://host[:port]`.
-    package var acceptOrigins: [String] = []
-
-    // Upstream TLS.
-    package var caFile: String?
-    package var tlsInsecureSkipVerify = false
-
-    /// `mount`: a named session's path prefix on the main listener (`/github`), without a trailing `/`.
-    package var mount: String?
-    /// The `[session NAME]` sections, in file order; this configuration is the default session's
-    /// (README, "Several APIs in one proxy"). Empty in a named session's own configuration.
-    package var sessions: [SessionConfiguration] = []
-
-    /// Where each key was set, so that rules checked after every key is read (and start-up's
-    /// warnings) name the line.
-    package var settingPlaces = SettingPlaces()
-    /// The environment variables expanded (`${VAR}`) into keys that hold secrets: `bearer-proxy run`
-    /// removes them from the wrapped program's environment (README, "Wrapping a program").
-    package var secretVariables: Set<String> = []
+    /// The process-wide keys, once.
+    package var process = ProcessSettings()
+    /// Every session: the default one (the keys outside any section) first, then the `[session
+    /// NAME]` sections in file order (README, "Several APIs in one proxy").
+    package var sessions = [SessionSettings.defaultSession]
+    /// Where each setting came from.
+    package var provenance = Provenance()
 
     package init() {}
 
-    /// The hosts that get the token: `inject_hosts`, or the upstream's host and port.
-    package var effectiveInjectHosts: [HostPattern] {
-        if let injectHosts { return injectHosts }
-        guard let upstream else { return [] }
-        return [.hostAndPort(upstream.host, upstream.port)]
-    }
-}
+    /// The name of the session of the keys outside any section.
+    package static let defaultSessionName = "default"
 
-extension Configuration {
-    /// `grant_type`, or its default: refresh_token when a refresh token is configured, else client_credentials.
-    package var effectiveGrantType: GrantType {
-        if let grantType { return grantType }
-        if self.credentials.serviceAccountFile != nil { return .jwtBearer }
-        return self.refreshToken != nil || self.refreshTokenFile != nil ? .refreshToken : .clientCredentials
+    /// The keys outside any section.
+    package var defaultSession: SessionSettings {
+        get { self.sessions[0] }
+        set { self.sessions[0] = newValue }
     }
 
-    /// Whether the session has a way to get tokens.
-    package var canRefresh: Bool {
-        self.tokenURL != nil || self.tokenCommand != nil
-            || (self.tokenFormat == .json && self.jsonBackend.loginURL != nil)
+    /// The `[session NAME]` sections, in file order.
+    package var namedSessions: ArraySlice<SessionSettings> { self.sessions.dropFirst() }
+
+    package subscript<Value>(dynamicMember path: WritableKeyPath<ProcessSettings, Value>) -> Value {
+        get { self.process[keyPath: path] }
+        set { self.process[keyPath: path] = newValue }
+    }
+
+    package subscript<Value>(dynamicMember path: WritableKeyPath<SessionSettings, Value>) -> Value {
+        get { self.sessions[0][keyPath: path] }
+        set { self.sessions[0][keyPath: path] = newValue }
+    }
+
+    package subscript<Value>(dynamicMember path: KeyPath<SessionSettings, Value>) -> Value {
+        self.sessions[0][keyPath: path]
+    }
+
+    /// The session called `name`.
+    package func session(named name: String) -> SessionSettings? {
+        self.sessions.first { $0.name == name }
+    }
+
+    /// Whether the keys outside any section make a session the user sees: one with an upstream (the
+    /// main listener's paths no mount takes) or inject_hosts. A file without sections always has one
+    /// (it needs an upstream); beside named sessions the default one may reach no API, and then it
+    /// takes no request, and `/status`, `/metrics`, admin refresh and logout and the start line do
+    /// not speak of it.
+    package var hasDefaultSession: Bool {
+        self.defaultSession.upstream != nil || self.defaultSession.injectHosts != nil
+    }
+
+    /// Every session's inject hosts: what the local CA's name constraints permit, and what
+    /// NO_PROXY must not bypass.
+    package var everyInjectHost: [HostPattern] {
+        self.sessions.flatMap(\.effectiveInjectHosts)
+    }
+
+    /// Whether `io` was set: a fallback the user did not ask about is not a warning.
+    package var ioIsExplicit: Bool {
+        self.provenance.place(of: .io, in: Self.defaultSessionName) != nil
+    }
+
+    /// Where the rules about the session called `name` place their findings.
+    package func places(of name: String) -> SettingPlaces {
+        self.provenance.places(of: name)
     }
 }
 

@@ -5,13 +5,14 @@
 /// - a value's own grammar goes in its key's `apply` in the key table (`ConfigurationKeys.swift`),
 ///   returning what was expected; `Configuration.build(from:into:)` records it at the key's line;
 /// - a rule about settings together goes in a `func validate…(into diagnostics: inout
-///   ConfigurationDiagnostics)` on `Configuration`, called from `Configuration.validate(into:)`;
-///   it records with `diagnostics.error(_:_:)` (the proxy does not start) or `diagnostics.warning(_:_:)`
-///   (it starts; `--check` prints the line and start-up logs it at warn). Give the key the line
-///   belongs to; the place is looked up from where that key was set (`alsoAt:` names keys to try
-///   next when it was not), else the file.
+///   ConfigurationDiagnostics)` on `SessionSettings` (given the `ProcessSettings` when it reads
+///   them), called from `SessionSettings.validate(process:isUnusedDefault:into:)`; it records with
+///   `diagnostics.error(_:_:)` (the proxy does not start) or `diagnostics.warning(_:_:)` (it starts;
+///   `--check` prints the line and start-up logs it at warn). Give the key the line belongs to (a
+///   constant of the key table, `.tokenURL`); the place is looked up from where that key was set
+///   (`alsoAt:` names keys to try next when it was not), else the file.
 ///
-/// Name in the message every key the rule reads: a finding that names a key whose own line was
+/// Name in the message every key the rule reads (interpolated from the table: `\(Key.tokenURL)`): a finding that names a key whose own line was
 /// wrong is dropped, because it follows from that line (a mistyped token_url must not also be
 /// reported as "needs token_url").
 ///
@@ -42,26 +43,30 @@ package struct ConfigurationDiagnostics: Sendable {
     }
 
     /// A rule about settings together that the configuration breaks: the proxy does not start.
-    mutating func error(_ key: String?, _ message: String, alsoAt others: [String] = []) {
-        guard !self.followsFromAFailedLine(key, message), !self.isTheDefaultSessionsToReport(key) else { return }
-        self.errors.append(ConfigurationError(place: self.place(key, others), key: key, message: message))
+    mutating func error(_ key: ConfigurationKey?, _ message: String, alsoAt others: [ConfigurationKey] = []) {
+        guard !self.followsFromAFailedLine(key?.name, message), !self.isTheDefaultSessionsToReport(key) else {
+            return
+        }
+        self.errors.append(ConfigurationError(place: self.place(key, others), key: key?.name, message: message))
     }
 
     /// A rule about several settings' lines (two sessions', say): placed where it says, reported as is.
-    mutating func error(at place: String, _ key: String?, _ message: String) {
-        self.errors.append(ConfigurationError(place: place, key: key, message: message))
+    mutating func error(at place: String, _ key: ConfigurationKey?, _ message: String) {
+        self.errors.append(ConfigurationError(place: place, key: key?.name, message: message))
     }
 
     /// Whether one of `keys` had a line of its own that was wrong in `section` (nil: outside any):
     /// for a rule placed with `error(at:_:_:)` whose finding would follow from that line.
-    func hasFailedLine(of keys: [String], in section: String?) -> Bool {
-        !(self.failedKeys[section] ?? []).isDisjoint(with: keys)
+    func hasFailedLine(of keys: [ConfigurationKey], in section: String?) -> Bool {
+        !(self.failedKeys[section] ?? []).isDisjoint(with: keys.map(\.name))
     }
 
     /// A setting that works, but surely not as meant (or not safely): the proxy starts, and says so.
-    mutating func warning(_ key: String?, _ message: String, alsoAt others: [String] = []) {
-        guard !self.followsFromAFailedLine(key, message), !self.isTheDefaultSessionsToReport(key) else { return }
-        self.warnings.append(ConfigurationWarning(place: self.place(key, others), key: key, message: message))
+    mutating func warning(_ key: ConfigurationKey?, _ message: String, alsoAt others: [ConfigurationKey] = []) {
+        guard !self.followsFromAFailedLine(key?.name, message), !self.isTheDefaultSessionsToReport(key) else {
+            return
+        }
+        self.warnings.append(ConfigurationWarning(place: self.place(key, others), key: key?.name, message: message))
     }
 
     /// The rules that follow run for `section`'s session (nil: the default one), placed at `places`.
@@ -84,9 +89,9 @@ package struct ConfigurationDiagnostics: Sendable {
         if let first = self.sortedErrors.first { throw first }
     }
 
-    private func place(_ key: String?, _ others: [String]) -> String {
+    private func place(_ key: ConfigurationKey?, _ others: [ConfigurationKey]) -> String {
         for candidate in (key.map { [$0] } ?? []) + others {
-            if let place = self.places.byKey[candidate] { return place }
+            if let place = self.places[candidate] { return place }
         }
         return self.places.whole
     }
@@ -103,9 +108,9 @@ package struct ConfigurationDiagnostics: Sendable {
     }
 
     /// A named session's finding about a process-wide key: the default session's rules find it too.
-    private func isTheDefaultSessionsToReport(_ key: String?) -> Bool {
+    private func isTheDefaultSessionsToReport(_ key: ConfigurationKey?) -> Bool {
         guard self.section != nil, let key else { return false }
-        return Configuration.isProcessWide(key)
+        return key.scope == .process
     }
 
     /// Stable: findings on one line keep the order the checks made them in.
@@ -115,22 +120,6 @@ package struct ConfigurationDiagnostics: Sendable {
             return lineA != lineB ? lineA < lineB : a.offset < b.offset
         }.map(\.element)
     }
-}
-
-/// Where each key was set (`proxy.conf:12`, `command line (--upstream)`), so that a rule checked once
-/// every key is read still names a line.
-package struct SettingPlaces: Equatable, Sendable {
-    package var byKey: [String: String] = [:]
-    /// The config file, for findings about no key in particular.
-    package var file: String?
-
-    package init(byKey: [String: String] = [:], file: String? = nil) {
-        self.byKey = byKey
-        self.file = file
-    }
-
-    /// Where a finding about the whole configuration is placed.
-    package var whole: String { self.file ?? "configuration" }
 }
 
 /// A finding about one setting, said as `proxy.conf:12: key: what is wrong and what to do`.

@@ -2,57 +2,57 @@ import BearerCrypto
 import BearerIO
 import Glibc
 
-extension Configuration {
-    /// The keys of service accounts and locked-down APIs: signing keys, JWT bearer claims, a
-    /// service-account file, a TLS client certificate, resource indicators.
-    static let clientCredentialKeys: [ConfigurationKey] = [
-        fileKey("client_key_file", scope: .session, \.credentials.keyFile) { $0.credentials.key.map { "\($0)" } },
-        textKey("client_key_id", scope: .session, \.credentials.keyID),
-        textKey("assertion_issuer", scope: .session, \.credentials.assertionIssuer),
-        textKey("assertion_subject", scope: .session, \.credentials.assertionSubject),
-        fileKey("service_account_file", scope: .session, \.credentials.serviceAccountFile) {
-            $0.credentials.serviceAccount?.summary
-        },
-        fileKey("tls_client_cert", scope: .session, \.credentials.tlsCertificateFile) { config in
-            config.credentials.tlsCertificate.map {
-                "\($0.subject); \($0.certificateCount == 1 ? "1 certificate" : "\($0.certificateCount) certificates")"
-            }
-        },
-        fileKey("tls_client_key", scope: .session, \.credentials.tlsKeyFile) { config in
-            config.credentials.tlsCertificate.map { "\($0.key.kind)" }
-        },
-        ConfigurationKey(
-            "resource",
-            scope: .session,
-            show: { $0.resources.isEmpty ? nil : $0.resources.joined(separator: ", ") }
-        ) {
-            value,
-            config in
-            let resources = ValueParsers.list(value)
-            guard !resources.isEmpty else { return "expected a comma list of absolute URIs" }
-            if let wrong = resources.first(where: { !Self.isResourceIndicator($0) }) {
-                return
-                    "'\(wrong)' is not an absolute URI without a fragment (RFC 8707 §2), e.g. https://api.example.com/"
-            }
-            config.resources = resources
-            return nil
-        },
-    ]
+extension ConfigurationKey {
+    // The keys of service accounts and locked-down APIs: signing keys, JWT bearer claims, a
+    // service-account file, a TLS client certificate, resource indicators.
 
-    /// A path to a file read at start; `--check` shows the path and, once read, what it holds.
+    package static let clientKeyFile = fileKey("client_key_file", \.credentials.keyFile) {
+        $0.credentials.found.key?.description
+    }
+    package static let clientKeyID = textKey("client_key_id", \SessionSettings.credentials.keyID)
+    package static let assertionIssuer = textKey("assertion_issuer", \SessionSettings.credentials.assertionIssuer)
+    package static let assertionSubject = textKey("assertion_subject", \SessionSettings.credentials.assertionSubject)
+    package static let serviceAccountFile = fileKey("service_account_file", \.credentials.serviceAccountFile) {
+        $0.credentials.found.serviceAccount?.summary
+    }
+    package static let tlsClientCert = fileKey("tls_client_cert", \.credentials.tlsCertificateFile) { session in
+        session.credentials.found.certificate.map {
+            "\($0.subject); \($0.count == 1 ? "1 certificate" : "\($0.count) certificates")"
+        }
+    }
+    package static let tlsClientKey = fileKey("tls_client_key", \.credentials.tlsKeyFile) { session in
+        session.credentials.found.certificate?.keyKind
+    }
+
+    package static let resource = ConfigurationKey(
+        "resource",
+        of: SessionSettings.self,
+        show: { $0.resources.isEmpty ? nil : $0.resources.joined(separator: ", ") }
+    ) { value, session in
+        let resources = ValueParsers.list(value)
+        guard !resources.isEmpty else { return "expected a comma list of absolute URIs" }
+        if let wrong = resources.first(where: { !Self.isResourceIndicator($0) }) {
+            return "'\(wrong)' is not an absolute URI without a fragment (RFC 8707 §2), e.g. https://api.example.com/"
+        }
+        session.resources = resources
+        return nil
+    }
+
+    /// A path to a file read once every key is read; `--check` shows the path and, once read, what it holds.
     static func fileKey(
         _ name: String,
-        scope: ConfigurationKey.Scope = .process,
-        _ path: WritableKeyPath<Configuration, String?> & Sendable,
-        holding: @escaping @Sendable (Configuration) -> String?
+        _ path: WritableKeyPath<SessionSettings, String?> & Sendable,
+        holding: @escaping @Sendable (SessionSettings) -> String?
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
-            scope: scope,
-            show: { config in config[keyPath: path].map { path in holding(config).map { "\(path) (\($0))" } ?? path } }
-        ) { value, config in
+            of: SessionSettings.self,
+            show: { session in
+                session[keyPath: path].map { path in holding(session).map { "\(path) (\($0))" } ?? path }
+            }
+        ) { value, session in
             guard !value.isEmpty else { return "expected a file path" }
-            config[keyPath: path] = ValueParsers.expandingHome(value)
+            session[keyPath: path] = ValueParsers.expandingHome(value)
             return nil
         }
     }
@@ -66,53 +66,30 @@ extension Configuration {
             && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
             && !text.contains("#") && !text.contains(where: { $0.isWhitespace })
     }
+}
 
-    /// Reads the key files the configuration names, once: client_key_file, service_account_file,
-    /// tls_client_cert with tls_client_key. A file that cannot be used is an error at its key's line
-    /// naming the file (missing, unreadable, encrypted, not a key, an unsupported kind). The service
-    /// account's token_uri becomes token_url unless that is set.
-    mutating func loadKeyFiles(into diagnostics: inout ConfigurationDiagnostics) {
-        if let path = self.credentials.keyFile {
-            do throws(PEMPrivateKey.LoadError) {
-                self.credentials.key = try SigningKey.load(file: path)
-                self.noteIfReadableByOthers("client_key_file", path)
-            } catch {
-                self.recordFileError("client_key_file", error.description, into: &diagnostics)
-            }
-        }
-        if let path = self.credentials.serviceAccountFile {
-            do throws(PEMPrivateKey.LoadError) {
-                let account = try ServiceAccountKey.load(file: path)
-                self.credentials.serviceAccount = account
-                if self.tokenURL == nil { self.tokenURL = account.tokenURI }
-                self.noteIfReadableByOthers("service_account_file", path)
-            } catch {
-                self.recordFileError("service_account_file", error.description, into: &diagnostics)
-            }
-        }
-        if let certificateFile = self.credentials.tlsCertificateFile, let keyFile = self.credentials.tlsKeyFile {
-            do throws(TLSClientCertificate.LoadError) {
-                self.credentials.tlsCertificate = try TLSClientCertificate.load(
-                    certificateFile: certificateFile,
-                    keyFile: keyFile
-                )
-                self.noteIfReadableByOthers("tls_client_key", keyFile)
-            } catch {
-                let key = error.isAboutKey ? "tls_client_key" : "tls_client_cert"
-                self.recordFileError(key, error.description, into: &diagnostics)
-            }
-        }
-    }
-
-    private func recordFileError(_ key: String, _ message: String, into diagnostics: inout ConfigurationDiagnostics) {
-        let place = self.settingPlaces.byKey[key] ?? self.settingPlaces.whole
-        diagnostics.lineError(ConfigurationError(place: place, key: key, message: message))
+extension SessionSettings {
+    /// Reads the key files the session names, once: client_key_file, service_account_file,
+    /// tls_client_cert with tls_client_key (`SessionCredentials.read`), and keeps what it learned of
+    /// them, never a key. A file that cannot be used is an error at its key's line naming the file.
+    /// The service account's token_uri becomes token_url unless that is set.
+    mutating func loadKeyFiles(places: SettingPlaces, into diagnostics: inout ConfigurationDiagnostics) {
+        let (read, errors) = SessionCredentials.read(self.credentials, places: places)
+        for error in errors { diagnostics.lineError(error) }
+        self.credentials.found = read.facts
+        if let account = read.serviceAccount, self.tokenURL == nil { self.tokenURL = account.tokenURI }
+        let keyFiles = [
+            (Key.clientKeyFile, read.signingKey.flatMap { _ in self.credentials.keyFile }),
+            (Key.serviceAccountFile, read.serviceAccount.flatMap { _ in self.credentials.serviceAccountFile }),
+            (Key.tlsClientKey, read.tlsCertificate.flatMap { _ in self.credentials.tlsKeyFile }),
+        ]
+        for case let (key, path?) in keyFiles { self.noteIfReadableByOthers(key, path) }
     }
 
     /// A key file that group or others may read: it works, and `--check` says so.
-    private mutating func noteIfReadableByOthers(_ key: String, _ path: String) {
+    private mutating func noteIfReadableByOthers(_ key: ConfigurationKey, _ path: String) {
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & 0o044 != 0 else { return }
-        self.credentials.filesReadableByOthers.append((key, path))
+        self.credentials.found.readableByOthers.append((key.name, path))
     }
 }

@@ -1,80 +1,68 @@
 import BearerHTTP
 
-extension Configuration {
-    /// The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
-    static let jsonAndLoginKeys: [ConfigurationKey] = [
-        ConfigurationKey("token_format", scope: .session, show: { $0.tokenFormat.rawValue }) { value, config in
-            guard let format = TokenFormat(rawValue: value) else { return "expected form or json, got '\(value)'" }
-            config.tokenFormat = format
-            return nil
-        },
-        templateKey("token_body", scope: .session, \.jsonBackend.tokenBody, default: .defaultTokenBody),
-        urlKey("login_url", scope: .session, example: "https://api.example.com/api/auth/login", \.jsonBackend.loginURL),
-        templateKey("login_body", scope: .session, \.jsonBackend.loginBody, default: .defaultLoginBody),
-        urlKey(
-            "logout_url",
-            scope: .session,
-            example: "https://api.example.com/api/auth/logout",
-            \.jsonBackend.logoutURL
-        ),
-        fieldKey("token_field", scope: .session, \.jsonBackend.fields.token),
-        fieldKey("refresh_token_field", scope: .session, \.jsonBackend.fields.refreshToken),
-        fieldKey("expires_field", scope: .session, \.jsonBackend.fields.expires),
-        urlKey(
-            "authorization_url",
-            scope: .session,
-            example: "https://auth.example.com/oauth/authorize",
-            \.login.authorizationURL
-        ),
-        urlKey(
-            "device_authorization_url",
-            scope: .session,
-            example: "https://auth.example.com/oauth/device/code",
-            \.login.deviceAuthorizationURL
-        ),
-        ConfigurationKey("redirect_port", scope: .session, show: { "\($0.login.redirectPort)" }) { value, config in
-            guard let port = Int(value), (0...65535).contains(port) else {
-                return "expected a port from 0 to 65535 (0: any free port), got '\(value)'"
-            }
-            config.login.redirectPort = port
-            return nil
-        },
-        durationKey("login_timeout", scope: .session, \.login.timeout),
-    ]
+extension ConfigurationKey {
+    // The keys of JSON backends (token_format = json) and of `bearer-proxy login`.
 
-    static func urlKey(
-        _ name: String,
-        scope: ConfigurationKey.Scope = .process,
-        example: String,
-        _ path: WritableKeyPath<Configuration, HTTPURL?> & Sendable
-    ) -> ConfigurationKey {
-        ConfigurationKey(name, scope: scope, show: { $0[keyPath: path]?.description }) { value, config in
-            switch HTTPURL.parse(value) {
-            case .success(let url):
-                config[keyPath: path] = url
-                return nil
-            case .failure(let error):
-                return "'\(HTTPURL.quotable(value))' \(error.reason) (expected e.g. \(example))"
-            }
+    package static let tokenFormat = choiceKey(
+        "token_format",
+        \SessionSettings.tokenFormat,
+        expected: "form or json"
+    )
+    package static let tokenBody = templateKey("token_body", \.jsonBackend.tokenBody, default: .defaultTokenBody)
+    package static let loginURL = urlKey(
+        "login_url",
+        example: "https://api.example.com/api/auth/login",
+        \SessionSettings.jsonBackend.loginURL
+    )
+    package static let loginBody = templateKey("login_body", \.jsonBackend.loginBody, default: .defaultLoginBody)
+    package static let logoutURL = urlKey(
+        "logout_url",
+        example: "https://api.example.com/api/auth/logout",
+        \SessionSettings.jsonBackend.logoutURL
+    )
+    package static let tokenField = fieldKey("token_field", \.jsonBackend.fields.token)
+    package static let refreshTokenField = fieldKey("refresh_token_field", \.jsonBackend.fields.refreshToken)
+    package static let expiresField = fieldKey("expires_field", \.jsonBackend.fields.expires)
+    package static let authorizationURL = urlKey(
+        "authorization_url",
+        example: "https://auth.example.com/oauth/authorize",
+        \SessionSettings.login.authorizationURL
+    )
+    package static let deviceAuthorizationURL = urlKey(
+        "device_authorization_url",
+        example: "https://auth.example.com/oauth/device/code",
+        \SessionSettings.login.deviceAuthorizationURL
+    )
+    package static let redirectPort = ConfigurationKey(
+        "redirect_port",
+        of: SessionSettings.self,
+        show: { "\($0.login.redirectPort)" }
+    ) {
+        value,
+        session in
+        guard let port = Int(value), (0...65535).contains(port) else {
+            return "expected a port from 0 to 65535 (0: any free port), got '\(value)'"
         }
+        session.login.redirectPort = port
+        return nil
     }
+    package static let loginTimeout = durationKey("login_timeout", \SessionSettings.login.timeout)
 
     /// A JSON template; `--check` shows it with literal string values masked (they may be secrets).
     static func templateKey(
         _ name: String,
-        scope: ConfigurationKey.Scope = .process,
-        _ path: WritableKeyPath<Configuration, JSONTemplate?> & Sendable,
+        _ path: WritableKeyPath<SessionSettings, JSONTemplate?> & Sendable,
         default defaultTemplate: JSONTemplate
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
-            scope: scope,
+            of: SessionSettings.self,
             carriesSecrets: true,
             show: { $0.tokenFormat == .json ? ($0[keyPath: path] ?? defaultTemplate).maskedDescription : nil }
-        ) { value, config in
+        ) { value, session in
             switch JSONTemplate.parse(value) {
             case .success(let template):
-                config[keyPath: path] = template
+                session[keyPath: path] = template
                 return nil
             case .failure(let error):
                 return error.description
@@ -84,74 +72,85 @@ extension Configuration {
 
     static func fieldKey(
         _ name: String,
-        scope: ConfigurationKey.Scope = .process,
-        _ path: WritableKeyPath<Configuration, JSONFieldPath?> & Sendable
+        _ path: WritableKeyPath<SessionSettings, JSONFieldPath?> & Sendable
     ) -> ConfigurationKey {
         ConfigurationKey(
             name,
-            scope: scope,
+            of: SessionSettings.self,
             show: { $0.tokenFormat == .json ? ($0[keyPath: path]?.description ?? "(searched by name)") : nil }
-        ) { value, config in
+        ) { value, session in
             guard let field = JSONFieldPath(value) else {
                 return "invalid field path '\(value)' (expected names joined by dots, e.g. data.accessToken)"
             }
-            config[keyPath: path] = field
+            session[keyPath: path] = field
             return nil
         }
     }
+}
 
+extension SessionSettings {
     /// Checks the JSON backend and login settings against each other and against the grant.
     func validateJSONAndLogin(into diagnostics: inout ConfigurationDiagnostics) {
+        let (form, json) = (TokenFormat.form.rawValue, TokenFormat.json.rawValue)
         switch self.tokenFormat {
         case .form:
             if let key = self.jsonBackend.namesJSONOnlyKey {
-                diagnostics.error(key, "applies to token_format = json")
+                diagnostics.error(key, "applies to \(Key.tokenFormat) = \(json)")
             }
             let loginKey =
                 self.login.authorizationURL != nil
-                ? "authorization_url" : (self.login.deviceAuthorizationURL != nil ? "device_authorization_url" : nil)
+                ? Key.authorizationURL : (self.login.deviceAuthorizationURL != nil ? Key.deviceAuthorizationURL : nil)
             if let loginKey, self.tokenURL == nil || self.clientID == nil {
-                diagnostics.error(loginKey, "needs token_url (where the code is exchanged for tokens) and client_id")
+                diagnostics.error(
+                    loginKey,
+                    "needs \(Key.tokenURL) (where the code is exchanged for tokens) and \(Key.clientID)"
+                )
             }
         case .json:
             let backend = self.jsonBackend
             if self.tokenCommand != nil {
-                diagnostics.error("token_command", "cannot be combined with token_format = json")
+                diagnostics.error(.tokenCommand, "cannot be combined with \(Key.tokenFormat) = \(json)")
             }
             if self.revocationURL != nil {
                 diagnostics.error(
-                    "revocation_url",
-                    "applies to token_format = form (a JSON backend logs out at logout_url)"
+                    .revocationURL,
+                    "applies to \(Key.tokenFormat) = \(form) (a JSON backend logs out at \(Key.logoutURL))"
                 )
             }
-            for key in ["authorization_url", "device_authorization_url"] {
-                let isSet = key == "authorization_url" ? self.login.authorizationURL : self.login.deviceAuthorizationURL
-                if isSet != nil {
-                    diagnostics.error(key, "applies to token_format = form (a JSON backend logs in at login_url)")
-                }
+            for (key, url) in [
+                (Key.authorizationURL, self.login.authorizationURL),
+                (Key.deviceAuthorizationURL, self.login.deviceAuthorizationURL),
+            ] where url != nil {
+                diagnostics.error(
+                    key,
+                    "applies to \(Key.tokenFormat) = \(form) (a JSON backend logs in at \(Key.loginURL))"
+                )
             }
             if self.tokenURL == nil && backend.loginURL == nil {
-                diagnostics.error("token_format", "json needs token_url (the refresh endpoint), login_url, or both")
+                diagnostics.error(
+                    .tokenFormat,
+                    "\(json) needs \(Key.tokenURL) (the refresh endpoint), \(Key.loginURL), or both"
+                )
             }
             for (key, template, askable) in [
-                ("token_body", backend.effectiveTokenBody, ["refresh_token"]),
-                ("login_body", backend.effectiveLoginBody, ["username", "password"]),
+                (Key.tokenBody, backend.effectiveTokenBody, [Key.refreshToken.name]),
+                (Key.loginBody, backend.effectiveLoginBody, [Key.username.name, Key.password.name]),
             ] {
                 if let name = template.placeholders.first(where: { !askable.contains($0) && !self.hasValue(for: $0) }) {
-                    diagnostics.error(key, "uses {{\(name)}} but \(name) is not set", alsoAt: ["token_format"])
+                    diagnostics.error(key, "uses {{\(name)}} but \(name) is not set", alsoAt: [.tokenFormat])
                 }
             }
             let hasRefreshToken = self.refreshToken != nil || self.refreshTokenFile != nil
             if self.tokenURL != nil && !hasRefreshToken && backend.loginURL == nil {
                 diagnostics.error(
-                    "token_url",
-                    "a JSON refresh needs refresh_token or refresh_token_file (or login_url)"
+                    .tokenURL,
+                    "a JSON refresh needs \(Key.refreshToken) or \(Key.refreshTokenFile) (or \(Key.loginURL))"
                 )
             }
             if backend.loginURL != nil && !self.canLogInUnattended && !hasRefreshToken {
                 diagnostics.error(
-                    "login_url",
-                    "login_body needs username and password: set them, or set refresh_token_file and fill it with 'bearer-proxy login'"
+                    .loginURL,
+                    "\(Key.loginBody) needs \(Key.username) and \(Key.password): set them, or set \(Key.refreshTokenFile) and fill it with 'bearer-proxy login'"
                 )
             }
         }
@@ -159,18 +158,20 @@ extension Configuration {
 
     /// Whether a template placeholder has a value in the configuration.
     func hasValue(for placeholder: String) -> Bool {
-        self.templateValue(for: placeholder) != nil || (placeholder == "refresh_token" && self.refreshTokenFile != nil)
+        self.templateValue(for: placeholder) != nil
+            || (placeholder == Key.refreshToken.name && self.refreshTokenFile != nil)
     }
 
-    /// The configured value of a template placeholder (refresh_token: the inline one only).
+    /// The configured value of a template placeholder, which names its key (refresh_token: the
+    /// inline one only).
     package func templateValue(for placeholder: String) -> String? {
         switch placeholder {
-        case "refresh_token": self.refreshToken?.reveal()
-        case "username": self.username
-        case "password": self.password?.reveal()
-        case "client_id": self.clientID
-        case "client_secret": self.clientSecret?.reveal()
-        case "scope": self.scope
+        case Key.refreshToken.name: self.refreshToken?.reveal()
+        case Key.username.name: self.username
+        case Key.password.name: self.password?.reveal()
+        case Key.clientID.name: self.clientID
+        case Key.clientSecret.name: self.clientSecret?.reveal()
+        case Key.scope.name: self.scope
         default: nil
         }
     }
@@ -179,7 +180,7 @@ extension Configuration {
     package var canLogInUnattended: Bool {
         self.jsonBackend.loginURL != nil
             && self.jsonBackend.effectiveLoginBody.placeholders.allSatisfy {
-                $0 != "refresh_token" && self.hasValue(for: $0)
+                $0 != Key.refreshToken.name && self.hasValue(for: $0)
             }
     }
 }

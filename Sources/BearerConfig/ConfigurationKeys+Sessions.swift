@@ -1,17 +1,22 @@
-extension Configuration {
+extension ConfigurationKey {
     /// The key only a `[session NAME]` section has (its other own key, `listen`, is the main
     /// listener outside any section).
-    static let namedSessionKeys: [ConfigurationKey] = [
-        ConfigurationKey("mount", scope: .namedSession, show: { $0.mount }) { value, config in
-            switch Self.parseMount(value) {
-            case .success(let mount):
-                config.mount = mount
-                return nil
-            case .failure(let reason):
-                return "\(reason) (expected a path prefix such as /github)"
-            }
+    package static let mount = ConfigurationKey(
+        "mount",
+        of: SessionSettings.self,
+        namedSessionsOnly: true,
+        show: { $0.mount }
+    ) {
+        value,
+        session in
+        switch Self.parseMount(value) {
+        case .success(let mount):
+            session.mount = mount
+            return nil
+        case .failure(let reason):
+            return "\(reason) (expected a path prefix such as /github)"
         }
-    ]
+    }
 
     /// `/github`, `/api/v2`: a path that starts with `/`, has neither query, fragment nor blanks, and
     /// no `.` or `..` segment (which an upstream would resolve past the prefix). A trailing `/` is

@@ -38,18 +38,18 @@ package enum ConfigurationLoader {
             secrets: secrets
         )
         var diagnostics = found
-        if !source.isDemo && config.upstream == nil && config.sessions.isEmpty {
+        if !source.isDemo && config.defaultSession.upstream == nil && config.namedSessions.isEmpty {
             let defaultFile = DefaultConfigFile.path(environment: environment) ?? "~/.config/bearer-proxy/proxy.conf"
             let noFile = "required: no config file was given (--config FILE) and \(defaultFile) does not exist"
-            let example = "set 'upstream = https://api.example.com'"
+            let example = "set '\(Key.upstream) = https://api.example.com'"
             let message =
                 switch (path == nil, source.takesProxyFlags) {
-                case (true, true): "\(noFile); pass --upstream URL, or try --demo"
+                case (true, true): "\(noFile); pass --\(Key.upstream) URL, or try --demo"
                 case (true, false): "\(noFile); pass --config FILE"
-                case (false, true): "required (\(example) or pass --upstream URL; --demo needs none)"
+                case (false, true): "required (\(example) or pass --\(Key.upstream) URL; --demo needs none)"
                 case (false, false): "required (\(example) in the config file)"
                 }
-            diagnostics.error("upstream", message)
+            diagnostics.error(.upstream, message)
         }
         guard diagnostics.errors.isEmpty else { throw ConfigurationErrors(diagnostics.sortedErrors) }
         return config
@@ -77,19 +77,17 @@ package enum ConfigurationLoader {
         }
         entries += overrides
         var config = Configuration.build(from: entries, into: &diagnostics)
-        if config.intercept.caDirectory == nil {
-            config.intercept.caDirectory = InterceptSettings.defaultCADirectory(environment: environment)
+        if config.process.intercept.caDirectory == nil {
+            config.process.intercept.caDirectory = InterceptSettings.defaultCADirectory(environment: environment)
         }
-        config.settingPlaces.file = fileName
-        for index in config.sessions.indices {
-            config.sessions[index].configuration.intercept.caDirectory = config.intercept.caDirectory
-            // A finding about a named session as a whole is placed at its [session NAME] line.
-            config.sessions[index].configuration.settingPlaces.file = config.sessions[index].place
-        }
-        config.forEverySession(&diagnostics) { session, diagnostics in
-            session.loadKeyFiles(into: &diagnostics)
-            session.loadDPoPKey(environment: environment, into: &diagnostics)
-            session.validate(into: &diagnostics)
+        // A finding about the default session as a whole is placed at the file (a named session's at
+        // its [session NAME] line).
+        config.provenance.file = fileName
+        let isUnusedDefault = config.isUnusedDefault
+        config.forEverySession(&diagnostics) { session, process, diagnostics in
+            session.loadKeyFiles(places: diagnostics.places, into: &diagnostics)
+            session.readDPoPKey(environment: environment, places: diagnostics.places, into: &diagnostics)
+            session.validate(process: process, isUnusedDefault: isUnusedDefault, into: &diagnostics)
         }
         config.validateSessions(into: &diagnostics)
         config.validateNoSelfLoop(into: &diagnostics)
@@ -108,18 +106,26 @@ package enum ConfigurationLoader {
     /// The effective configuration as `key = value` lines, secrets masked (`--check`): every key of
     /// the default session and the process, then each named session's keys under its `[session NAME]`.
     package static func report(_ config: Configuration) -> String {
-        var lines = Self.lines(of: config, keys: Configuration.keys.filter { $0.scope != .namedSession })
-        for session in config.sessions {
+        var lines = Self.lines(
+            of: config.process,
+            config.defaultSession,
+            keys: Configuration.keys.filter { $0.scope != .namedSession }
+        )
+        for session in config.namedSessions {
             lines.append("")
             lines.append("[session \(session.name)]")
-            lines += Self.lines(of: session.configuration, keys: Configuration.keys.filter { $0.scope != .process })
+            lines += Self.lines(of: config.process, session, keys: Configuration.keys.filter { $0.scope != .process })
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func lines(of config: Configuration, keys: [ConfigurationKey]) -> [String] {
+    private static func lines(
+        of process: ProcessSettings,
+        _ session: SessionSettings,
+        keys: [ConfigurationKey]
+    ) -> [String] {
         keys.map { key in
-            let value = key.show(config)
+            let value = key.show(process, session)
             if key.isSecret { return "\(key.name) = \(value == nil ? "(not set)" : "<redacted>")" }
             return "\(key.name) = \(value ?? "(not set)")"
         }

@@ -18,30 +18,27 @@ package struct ConfigurationReload: Sendable {
     /// `new` (a file read and checked like at start) applied over `running` as far as it can be.
     package init(running: Configuration, new: Configuration) {
         var applied = running
-        applied.takeLiveSettings(from: new)
-        applied.logLevel = new.logLevel
-        applied.accessLog = new.accessLog
-        var needsRestart = Self.differences(
-            applied,
-            new,
-            keys: Configuration.keys.filter { $0.scope != .namedSession },
-            prefix: ""
-        )
+        applied.process.logLevel = new.process.logLevel
+        applied.process.accessLog = new.process.accessLog
+        applied.provenance = new.provenance
+        var needsRestart: [String] = []
         for index in applied.sessions.indices {
             let name = applied.sessions[index].name
-            guard let newSession = new.sessions.first(where: { $0.name == name }) else {
+            guard let newSession = new.session(named: name) else {
                 needsRestart.append("[session \(name)] (removed)")
+                applied.provenance.sessions[name] = running.provenance.sessions[name]
                 continue
             }
-            applied.sessions[index].configuration.takeLiveSettings(from: newSession.configuration)
+            applied.sessions[index].takeLiveSettings(from: newSession)
             needsRestart += Self.differences(
-                applied.sessions[index].configuration,
-                newSession.configuration,
-                keys: Configuration.keys.filter { $0.scope != .process },
-                prefix: "[session \(name)] "
+                (applied.process, applied.sessions[index]),
+                (new.process, newSession),
+                // The default section's keys are the process's and the default session's.
+                keys: Configuration.keys.filter { $0.scope != (index == 0 ? .namedSession : .process) },
+                prefix: index == 0 ? "" : "[session \(name)] "
             )
         }
-        for session in new.sessions where !running.sessions.contains(where: { $0.name == session.name }) {
+        for session in new.namedSessions where running.session(named: session.name) == nil {
             needsRestart.append("[session \(session.name)] (a new session)")
         }
         self.applied = applied
@@ -50,19 +47,19 @@ package struct ConfigurationReload: Sendable {
 
     /// The keys whose values, as `--check` shows them, differ.
     private static func differences(
-        _ applied: Configuration,
-        _ new: Configuration,
+        _ applied: (ProcessSettings, SessionSettings),
+        _ new: (ProcessSettings, SessionSettings),
         keys: [ConfigurationKey],
         prefix: String
     ) -> [String] {
-        keys.filter { $0.show(applied) != $0.show(new) }.map { prefix + $0.name }
+        keys.filter { $0.show(applied.0, applied.1) != $0.show(new.0, new.1) }.map { prefix + $0.name }
     }
 }
 
-extension Configuration {
+extension SessionSettings {
     /// Takes from `new` every session key that applies without a restart (see `ConfigurationReload`).
     /// Every secret key is among them, so that no change hides behind `--check`'s `<redacted>`.
-    mutating func takeLiveSettings(from new: Configuration) {
+    mutating func takeLiveSettings(from new: SessionSettings) {
         self.accessToken = new.accessToken
         self.refreshToken = new.refreshToken
         self.refreshTokenFile = new.refreshTokenFile
@@ -84,15 +81,14 @@ extension Configuration {
         self.refreshSkew = new.refreshSkew
         self.maxRefreshes = new.maxRefreshes
         self.refreshWindow = new.refreshWindow
-        // The signing credentials, read again from their files; the TLS client certificate is bound
-        // into the connectors' TLS contexts and waits for a restart.
+        // The signing credentials (their files are read again when the session's supply is made); the
+        // TLS client certificate is bound into the connectors' TLS contexts and waits for a restart.
         self.credentials.keyFile = new.credentials.keyFile
-        self.credentials.key = new.credentials.key
+        self.credentials.found.key = new.credentials.found.key
         self.credentials.keyID = new.credentials.keyID
         self.credentials.assertionIssuer = new.credentials.assertionIssuer
         self.credentials.assertionSubject = new.credentials.assertionSubject
         self.credentials.serviceAccountFile = new.credentials.serviceAccountFile
-        self.credentials.serviceAccount = new.credentials.serviceAccount
-        self.settingPlaces = new.settingPlaces
+        self.credentials.found.serviceAccount = new.credentials.found.serviceAccount
     }
 }

@@ -24,15 +24,15 @@ package struct JSONBackendSettings: Equatable, Sendable {
     package var effectiveTokenBody: JSONTemplate { self.tokenBody ?? .defaultTokenBody }
     package var effectiveLoginBody: JSONTemplate { self.loginBody ?? .defaultLoginBody }
 
-    /// Whether any JSON-only key is set (they make no sense with token_format = form).
-    var namesJSONOnlyKey: String? {
-        if self.tokenBody != nil { return "token_body" }
-        if self.loginURL != nil { return "login_url" }
-        if self.loginBody != nil { return "login_body" }
-        if self.logoutURL != nil { return "logout_url" }
-        if self.fields.token != nil { return "token_field" }
-        if self.fields.refreshToken != nil { return "refresh_token_field" }
-        if self.fields.expires != nil { return "expires_field" }
+    /// The first JSON-only key that is set (they make no sense with token_format = form).
+    var namesJSONOnlyKey: ConfigurationKey? {
+        if self.tokenBody != nil { return .tokenBody }
+        if self.loginURL != nil { return .loginURL }
+        if self.loginBody != nil { return .loginBody }
+        if self.logoutURL != nil { return .logoutURL }
+        if self.fields.token != nil { return .tokenField }
+        if self.fields.refreshToken != nil { return .refreshTokenField }
+        if self.fields.expires != nil { return .expiresField }
         return nil
     }
 }

@@ -13,7 +13,7 @@ package struct JSONTemplate: Equatable, Sendable {
     package let placeholders: [String]
 
     /// The settings a template may name.
-    package static let names = ["refresh_token", "username", "password", "client_id", "client_secret", "scope"]
+    package static let names = [Key.refreshToken, .username, .password, .clientID, .clientSecret, .scope].map(\.name)
 
     package static let defaultTokenBody = JSONTemplate(
         checked: #"{"refresh_token": "{{refresh_token}}"}"#,

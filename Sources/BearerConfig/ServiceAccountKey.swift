@@ -43,7 +43,7 @@ package struct ServiceAccountKey: Sendable {
             throw failure("has no private_key")
         }
         guard let tokenURIText = object["token_uri"] as? String else {
-            throw failure("has no token_uri (set token_url)")
+            throw failure("has no token_uri (set \(Key.tokenURL))")
         }
         let tokenURI: HTTPURL
         switch HTTPURL.parse(tokenURIText) {

@@ -1,9 +1,8 @@
-/// The shared session of a fleet of proxies: `session_store`, `session_name`, `session_store_fallback`.
+/// The store a fleet of proxies shares its sessions in: `session_store` and `session_store_fallback`,
+/// process-wide (each session's name in it is its `session_name`, `SessionSettings.sessionName`).
 package struct SessionStoreSettings: Sendable {
-    /// Where the session lives; nil keeps it in the process.
+    /// Where the sessions live; nil keeps them in the process.
     package var endpoint: RedisEndpoint?
-    /// Names the session in the store, so several accounts can share one Redis.
-    package var name = "default"
     package var fallback: SessionStoreFallback = .local
 
     package init() {}

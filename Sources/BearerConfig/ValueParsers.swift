@@ -1,4 +1,5 @@
 import BearerCore
+import BearerHTTP
 import BearerIO
 import Foundation
 
@@ -67,6 +68,19 @@ package enum ValueParsers {
     /// A comma-separated list, elements trimmed, empty elements dropped.
     static func list(_ text: String) -> [String] {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// A comma list of `host`, `host:port` or `*.domain`: the patterns, or what was expected of the
+    /// first entry that is none.
+    static func hostPatterns(_ text: String) -> (patterns: [HostPattern], mistake: String?) {
+        var patterns: [HostPattern] = []
+        for item in Self.list(text) {
+            guard let pattern = HostPattern.parse(item) else {
+                return ([], "invalid entry '\(item)' (expected host, host:port or *.domain)")
+            }
+            patterns.append(pattern)
+        }
+        return (patterns, nil)
     }
 
     /// `30s`, `500ms`, `5m`: the shortest exact form, as the config file would say it.

@@ -15,9 +15,9 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     /// Its place in `ProxyRuntime.sessions`, and in each loop's token caches.
     let index: Int
     package let tokens: TokenSession
-    /// The session's own settings as it started (its section's keys over the file's process-wide
-    /// ones). SIGHUP's changes reach its token session (`TokenSupply`), not this copy.
-    package let configuration: Configuration
+    /// The session's own settings as it started. SIGHUP's changes reach its token session
+    /// (`TokenSupply`), not this copy.
+    package let settings: SessionSettings
     /// Makes its token supply again when SIGHUP re-reads the config (nil: a session made by a test).
     let supplies: TokenSupplyMaker?
     /// Statuses that mean its token was refused (`refresh_on`).
@@ -32,17 +32,18 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         name: String,
         index: Int,
         tokens: TokenSession,
-        configuration: Configuration,
+        settings: SessionSettings,
+        dpop: DPoPProver? = nil,
         supplies: TokenSupplyMaker? = nil
     ) {
         self.name = name
         self.index = index
         self.tokens = tokens
-        self.configuration = configuration
+        self.settings = settings
         self.supplies = supplies
-        self.refreshOn = Set(configuration.refreshOn)
-        self.replayBodyLimit = configuration.replayBodyLimit
-        self.dpop = configuration.dpop.prover
+        self.refreshOn = Set(settings.refreshOn)
+        self.replayBodyLimit = settings.replayBodyLimit
+        self.dpop = dpop
         self.logName = Array(name.utf8)
     }
 

@@ -15,7 +15,7 @@ extension ProxyServer {
         /// The file has mistakes, one line each (`file:line: key: …`): nothing changed.
         case invalid([String])
         /// Something the new config needs could not be made (a refresh token file's folder, the access
-        /// log's file): nothing changed.
+        /// log's file, a key file changed since it was read): nothing changed.
         case refused(String)
         /// Nothing to read again: `--demo`, flags alone, or a config that came from a pipe (it cannot be
         /// read twice). The sessions are refreshed all the same.
@@ -65,40 +65,49 @@ extension ProxyServer {
         do throws(StartError) {
             for session in self.runtime.sessions {
                 guard let maker = session.supplies,
-                    let configuration = reload.applied.session(named: session.name),
+                    let settings = reload.applied.session(named: session.name),
                     let before = running.session(named: session.name)
                 else { continue }
-                let store = try Self.store(configuration, replacing: session.tokens.store, configuredAs: before)
-                supplies.append((session.tokens, maker.supply(configuration, store: store)))
+                let store = try Self.store(settings, replacing: session.tokens.store, configuredAs: before)
+                let credentials: SessionCredentials
+                do throws(ConfigurationError) {
+                    credentials = try SessionCredentials(
+                        reading: settings,
+                        places: reload.applied.places(of: settings.name)
+                    )
+                } catch {
+                    throw StartError(description: error.description)
+                }
+                supplies.append((session.tokens, maker.supply(settings, credentials: credentials, store: store)))
             }
             accessLog =
-                reload.applied.accessLog == running.accessLog
-                ? self.runtime.accessLog : try Self.openAccessLog(reload.applied.accessLog)
+                reload.applied.process.accessLog == running.process.accessLog
+                ? self.runtime.accessLog : try ProxyBuilder.openAccessLog(reload.applied.process.accessLog)
         } catch {
             return .refused(error.description)
         }
-        self.runtime.logger.changeLevel(to: reload.applied.logLevel)
-        if reload.applied.accessLog != running.accessLog { self.changeAccessLog(to: accessLog) }
+        self.runtime.logger.changeLevel(to: reload.applied.process.logLevel)
+        if reload.applied.process.accessLog != running.process.accessLog { self.changeAccessLog(to: accessLog) }
         for (tokens, supply) in supplies { tokens.reconfigure(supply) }
         self.configurationInForce.withLock { $0 = reload.applied }
         return .applied(needsRestart: reload.needsRestart)
     }
 
-    /// The refresh token store for `configuration`: the running one when its refresh token settings
-    /// did not change (its file read again; an inline token it rotated is kept), else a new one.
+    /// The refresh token store for `settings`: the running one when its refresh token settings did
+    /// not change (its file read again; an inline token it rotated is kept), else a new one.
     private static func store(
-        _ configuration: Configuration,
+        _ settings: SessionSettings,
         replacing current: RefreshTokenStore?,
-        configuredAs before: Configuration
+        configuredAs before: SessionSettings
     ) throws(StartError) -> RefreshTokenStore? {
         do throws(RefreshTokenStore.StoreError) {
-            if let current, configuration.refreshTokenFile == before.refreshTokenFile,
-                configuration.refreshToken == before.refreshToken
+            if let current, settings.refreshTokenFile == before.refreshTokenFile,
+                settings.refreshToken == before.refreshToken
             {
                 _ = try current.reload()
                 return current
             }
-            let store = try RefreshTokenStore(token: configuration.refreshToken, path: configuration.refreshTokenFile)
+            let store = try RefreshTokenStore(token: settings.refreshToken, path: settings.refreshTokenFile)
             try store.requireFolder()
             return store
         } catch {

@@ -1,41 +1,51 @@
 import BearerConfig
 import BearerCore
+import BearerCrypto
 import BearerIO
 import BearerSession
 
 /// Making each session of a starting proxy: its token source, its fleet store, its token session.
 extension ProxyServer {
     /// `session` made ready to run: its token calls go through `endpoints` (which present the
-    /// session's own client certificate) from `loop`, which also runs its timer. With named sessions
-    /// its log lines say `session=NAME`.
+    /// session's own client certificate) from `loop`, which also runs its timer, signed with
+    /// `credentials` and proved with `dpop`. With named sessions its log lines say `session=NAME`.
     static func makeSession(
-        _ session: SessionConfiguration,
+        _ session: SessionSettings,
+        process: ProcessSettings,
         index: Int,
         namesSessions: Bool,
         store: RefreshTokenStore?,
+        credentials: SessionCredentials,
+        dpop: DPoPProver?,
         endpoints connector: OutboundConnector,
         sessionStoreConnector: OutboundConnector,
         loop: EventLoop,
         logger: Logger
     ) -> NamedSession {
-        let configuration = session.configuration
         let logger = namesSessions ? logger.with("session", session.name) : logger
-        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, logger: logger)
-        let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
+        let supplies = TokenSupplyMaker(
+            loop: loop,
+            endpoints: connector,
+            timeout: process.refreshTimeout,
+            dpop: dpop,
+            logger: logger
+        )
+        let sessionStore = process.sessionStore.endpoint.map { endpoint in
             SessionStore(
                 endpoint: endpoint,
-                name: configuration.sessionStore.name,
-                fallback: configuration.sessionStore.fallback,
-                lockTimeout: configuration.refreshTimeout,
-                commandTimeout: configuration.upstreamConnectTimeout,
+                name: session.sessionName,
+                fallback: process.sessionStore.fallback,
+                lockTimeout: process.refreshTimeout,
+                commandTimeout: process.upstreamConnectTimeout,
                 loop: loop,
                 connector: sessionStoreConnector,
                 logger: logger
             )
         }
         let tokens = TokenSession(
-            configuration: configuration,
-            supply: supplies.supply(configuration, store: store),
+            settings: session,
+            process: process,
+            supply: supplies.supply(session, credentials: credentials, store: store),
             sessionStore: sessionStore,
             logger: logger,
             timers: loop
@@ -44,50 +54,62 @@ extension ProxyServer {
             name: session.name,
             index: index,
             tokens: tokens,
-            configuration: configuration,
+            settings: session,
+            dpop: dpop,
             supplies: supplies
         )
     }
 }
 
-/// Makes a session's token supply from its configuration: at start, and again each time SIGHUP
-/// re-reads the config. What it is made with lasts as long as the process: the loop its token calls
-/// start from and the connector that reaches its endpoints (TLS settings need a restart).
+/// Makes a session's token supply from its settings and the keys read from its files: at start,
+/// and again each time SIGHUP re-reads the config. What it is made with lasts as long as the
+/// process: the loop its token calls start from, the connector that reaches its endpoints (TLS
+/// settings need a restart), refresh_timeout and the DPoP key its proofs are signed with.
 struct TokenSupplyMaker: Sendable {
     let loop: EventLoop
     let endpoints: OutboundConnector
+    /// refresh_timeout: how long a token call may take.
+    let timeout: Duration
+    let dpop: DPoPProver?
     let logger: Logger
 
-    func supply(_ configuration: Configuration, store: RefreshTokenStore?) -> TokenSupply {
-        let caller = EndpointCaller(configuration: configuration, loop: self.loop, connector: self.endpoints)
+    func supply(
+        _ settings: SessionSettings,
+        credentials: SessionCredentials,
+        store: RefreshTokenStore?
+    )
+        -> TokenSupply
+    {
+        let caller = EndpointCaller(timeout: self.timeout, dpop: self.dpop, loop: self.loop, connector: self.endpoints)
         return TokenSupply(
-            configuration: configuration,
-            source: Self.source(configuration, store: store, endpoints: caller, logger: self.logger),
+            settings: settings,
+            source: self.source(settings, credentials: credentials, store: store, endpoints: caller),
             store: store,
-            revocation: TokenRevocation(configuration: configuration, client: caller)
+            revocation: TokenRevocation(settings: settings, credentials: credentials, client: caller)
         )
     }
 
-    static func source(
-        _ configuration: Configuration,
+    private func source(
+        _ settings: SessionSettings,
+        credentials: SessionCredentials,
         store: RefreshTokenStore?,
-        endpoints: EndpointCaller,
-        logger: Logger
+        endpoints: EndpointCaller
     ) -> TokenSource? {
-        if configuration.tokenFormat == .json && configuration.canRefresh {
-            return JSONTokenSource(configuration: configuration, store: store, client: endpoints, logger: logger)
+        if settings.tokenFormat == .json && settings.canRefresh {
+            return JSONTokenSource(settings: settings, store: store, client: endpoints, logger: self.logger)
         }
-        if let url = configuration.tokenURL {
+        if let url = settings.tokenURL {
             return OAuth2TokenSource(
-                configuration: configuration,
+                settings: settings,
+                credentials: credentials,
                 url: url,
                 store: store,
                 client: endpoints,
-                logger: logger
+                logger: self.logger
             )
         }
-        if let argv = configuration.tokenCommand {
-            return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)
+        if let argv = settings.tokenCommand {
+            return CommandTokenSource(argv: argv, timeout: self.timeout)
         }
         return nil
     }

@@ -61,209 +61,17 @@ package final class ProxyServer: Sendable {
         tlsFactory: (any TLSConnectionFactory)? = nil,
         socketFiles: UnixSocketFiles = UnixSocketFiles()
     ) throws(StartError) -> ProxyServer {
-        guard configuration.upstream != nil || !configuration.sessions.isEmpty else {
-            throw StartError(description: "no upstream configured")
-        }
-        let sessionConfigurations = configuration.everySession
-        var bound: [BoundListener] = []
-        /// Undoes what was bound when start-up fails half-way.
-        func closeListeners() {
-            for listener in bound { Socket.close(listener.fd) }
-            socketFiles.removeAll()
-        }
-        do throws(StartError) {
-            for (index, session) in sessionConfigurations.enumerated() {
-                for spec in session.configuration.listen {
-                    let address = try Self.resolveListenAddress(spec)
-                    do throws(IOError) {
-                        let fd = try Self.listen(on: address, socketFiles: socketFiles)
-                        let local = Socket.localAddress(fd) ?? address
-                        bound.append(BoundListener(fd: fd, address: local, sessionIndex: index == 0 ? nil : index))
-                    } catch {
-                        throw index == 0
-                            ? Self.listenFailure(spec, error, flag: "--listen")
-                            : Self.listenFailure(spec, error, flag: "listen", key: "[session \(session.name)] listen ")
-                    }
-                }
-            }
-        } catch {
-            closeListeners()
-            throw error
-        }
-        var stores: [RefreshTokenStore?] = []
-        do throws(RefreshTokenStore.StoreError) {
-            for session in sessionConfigurations {
-                let store = try RefreshTokenStore(
-                    token: session.configuration.refreshToken,
-                    path: session.configuration.refreshTokenFile
-                )
-                try store.requireFolder()
-                stores.append(store)
-            }
-        } catch {
-            closeListeners()
-            throw StartError(description: error.description)
-        }
-        let tls: any TLSConnectionFactory
-        var endpointTLS: [any TLSConnectionFactory] = []
-        do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLSForEverySession()
-            for session in sessionConfigurations { endpointTLS.append(try session.configuration.outboundTLS()) }
-        } catch {
-            closeListeners()
-            throw StartError(description: error.description)
-        }
-        let interceptCertificates: InterceptCertificates?
-        do throws(StartError) {
-            interceptCertificates = try Self.startInterception(configuration, logger: logger)
-        } catch {
-            closeListeners()
-            throw error
-        }
-        let accessLog: LogSink?
-        do throws(StartError) {
-            accessLog = try Self.openAccessLog(configuration.accessLog)
-        } catch {
-            closeListeners()
-            throw error
-        }
-        var adminFD: Int32?
-        var adminAddress: SocketAddress?
-        if let spec = configuration.adminListen {
-            do throws(StartError) {
-                let address = try Self.resolveListenAddress(spec)
-                do throws(IOError) {
-                    let fd = try Self.listen(on: address, socketFiles: socketFiles)
-                    adminFD = fd
-                    adminAddress = Socket.localAddress(fd) ?? address
-                } catch {
-                    throw Self.listenFailure(spec, error, flag: "--admin-listen", key: "admin_listen ")
-                }
-            } catch {
-                closeListeners()
-                throw error
-            }
-        }
-        // What `--check` prints as warnings (tls_insecure_skip_verify, no token source, …), once at start.
-        for warning in configuration.warnings {
-            if let key = warning.key {
-                logger.warn(warning.message, ["key": key, "at": warning.place])
-            } else {
-                logger.warn(warning.message, ["at": warning.place])
-            }
-        }
-        let loops = group ?? EventLoopGroup(count: configuration.workers, io: configuration.io)
-        if let reason = loops.loops.lazy.compactMap(\.ringUnavailableReason).first {
-            // Containers often refuse io_uring (Docker's default seccomp profile does): only a user
-            // who asked for it by name is warned; for the default it is a fact of the start.
-            let message = "io_uring is not available; the event loops use epoll"
-            if configuration.ioIsExplicit {
-                logger.warn(message, ["reason": reason])
-            } else {
-                logger.info(message, ["reason": reason])
-            }
-        }
-        let connector = OutboundConnector(
-            resolver: Resolver(),
-            tls: tlsFactory ?? tls,
-            connectTimeout: configuration.upstreamConnectTimeout
-        )
-        let sessions = sessionConfigurations.enumerated().map { index, session in
-            Self.makeSession(
-                session,
-                index: index,
-                namesSessions: sessionConfigurations.count > 1,
-                store: stores[index],
-                endpoints: OutboundConnector(
-                    resolver: Resolver(),
-                    tls: tlsFactory ?? endpointTLS[index],
-                    connectTimeout: configuration.upstreamConnectTimeout
-                ),
-                sessionStoreConnector: connector,
-                // Each session's token calls and timer on a loop of their own, the default's on the first.
-                loop: loops.loops[index % loops.loops.count],
-                logger: logger
-            )
-        }
-        let names = ProxyNames(
-            boundAddresses: bound.map(\.address),
-            acceptHosts: configuration.acceptHosts,
-            listenerSessions: bound.map(\.sessionIndex)
-        )
-        let runtime = ProxyRuntime(
+        try ProxyBuilder.start(
             configuration: configuration,
-            router: Router(configuration: configuration, sessions: sessions, names: names),
-            requestGuard: RequestGuard(configuration: configuration, names: names),
-            sessions: sessions,
-            connector: connector,
-            accessLog: accessLog,
-            interceptCertificates: interceptCertificates,
-            logger: logger
-        )
-        let server = ProxyServer(
-            runtime: runtime,
-            listeners: bound,
-            group: loops,
-            ownsGroup: group == nil,
+            logger: logger,
+            group: group,
+            tlsFactory: tlsFactory,
             socketFiles: socketFiles
         )
-        server.startAccepting()
-        if let adminFD, let adminAddress {
-            let admin = AdminServer(
-                fd: adminFD,
-                address: adminAddress,
-                runtime: runtime,
-                sessionAddresses: server.sessionAddresses,
-                loops: loops.loops,
-                socketFiles: socketFiles,
-                contexts: { server.contexts.withLock { $0 } }
-            )
-            admin.start()
-            server.admin.withLock { $0 = admin }
-        }
-        server.logStart()
-        for session in sessions { session.tokens.start() }
-        return server
     }
 
-    /// Where access_log lines go (nil: off); a file is opened for appending, created 0600.
-    static func openAccessLog(_ destination: AccessLogDestination) throws(StartError) -> LogSink? {
-        switch destination {
-        case .off:
-            return nil
-        case .standardError:
-            return LogSink.standardError
-        case .file(let path):
-            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                throw StartError(description: "\(path): access_log: cannot open: \(String(cString: strerror(errno)))")
-            }
-            return LogSink(fileDescriptor: fd, closesDescriptor: true)
-        }
-    }
-
-    /// With tls_intercept on: the local CA, loaded or made, checked against the inject hosts.
-    private static func startInterception(
-        _ configuration: Configuration,
-        logger: Logger
-    ) throws(StartError) -> InterceptCertificates? {
-        guard configuration.intercept.isEnabled else { return nil }
-        guard let directory = configuration.intercept.caDirectory else {
-            throw StartError(description: LocalCAError.noDirectory.description)
-        }
-        do throws(LocalCAError) {
-            return try InterceptCertificates.start(
-                caDirectory: directory,
-                permitting: configuration.everyInjectHost,
-                configFile: configuration.settingPlaces.file,
-                logger: logger
-            )
-        } catch {
-            throw StartError(description: error.description, localCAError: error)
-        }
-    }
-
-    private init(
+    /// A proxy `ProxyBuilder` made, before it accepts.
+    init(
         runtime: ProxyRuntime,
         listeners: [BoundListener],
         group: EventLoopGroup,
@@ -284,122 +92,23 @@ package final class ProxyServer: Sendable {
         self.accepting = Locked([])
     }
 
-    /// A listening socket; a unix socket's file is recorded in `socketFiles` as it is created.
-    private static func listen(on address: SocketAddress, socketFiles: UnixSocketFiles) throws(IOError) -> Int32 {
-        var path: String?
-        if case .unix(let unixPath) = address { path = unixPath }
-        return try socketFiles.create(at: path) { () throws(IOError) -> Int32 in try Socket.listen(on: address) }
+    /// Starts the admin endpoints on the listening socket `fd`.
+    func startAdmin(on fd: Int32, address: SocketAddress) {
+        let admin = AdminServer(
+            fd: fd,
+            address: address,
+            runtime: self.runtime,
+            sessionAddresses: self.sessionAddresses,
+            loops: self.group.loops,
+            socketFiles: self.socketFiles,
+            contexts: { self.contexts.withLock { $0 } }
+        )
+        admin.start()
+        self.admin.withLock { $0 = admin }
     }
 
-    /// `cannot listen on …: Address already in use`, with the way out: a taken port is what a first
-    /// `--demo` (on 8080) most often meets.
-    private static func listenFailure(
-        _ spec: ListenAddressSpec,
-        _ error: IOError,
-        flag: String,
-        key: String = ""
-    ) -> StartError {
-        var text = "cannot listen on \(key)\(spec): \(error.reason)"
-        if error.errnoCode == EADDRINUSE, case .hostPort(let host, _) = spec {
-            let anyPort = (host.contains(":") ? "[\(host)]" : host) + ":0"
-            text +=
-                " (another program holds the port: pick another with \(flag), or \(flag) \(anyPort) for any free one)"
-        }
-        return StartError(description: text)
-    }
-
-    private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
-        switch spec {
-        case .unix(let path):
-            return .unix(path: path)
-        case .hostPort(let host, let port):
-            if let literal = SocketAddress(ipAddress: host, port: port) { return literal }
-            switch Resolver.lookUp(host: host, port: port) {
-            case .addresses(let addresses): return addresses[0]
-            case .failed(let reason): throw StartError(description: "cannot listen on \(spec): \(reason)")
-            }
-        }
-    }
-
-    /// One line with the effective settings (nothing secret), for whoever reads the log later, and
-    /// with named sessions one more for each of them. Without a default session
-    /// (`Configuration.hasDefaultSession`) the first line names the sessions where the default one's
-    /// settings were (upstream, inject_hosts, tokens, refresh_on, tls_client_cert, its fleet key):
-    /// settings of no session would read as a session with no upstream and no token.
-    private func logStart() {
-        let configuration = self.runtime.configuration
-        let workers = "\(configuration.workers)"
-        let io = self.group.loops.allSatisfy(\.usesIOUring) ? "io_uring" : "epoll"
-        let admin = self.adminAddress?.description ?? "off"
-        let tlsVerify = configuration.tlsInsecureSkipVerify ? "OFF" : "on"
-        let store = configuration.sessionStore
-        if configuration.hasDefaultSession {
-            self.runtime.logger.info(
-                "starting",
-                [
-                    "version": bearerProxyVersion,
-                    "upstream": configuration.upstream?.description ?? "-",
-                    "inject_hosts": configuration.effectiveInjectHosts.map(\.description).joined(separator: ","),
-                    "other_hosts": configuration.otherHosts.rawValue,
-                    "tokens": Self.tokens(of: self.runtime.sessions[0]),
-                    "refresh_on": configuration.refreshOn.map(String.init).joined(separator: ","),
-                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
-                    "tls_verify": tlsVerify,
-                    "tls_client_cert": configuration.credentials.tlsCertificate?.subject ?? "none",
-                    "session_store": store.endpoint.map {
-                        "\($0) session=\(store.name) fallback=\(store.fallback.rawValue)"
-                    } ?? "off",
-                ]
-            )
-        } else {
-            self.runtime.logger.info(
-                "starting",
-                [
-                    "version": bearerProxyVersion,
-                    "sessions": self.runtime.shownSessions.map(\.name).joined(separator: ","),
-                    "other_hosts": configuration.otherHosts.rawValue,
-                    "workers": workers, "io": io, "admin": admin, "access_log": configuration.accessLog.description,
-                    "tls_verify": tlsVerify,
-                    "session_store": store.endpoint.map { "\($0) fallback=\(store.fallback.rawValue)" } ?? "off",
-                ]
-            )
-        }
-        for session in self.runtime.sessions.dropFirst() {
-            let settings = session.configuration
-            self.runtime.logger.info(
-                "session",
-                [
-                    "session": session.name,
-                    "upstream": settings.upstream?.description ?? "-",
-                    "mount": settings.mount ?? "-",
-                    "listen": settings.listen.isEmpty ? "-" : settings.listen.map(\.description).joined(separator: ","),
-                    "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
-                    "tokens": Self.tokens(of: session),
-                    "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
-                    "tls_client_cert": settings.credentials.tlsCertificate?.subject ?? "none",
-                    "session_store": settings.sessionStore.endpoint == nil
-                        ? "off" : "session=\(settings.sessionStore.name)",
-                ]
-            )
-        }
-    }
-
-    /// Where a session's tokens come from, for the start-up lines.
-    private static func tokens(of session: NamedSession) -> String {
-        let configuration = session.configuration
-        guard let source = session.tokens.source else {
-            return configuration.accessToken == nil ? "none" : "static access_token"
-        }
-        switch (configuration.tokenFormat, configuration.tokenURL) {
-        case (.json, _): return "json backend: \(source.logDescription)"
-        case (.form, .some):
-            return "\(configuration.effectiveGrantType.rawValue) at \(source.logDescription)"
-                + configuration.signingSummary
-        case (.form, .none): return "token_command \(source.logDescription)"
-        }
-    }
-
-    private func startAccepting() {
+    /// Starts accepting on every loop; returns once all loops accept.
+    func startAccepting() {
         let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
             loop.execute {

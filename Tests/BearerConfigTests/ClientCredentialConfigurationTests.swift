@@ -152,7 +152,7 @@ struct ClientCredentialConfigurationTests {
         #expect(found.errors.isEmpty && found.warnings.isEmpty, "\(found)")
         #expect(found.config.tokenURL?.description == "https://oauth2.googleapis.com/token")
         #expect(found.config.effectiveGrantType == .jwtBearer)
-        #expect(found.config.credentials.serviceAccount?.clientEmail == "svc@p.iam.gserviceaccount.com")
+        #expect(found.config.credentials.found.serviceAccount?.clientEmail == "svc@p.iam.gserviceaccount.com")
         // token_url, set, wins; a grant that is not jwt_bearer, or a second key, is an error.
         let explicit = self.findings(
             "upstream = https://a.internal\ntoken_url = https://t.internal/t\nservice_account_file = \(account)"

@@ -70,7 +70,7 @@ import Testing
         #expect(reload.applied.workers == running.workers)
         #expect(reload.applied.session(named: "github")?.upstream == running.session(named: "github")?.upstream)
         #expect(reload.applied.session(named: "github")?.scope == "admin", "what can apply still does")
-        #expect(reload.applied.sessions.map(\.name) == ["github", "internal"])
+        #expect(reload.applied.sessions.map(\.name) == ["default", "github", "internal"])
     }
 
     /// Every key that holds a secret applies live: `--check` shows secrets as `<redacted>`, so a
@@ -87,7 +87,7 @@ import Testing
                 "access_token", "client_secret", "password", "refresh_token",
             ]
         )
-        running.takeLiveSettings(from: new)
+        running.defaultSession.takeLiveSettings(from: new.defaultSession)
         #expect(running.accessToken == Secret("a"))
         #expect(running.refreshToken == Secret("b"))
         #expect(running.clientSecret == Secret("c"))

@@ -67,7 +67,7 @@ import Testing
             environment: ["API_TOKEN": "t", "BILLING_CLIENT_SECRET": "b", "SHOP_PASSWORD": "p"]
         )
         #expect(found.errors.isEmpty, "\(found.errors)")
-        #expect(config.sessions.map(\.name) == ["billing", "shop"])
+        #expect(config.namedSessions.map(\.name) == ["billing", "shop"])
         let billing = try #require(config.session(named: "billing"))
         #expect(billing.mount == "/billing" && billing.upstream?.description == "https://billing.example.com/v1")
         #expect(billing.canRefresh && billing.clientSecret?.reveal() == "b")
@@ -93,9 +93,12 @@ import Testing
             guard let line = lines.first else { continue }
             #expect(!line.comment.isEmpty, "\(key.name) has no explanation")
             // The value shown is the default (as --check prints it), or the explanation names the default.
-            let shownDefault = key.show(Configuration())
-            var written = Configuration()
-            let isDefault = key.apply(line.value, &written) == nil && key.show(written) == shownDefault
+            let defaults = Configuration()
+            let shownDefault = key.show(defaults.process, defaults.defaultSession)
+            var written = defaults
+            let isDefault =
+                key.apply(line.value, to: &written.process, &written.sessions[0]) == nil
+                && key.show(written.process, written.defaultSession) == shownDefault
             #expect(
                 isDefault || line.comment.contains("Default") || line.comment.contains("Required"),
                 "\(key.name) = \(line.value): neither its default (\(shownDefault ?? "none")) nor a 'Default:' note"

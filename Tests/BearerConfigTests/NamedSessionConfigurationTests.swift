@@ -44,9 +44,9 @@ import Testing
         #expect(config.upstream?.description == "https://api.internal/v2")
         #expect(config.accessToken?.reveal() == "s3cr3t")
         #expect(config.listen == [.hostPort(host: "127.0.0.1", port: 8080)])
-        #expect(config.sessionStore.name == "default")
-        #expect(config.sessions.map(\.name) == ["github", "shop"])
-        #expect(config.sessions.map(\.place) == ["p.conf:6", "p.conf:13"])
+        #expect(config.sessionName == "default")
+        #expect(config.namedSessions.map(\.name) == ["github", "shop"])
+        #expect(config.namedSessions.map { config.places(of: $0.name).whole } == ["p.conf:6", "p.conf:13"])
 
         let github = try #require(config.session(named: "github"))
         #expect(github.upstream?.description == "https://api.github.com")
@@ -54,10 +54,14 @@ import Testing
         #expect(github.tokenURL?.host == "github.com" && github.clientSecret?.reveal() == "0th3r")
         #expect(github.accessToken == nil, "a session key of the default session is not a named session's")
         #expect(github.refreshSkew == .seconds(30), "refresh_skew is a session key: the default's is not github's")
-        #expect(github.workers == 3, "process-wide keys are every session's")
+        #expect(config.process.workers == 3, "process-wide keys live once, in the process's settings")
         #expect(github.listen.isEmpty, "a named session has no listener unless it says so")
-        #expect(github.sessionStore.name == "github", "its fleet key is its name")
-        #expect(github.settingPlaces.byKey["client_id"] == "p.conf:10")
+        #expect(github.sessionName == "github", "its fleet key is its name")
+        #expect(config.places(of: "github").byKey["client_id"] == "p.conf:10")
+        #expect(
+            config.places(of: "github").byKey["workers"] == "p.conf:3",
+            "a process-wide key's line is every session's"
+        )
 
         let shop = try #require(config.session(named: "shop"))
         #expect(shop.listen == [.hostPort(host: "127.0.0.1", port: 8181)])
@@ -66,14 +70,14 @@ import Testing
         #expect(config.session(named: "default")?.upstream == config.upstream)
         #expect(config.session(named: "nope") == nil)
         // `run` keeps the ${VAR}s of every session's secrets from its child.
-        #expect(config.secretVariables == ["SECRET", "OTHER"])
+        #expect(config.provenance.secretVariables == ["SECRET", "OTHER"])
     }
 
     @Test func aFileWithoutSectionsHasOnlyTheDefaultSession() {
         let (config, errors, _) = self.read("upstream = https://api.internal\naccess_token = t\n")
         #expect(errors.isEmpty)
-        #expect(config.sessions.isEmpty)
-        #expect(config.everySession.map(\.name) == ["default"])
+        #expect(config.namedSessions.isEmpty)
+        #expect(config.sessions.map(\.name) == ["default"])
     }
 
     @Test func aProcessWideKeyInASectionIsAnErrorNamingItsLine() {

@@ -119,10 +119,10 @@ import Testing
     @Test func defaultsToNoStoreTheDefaultNameAndLocalFallback() throws {
         let config = try self.load("upstream = http://h")
         #expect(config.sessionStore.endpoint == nil)
-        #expect(config.sessionStore.name == "default")
+        #expect(config.sessionName == "default")
         #expect(config.sessionStore.fallback == .local)
         let fleet = try self.load("session_name = team-a.prod_2\nsession_store_fallback = fail")
-        #expect(fleet.sessionStore.name == "team-a.prod_2")
+        #expect(fleet.sessionName == "team-a.prod_2")
         #expect(fleet.sessionStore.fallback == .fail)
     }
 

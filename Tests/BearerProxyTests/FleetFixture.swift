@@ -77,7 +77,7 @@ final class FleetFixture {
         configuration.acceptHosts = [.host("localhost")]
         configuration.refreshTimeout = .seconds(5)
         configuration.sessionStore.endpoint = self.storeEndpoint
-        configuration.sessionStore.name = "fleet-test"
+        configuration.sessionName = "fleet-test"
         self.configure(&configuration)
         extra(&configuration)
         let logs = LogSink(capturing: ())

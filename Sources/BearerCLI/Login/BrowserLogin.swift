@@ -11,12 +11,12 @@ struct BrowserLogin {
     let tokenURL: HTTPURL
 
     func run() -> Result<FetchedToken, LoginError> {
-        let configuration = self.context.configuration
+        let settings = self.context.settings
         let pkce = PKCE()
         let server: LoopbackRedirectServer
         do throws(LoginError) {
             server = try LoopbackRedirectServer(
-                port: configuration.login.redirectPort,
+                port: settings.login.redirectPort,
                 callback: LoopbackCallback(expectedState: pkce.state),
                 loop: self.context.client.loop
             )
@@ -33,7 +33,7 @@ struct BrowserLogin {
         }
         switch server.waitForCallback(until: self.context.deadline) {
         case nil:
-            return .failure(.timedOut(after: configuration.login.timeout, waitingFor: "the browser"))
+            return .failure(.timedOut(after: settings.login.timeout, waitingFor: "the browser"))
         case .deny(let code, let description):
             return .failure(.denied(code: code, description: description))
         case .refuse:
@@ -45,25 +45,29 @@ struct BrowserLogin {
 
     /// The URL the browser opens (RFC 6749 §4.1.1, RFC 7636 §4.3).
     func authorizationRequest(pkce: PKCE, redirectURI: String) -> String {
-        let configuration = self.context.configuration
+        let settings = self.context.settings
         var query: [(String, String)] = [
             ("response_type", "code"),
-            ("client_id", configuration.clientID ?? ""),
+            ("client_id", settings.clientID ?? ""),
             ("redirect_uri", redirectURI),
             ("code_challenge", pkce.challenge),
             ("code_challenge_method", "S256"),
             ("state", pkce.state),
         ]
-        if let scope = configuration.scope { query.append(("scope", scope)) }
-        if let audience = configuration.audience { query.append(("audience", audience)) }
+        if let scope = settings.scope { query.append(("scope", scope)) }
+        if let audience = settings.audience { query.append(("audience", audience)) }
         // RFC 8707 §2.1: the resources the grant is for, asked for again when the code is redeemed.
-        query += configuration.resources.map { ("resource", $0) }
+        query += settings.resources.map { ("resource", $0) }
         return "\(self.authorizationURL)?\(formEncode(query))"
     }
 
     /// The code and the verifier for tokens at token_url (RFC 6749 §4.1.3, RFC 7636 §4.5).
     private func exchange(code: String, verifier: String, redirectURI: String) -> Result<FetchedToken, LoginError> {
-        let builder = TokenRequestBuilder(configuration: self.context.configuration, url: self.tokenURL)
+        let builder = TokenRequestBuilder(
+            settings: self.context.settings,
+            credentials: self.context.credentials,
+            url: self.tokenURL
+        )
         let request = builder.tokenRequest([
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("code_verifier", verifier),

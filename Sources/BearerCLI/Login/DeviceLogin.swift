@@ -26,10 +26,14 @@ struct DeviceLogin {
     }
 
     func run() -> Result<FetchedToken, LoginError> {
-        let builder = TokenRequestBuilder(configuration: self.context.configuration, url: self.tokenURL)
+        let builder = TokenRequestBuilder(
+            settings: self.context.settings,
+            credentials: self.context.credentials,
+            url: self.tokenURL
+        )
         var fields: [(String, String)] = []
-        if let scope = self.context.configuration.scope { fields.append(("scope", scope)) }
-        if let audience = self.context.configuration.audience { fields.append(("audience", audience)) }
+        if let scope = self.context.settings.scope { fields.append(("scope", scope)) }
+        if let audience = self.context.settings.audience { fields.append(("audience", audience)) }
         fields += builder.resourceFields
         let authorization: Authorization
         switch self.context.send(
@@ -52,7 +56,7 @@ struct DeviceLogin {
             interval: authorization.interval,
             expiresIn: authorization.expiresIn,
             loginDeadline: self.context.deadline,
-            loginTimeout: self.context.configuration.login.timeout,
+            loginTimeout: self.context.settings.login.timeout,
             now: Instant.now()
         )
         var action = poller.started(now: Instant.now())

@@ -11,7 +11,7 @@ struct JSONLogin {
         var typed: [String: Secret<String>] = [:]
         for name in ["username", "password"]
         where self.requests.loginBody.placeholders.contains(name)
-            && self.context.configuration.templateValue(for: name) == nil
+            && self.context.settings.templateValue(for: name) == nil
         {
             guard TerminalPrompt.isAvailable else {
                 return .failure(
@@ -21,14 +21,14 @@ struct JSONLogin {
                 )
             }
             let label = name == "password" ? "Password" : "Username"
-            let suffix = name == "password" ? self.context.configuration.username.map { " for \($0)" } ?? "" : ""
+            let suffix = name == "password" ? self.context.settings.username.map { " for \($0)" } ?? "" : ""
             switch TerminalPrompt.ask("\(label)\(suffix): ", echo: name != "password", until: self.context.deadline) {
             case .line(let value) where !value.isEmpty:
                 typed[name] = Secret(value)
             case .line, .endOfInput:
                 return .failure(.noTerminal("no \(name) was typed"))
             case .timedOut:
-                return .failure(.timedOut(after: self.context.configuration.login.timeout, waitingFor: "the \(name)"))
+                return .failure(.timedOut(after: self.context.settings.login.timeout, waitingFor: "the \(name)"))
             }
         }
         guard let request = self.requests.login(with: typed) else {

@@ -24,15 +24,16 @@ enum LoginCommand: Command {
             return 1
         }
         defer { environment.shutdown() }
-        let configuration = environment.configuration
+        let settings = environment.settings
         let context = LoginContext(
-            configuration: configuration,
+            settings: settings,
+            credentials: environment.credentials,
             client: environment.client,
             console: console,
-            deadline: Instant.now() + configuration.login.timeout,
+            deadline: Instant.now() + settings.login.timeout,
             opensBrowser: options.opensBrowser
         )
-        let result = Self.flow(for: configuration, usesDevice: options.usesDevice, context: context)
+        let result = Self.flow(for: settings, usesDevice: options.usesDevice, context: context)
             .flatMap { $0() }
             .flatMap { token in
                 Self.store(token, at: environment.refreshTokenFile).map { token }
@@ -49,21 +50,21 @@ enum LoginCommand: Command {
 
     /// Which way to log in: JSON login, browser (authorization code + PKCE), or device code.
     static func flow(
-        for configuration: Configuration,
+        for settings: SessionSettings,
         usesDevice: Bool,
         context: LoginContext
     ) -> Result<() -> Result<FetchedToken, LoginError>, LoginError> {
-        switch configuration.tokenFormat {
+        switch settings.tokenFormat {
         case .json:
             if usesDevice { return .failure(.notConfigured("--device applies to OAuth2 (token_format = form)")) }
-            let requests = JSONBackendRequests(configuration: configuration)
+            let requests = JSONBackendRequests(settings: settings)
             guard requests.loginURL != nil else {
                 return .failure(.notConfigured("nothing to log in with: set login_url (token_format = json)"))
             }
             return .success { JSONLogin(context: context, requests: requests).run() }
         case .form:
-            let login = configuration.login
-            guard let tokenURL = configuration.tokenURL, configuration.clientID != nil else {
+            let login = settings.login
+            guard let tokenURL = settings.tokenURL, settings.clientID != nil else {
                 return .failure(.notConfigured("logging in needs token_url and client_id"))
             }
             if let deviceURL = login.deviceAuthorizationURL, usesDevice || login.authorizationURL == nil {

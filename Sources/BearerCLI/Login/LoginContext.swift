@@ -2,10 +2,11 @@ import BearerConfig
 import BearerCore
 import BearerSession
 
-/// What every way of logging in shares: the configuration, the one way out to endpoints, the
-/// console, and the instant login_timeout runs out.
+/// What every way of logging in shares: the session's settings and the keys read from its files, the
+/// one way out to endpoints, the console, and the instant login_timeout runs out.
 struct LoginContext: Sendable {
-    let configuration: Configuration
+    let settings: SessionSettings
+    let credentials: SessionCredentials
     let client: EndpointCaller
     let console: Console
     let deadline: Instant

@@ -1,3 +1,4 @@
+import BearerConfig
 import BearerCore
 import BearerSession
 import Dispatch
@@ -72,9 +73,14 @@ enum LogoutCommand: Command {
 
     /// One line saying whether the token was revoked, and if not, why and what that means.
     private static func revoke(_ token: Secret<String>, environment: SubcommandEnvironment) -> String {
-        guard let revocation = TokenRevocation(configuration: environment.configuration, client: environment.client)
+        guard
+            let revocation = TokenRevocation(
+                settings: environment.settings,
+                credentials: environment.credentials,
+                client: environment.client
+            )
         else {
-            let key = environment.configuration.tokenFormat == .json ? "logout_url" : "revocation_url"
+            let key: ConfigurationKey = environment.settings.tokenFormat == .json ? .logoutURL : .revocationURL
             return "No \(key) is configured: the refresh token was not revoked and stays valid until it expires."
         }
         let outcome = Locked<Result<Void, TokenRevocation.Failure>?>(nil)

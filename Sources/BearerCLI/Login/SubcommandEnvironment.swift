@@ -1,13 +1,18 @@
 import BearerConfig
 import BearerCore
+import BearerCrypto
 import BearerIO
 import BearerSession
 import Foundation
 
-/// What `login` and `logout` set up before they talk to an endpoint: the configuration, the refresh
-/// token file it names, and an event loop of their own for the one way out.
+/// What `login` and `logout` set up before they talk to an endpoint: the session's settings, the
+/// keys its files hold, the refresh token file it names, and an event loop of their own for the one
+/// way out.
 struct SubcommandEnvironment {
-    let configuration: Configuration
+    /// The session `--session` names (the default one without).
+    let settings: SessionSettings
+    /// What the session's token requests sign with, and its TLS client certificate.
+    let credentials: SessionCredentials
     /// refresh_token_file: where login stores and logout deletes.
     let refreshTokenFile: String
     let client: EndpointCaller
@@ -28,32 +33,45 @@ struct SubcommandEnvironment {
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
         let name = session ?? Configuration.defaultSessionName
-        guard let configuration = root.session(named: name) else {
-            let known = root.everySession.map(\.name).joined(separator: ", ")
+        guard let settings = root.session(named: name) else {
+            let known = root.sessions.map(\.name).joined(separator: ", ")
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
         }
-        guard let file = configuration.refreshTokenFile else {
+        let places = root.places(of: name)
+        guard let file = settings.refreshTokenFile else {
             let whose = session.map { " in [session \($0)]" } ?? ""
             throw .notConfigured(
-                "\(configuration.settingPlaces.whole): refresh_token_file: \(command) needs it\(whose) (where the refresh token is stored)"
+                "\(places.whole): \(ConfigurationKey.refreshTokenFile): \(command) needs it\(whose) (where the refresh token is stored)"
             )
         }
-        let tls: any TLSConnectionFactory
-        do throws(TLSConfigurationError) {
-            tls = try configuration.outboundTLS()
+        // Read here, not by loading: `login` with dpop on makes the session's key when there is none
+        // yet (its token requests carry proofs); `logout` revokes without one.
+        let credentials: SessionCredentials
+        let dpop: DPoPProver?
+        do throws(ConfigurationError) {
+            credentials = try SessionCredentials(reading: settings, places: places)
+            dpop = command == "login" ? try settings.dpop.makeProver(places: places) : nil
         } catch {
             throw .notConfigured(error.description)
         }
-        self.configuration = configuration
+        let tls: any TLSConnectionFactory
+        do throws(TLSConfigurationError) {
+            tls = try root.process.outboundTLS(for: settings, presenting: credentials.tlsCertificate)
+        } catch {
+            throw .notConfigured(error.description)
+        }
+        self.settings = settings
+        self.credentials = credentials
         self.refreshTokenFile = file
         self.group = EventLoopGroup(count: 1, name: "bearer-\(command)")
         self.client = EndpointCaller(
-            configuration: configuration,
+            timeout: root.process.refreshTimeout,
+            dpop: dpop,
             loop: self.group.loops[0],
             connector: OutboundConnector(
                 resolver: Resolver(),
                 tls: tls,
-                connectTimeout: configuration.upstreamConnectTimeout
+                connectTimeout: root.process.upstreamConnectTimeout
             )
         )
     }

@@ -79,13 +79,13 @@ struct ClientEnvironment: Equatable {
     static func sessionURLs(
         _ configuration: Configuration,
         proxyURL: String,
-        listenerURL: (SessionConfiguration) throws(WrapError) -> String?
+        listenerURL: (SessionSettings) throws(WrapError) -> String?
     ) throws(WrapError) -> [(session: String, url: String)] {
         var urls: [(session: String, url: String)] = []
-        for session in configuration.sessions {
+        for session in configuration.namedSessions {
             if let url = try listenerURL(session) {
                 urls.append((session.name, url))
-            } else if let mount = session.configuration.mount {
+            } else if let mount = session.mount {
                 urls.append((session.name, proxyURL + mount))
             }
         }

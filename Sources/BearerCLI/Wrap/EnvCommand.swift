@@ -42,7 +42,7 @@ enum EnvCommand: Command {
                 trust: trust,
                 sessionURLs: try ClientEnvironment.sessionURLs(configuration, proxyURL: url) {
                     (session) throws(WrapError) -> String? in
-                    try Self.listenerURL(session.configuration)
+                    try Self.listenerURL(session, in: configuration)
                 }
             )
             Console.write(variables.exportScript, to: console.output)
@@ -55,16 +55,16 @@ enum EnvCommand: Command {
 
     /// The first TCP listen address as a URL.
     static func proxyURL(_ configuration: Configuration) throws(WrapError) -> String {
-        guard let url = try Self.listenerURL(configuration) else {
-            throw .onlyUnixSockets(place: configuration.listenPlace)
+        guard let url = try Self.listenerURL(configuration.defaultSession, in: configuration) else {
+            throw .onlyUnixSockets(place: configuration.listenPlace(of: configuration.defaultSession))
         }
         return url
     }
 
     /// The first TCP listen address of a session's own listener as a URL; nil when it has none.
-    static func listenerURL(_ configuration: Configuration) throws(WrapError) -> String? {
-        for case .hostPort(let host, let port) in configuration.listen {
-            guard port != 0 else { throw .portPickedAtStart(place: configuration.listenPlace) }
+    static func listenerURL(_ session: SessionSettings, in configuration: Configuration) throws(WrapError) -> String? {
+        for case .hostPort(let host, let port) in session.listen {
+            guard port != 0 else { throw .portPickedAtStart(place: configuration.listenPlace(of: session)) }
             return ClientEnvironment.proxyURL(host: host, port: port)
         }
         return nil

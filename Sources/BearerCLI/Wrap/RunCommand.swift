@@ -24,9 +24,11 @@ enum RunCommand: Command {
                 console: .standard
             )
         else { return 1 }
-        Self.listenOnFreePorts(&configuration.sessions)
+        Self.listenOnFreePorts(&configuration)
         guard configuration.listen.contains(where: { if case .hostPort = $0 { true } else { false } }) else {
-            writeStandardError("Error: \(WrapError.onlyUnixSockets(place: configuration.listenPlace))\n")
+            writeStandardError(
+                "Error: \(WrapError.onlyUnixSockets(place: configuration.listenPlace(of: configuration.defaultSession)))\n"
+            )
             return 1
         }
         guard
@@ -64,21 +66,22 @@ enum RunCommand: Command {
     /// run's settings over the file's: a free loopback port, interception on, the log at warn, no
     /// admin listener; the flags given to run over those.
     static func overrides(_ options: Options) -> [ConfigEntry] {
-        let byRun = [
-            ("listen", "127.0.0.1:0"), ("admin_listen", "off"), ("tls_intercept", "on"), ("log_level", "warn"),
+        let byRun: [(ConfigurationKey, String)] = [
+            (.listen, "127.0.0.1:0"), (.adminListen, "off"), (.tlsIntercept, "on"), (.logLevel, "warn"),
         ]
         return byRun.map { key, value in
-            options.overrides.last { $0.key == key } ?? ConfigEntry(key: key, value: value, place: "bearer-proxy run")
+            options.overrides.last { $0.key == key.name }
+                ?? ConfigEntry(key: key.name, value: value, place: "bearer-proxy run")
         }
     }
 
     /// A named session's own listener moves to a free loopback port as the main one does: a proxy of
     /// the same config that already runs keeps its ports, and CMD learns the new ones from
     /// `BEARER_PROXY_URL_<NAME>`.
-    static func listenOnFreePorts(_ sessions: inout [SessionConfiguration]) {
-        for index in sessions.indices where !sessions[index].configuration.listen.isEmpty {
-            sessions[index].configuration.listen = [.hostPort(host: "127.0.0.1", port: 0)]
-            sessions[index].configuration.settingPlaces.byKey["listen"] = "bearer-proxy run"
+    static func listenOnFreePorts(_ configuration: inout Configuration) {
+        for index in configuration.sessions.indices.dropFirst() where !configuration.sessions[index].listen.isEmpty {
+            configuration.sessions[index].listen = [.hostPort(host: "127.0.0.1", port: 0)]
+            configuration.provenance.record(.listen, at: "bearer-proxy run", in: configuration.sessions[index].name)
         }
     }
 
@@ -103,7 +106,7 @@ enum RunCommand: Command {
         }
         return ClientEnvironment(configuration, proxyURL: url, trust: trust, sessionURLs: sessionURLs).applied(
             to: parent,
-            removing: configuration.secretVariables
+            removing: configuration.provenance.secretVariables
         )
     }
 

@@ -23,6 +23,8 @@ enum WrapError: Error, CustomStringConvertible {
 }
 
 extension Configuration {
-    /// Where `listen` was set (`file:line`, a flag), for the errors about it.
-    var listenPlace: String { self.settingPlaces.byKey["listen"] ?? "(default)" }
+    /// Where `session`'s `listen` was set (`file:line`, a flag), for the errors about it.
+    func listenPlace(of session: SessionSettings) -> String {
+        self.provenance.place(of: .listen, in: session.name) ?? "(default)"
+    }
 }

@@ -2,7 +2,8 @@ import BearerIO
 import Glibc
 
 /// A session's DPoP key file (README, "Sender-constrained tokens: DPoP"): EC P-256, PEM, mode 0600,
-/// made on first need and never replaced.
+/// made on first need (by the proxy's start or `login`, never by loading a config) and never
+/// replaced.
 ///
 /// A key that exists is read as it is: another kind of key, an encrypted one or a mode wider than
 /// 0600 is an error naming the file, never a reason to make a new one (tokens and refresh tokens are
@@ -10,14 +11,24 @@ import Glibc
 /// temporary file, then linked into place, so two proxies starting at once end up with one key, and
 /// no crash leaves half a key. Blocking: used at start and by `login`, never on an event loop.
 package enum DPoPKeyFile {
-    /// The key at `path`, made first (with its folder, 0700) when there is no file.
+    /// The key at `path`, made first (with its folder, 0700) when there is no file: for the
+    /// start-ups that prove (the proxy, `login`).
     package static func loadOrCreate(_ path: String) throws(PEMPrivateKey.LoadError) -> SigningKey {
+        if let key = try Self.loadIfPresent(path) { return key }
+        try Self.create(path)
+        return try Self.load(path)
+    }
+
+    /// The key at `path`, checked as `loadOrCreate` checks it; nil when there is no file yet. Makes
+    /// nothing: loading a config reads the key through here, so that `--check`, `ca` and `env`
+    /// leave no file behind.
+    package static func loadIfPresent(_ path: String) throws(PEMPrivateKey.LoadError) -> SigningKey? {
         var status = stat()
-        if lstat(path, &status) != 0 {
+        guard lstat(path, &status) == 0 else {
             guard errno == ENOENT else {
                 throw PEMPrivateKey.LoadError(path: path, reason: "cannot read it: \(errnoDescription())")
             }
-            try Self.create(path)
+            return nil
         }
         return try Self.load(path)
     }

@@ -27,9 +27,14 @@ package final class DPoPProver: Sendable {
 
     package init(key: SigningKey, keyFile: String) {
         self.keyFile = keyFile
-        self.thumbprint = Base64URL.encodedString(sha256(key.publicJWK.encoded))
+        self.thumbprint = Self.thumbprint(of: key)
         self.signer = JWSSigner(key: key, type: "dpop+jwt", embedsPublicKey: true)
         self.tokenIDPrefix = Base64URL.encode(randomBytes(12))
+    }
+
+    /// The RFC 7638 thumbprint of `key`'s public half: what `--check` shows of a key it read.
+    package static func thumbprint(of key: SigningKey) -> String {
+        Base64URL.encodedString(sha256(key.publicJWK.encoded))
     }
 
     /// A proof for `method` to `targetURI` (scheme, authority and path, without query or fragment:

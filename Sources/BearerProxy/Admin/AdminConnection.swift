@@ -168,7 +168,7 @@ final class AdminConnection: StreamConnectionDelegate {
             var sessions: [String: Any] = [:]
             for session in runtime.shownSessions {
                 var fields = Self.status(of: session)
-                fields["mount"] = session.configuration.mount ?? NSNull()
+                fields["mount"] = session.settings.mount ?? NSNull()
                 let listeners = self.server.sessionListeners(session)
                 fields["listen"] = listeners.isEmpty ? NSNull() : listeners.joined(separator: ", ")
                 sessions[session.name] = fields
@@ -187,7 +187,7 @@ final class AdminConnection: StreamConnectionDelegate {
             "state": status.state,
             "token_generation": status.generation,
             "parked_requests": status.parked,
-            "upstream": session.configuration.upstream?.description ?? "",
+            "upstream": session.settings.upstream?.description ?? "",
         ]
         object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? NSNull()
         object["token_expires_at"] =

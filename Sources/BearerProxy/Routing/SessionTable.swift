@@ -41,21 +41,21 @@ final class SessionTable: Sendable {
 
     /// `sessions`: the default session first (index 0), then the named ones.
     init(sessions: [NamedSession]) {
-        let injectHosts = sessions.map { ($0.configuration.effectiveInjectHosts, $0) }
+        let injectHosts = sessions.map { ($0.settings.effectiveInjectHosts, $0) }
         self.injectHosts = injectHosts
         func session(forHost host: String, port: Int) -> NamedSession? {
             injectHosts.first { patterns, _ in patterns.contains { $0.matches(host: host, port: port) } }?.1
         }
         var upstreams: [Upstream?] = []
         for named in sessions {
-            guard let url = named.configuration.upstream else {
+            guard let url = named.settings.upstream else {
                 upstreams.append(nil)
                 continue
             }
             let origin = url.origin
             let authority = Array(origin.authority.utf8)
             // Origin-form requests are the session's; its token goes with them only to its own inject hosts.
-            let injects = named.configuration.effectiveInjectHosts.contains {
+            let injects = named.settings.effectiveInjectHosts.contains {
                 $0.matches(host: url.host, port: url.port)
             }
             let originForm = Target(
@@ -87,12 +87,12 @@ final class SessionTable: Sendable {
         self.upstreams = upstreams.compactMap(\.self)
         var mounts: [Mount] = []
         for named in sessions {
-            guard let mount = named.configuration.mount, let upstream = upstreams[named.index] else { continue }
+            guard let mount = named.settings.mount, let upstream = upstreams[named.index] else { continue }
             mounts.append(Mount(prefix: Array(mount.utf8), target: upstream.originForm))
         }
         self.mounts = mounts.sorted { $0.prefix.count > $1.prefix.count }
         self.defaultTarget = upstreams[0]?.originForm
-        self.mountList = sessions.compactMap(\.configuration.mount).joined(separator: ", ")
+        self.mountList = sessions.compactMap(\.settings.mount).joined(separator: ", ")
     }
 
     /// The origin-form target of `session` (one with its own listener); nil when it has no upstream.

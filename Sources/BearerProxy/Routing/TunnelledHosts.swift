@@ -21,7 +21,7 @@ final class TunnelledHosts: Sendable {
     /// `sessions`: the default session first, then the named ones.
     init(sessions: [NamedSession]) {
         let lists = sessions.compactMap { session -> (name: String, hosts: String)? in
-            let patterns = session.configuration.effectiveInjectHosts
+            let patterns = session.settings.effectiveInjectHosts
             if patterns.isEmpty { return nil }
             return (session.name, patterns.map(\.description).joined(separator: ", "))
         }

@@ -52,40 +52,38 @@ struct ClientCertificateSelector: TLSConnectionFactory {
     }
 }
 
-extension Configuration {
-    /// The TLS of this session's outbound connections (its token, login and revocation endpoints, and
+extension ProcessSettings {
+    /// The TLS of `session`'s outbound connections (its token, login and revocation endpoints, and
     /// `login`/`logout`): trust from ca_file (or none with tls_insecure_skip_verify), and with
     /// tls_client_cert the client certificate, for the hosts it is for (`ClientCertificateSelector`).
-    package func outboundTLS() throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        try Self.outboundTLS(presenting: [self])
+    package func outboundTLS(
+        for session: SessionSettings,
+        presenting certificate: TLSClientCertificate?
+    ) throws(TLSConfigurationError) -> any TLSConnectionFactory {
+        try self.outboundTLS(presenting: [(session, certificate)])
     }
 
     /// The TLS of the upstream connections, which serve every session: each session's client
-    /// certificate to that session's hosts.
-    package func outboundTLSForEverySession() throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        try Self.outboundTLS(presenting: self.everySession.map(\.configuration))
-    }
-
-    /// Trust from the first configuration (ca_file and tls_insecure_skip_verify are process-wide),
-    /// and the client certificates of all.
-    private static func outboundTLS(
-        presenting sessions: [Configuration]
+    /// certificate to that session's hosts. Trust is the process's (ca_file, tls_insecure_skip_verify).
+    package func outboundTLS(
+        presenting sessions: [(SessionSettings, TLSClientCertificate?)]
     ) throws(TLSConfigurationError) -> any TLSConnectionFactory {
-        let trust = sessions[0]
-        let plain = try TLSContext.client(caFile: trust.caFile, verify: !trust.tlsInsecureSkipVerify)
+        let plain = try TLSContext.client(caFile: self.caFile, verify: !self.tlsInsecureSkipVerify)
         var choices: [ClientCertificateSelector.Choice] = []
-        for session in sessions {
-            guard let certificate = session.credentials.tlsCertificate else { continue }
+        for (session, certificate) in sessions {
+            guard let certificate else { continue }
             let presenting = try TLSContext.client(
-                caFile: trust.caFile,
-                verify: !trust.tlsInsecureSkipVerify,
+                caFile: self.caFile,
+                verify: !self.tlsInsecureSkipVerify,
                 clientCertificate: certificate
             )
             choices.append(.init(presenting: presenting, hosts: session.hostsThatSeeTheClientCertificate))
         }
         return choices.isEmpty ? plain : ClientCertificateSelector(choices: choices, withoutCertificate: plain)
     }
+}
 
+extension SessionSettings {
     /// The upstream's host, the inject hosts, and every endpoint the proxy or `login` calls.
     var hostsThatSeeTheClientCertificate: [HostPattern] {
         let endpoints = [

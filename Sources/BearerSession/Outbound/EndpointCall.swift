@@ -44,11 +44,12 @@ package struct EndpointCaller: Sendable {
     /// With dpop on: the session's proofs for its token requests.
     let dpop: DPoPProver?
 
-    package init(configuration: Configuration, loop: EventLoop, connector: OutboundConnector) {
+    /// `timeout`: refresh_timeout.
+    package init(timeout: Duration, dpop: DPoPProver?, loop: EventLoop, connector: OutboundConnector) {
         self.loop = loop
         self.connector = connector
-        self.timeout = configuration.refreshTimeout
-        self.dpop = configuration.dpop.prover
+        self.timeout = timeout
+        self.dpop = dpop
     }
 
     /// Sends `request`; `completion` runs once, on the caller's event loop.

@@ -77,7 +77,8 @@ package final class TokenSession: Sendable {
     /// `timers` runs the session's timer (in the proxy, one of its event loops); `clock` is the
     /// clock its deadlines are read on.
     convenience init(
-        configuration: Configuration,
+        settings: SessionSettings,
+        process: ProcessSettings,
         source: TokenSource?,
         store: RefreshTokenStore?,
         revocation: TokenRevocation? = nil,
@@ -88,8 +89,9 @@ package final class TokenSession: Sendable {
         blockingWork: BlockingWorkPool = .shared
     ) {
         self.init(
-            configuration: configuration,
-            supply: TokenSupply(configuration: configuration, source: source, store: store, revocation: revocation),
+            settings: settings,
+            process: process,
+            supply: TokenSupply(settings: settings, source: source, store: store, revocation: revocation),
             sessionStore: sessionStore,
             logger: logger,
             clock: clock,
@@ -98,10 +100,11 @@ package final class TokenSession: Sendable {
         )
     }
 
-    /// `configuration` gives what lasts as long as the process (refresh_on, refresh_timeout, the
-    /// fleet's fallback, DPoP); `supply` what SIGHUP may replace.
+    /// `settings` and `process` give what lasts as long as the process (refresh_on, DPoP;
+    /// refresh_timeout, the fleet's fallback); `supply` what SIGHUP may replace.
     package init(
-        configuration: Configuration,
+        settings sessionSettings: SessionSettings,
+        process: ProcessSettings,
         supply: TokenSupply,
         sessionStore: SessionStore? = nil,
         logger: Logger,
@@ -112,10 +115,10 @@ package final class TokenSession: Sendable {
         self.sessionStore = sessionStore
         self.logger = logger
         self.clock = clock
-        self.refreshOn = configuration.refreshOn
+        self.refreshOn = sessionSettings.refreshOn
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
-        let settings = Self.machineSettings(supply, refreshTimeout: configuration.refreshTimeout)
+        let settings = Self.machineSettings(supply, refreshTimeout: process.refreshTimeout)
         let now = clock.now()
         let initial = supply.configuredToken.map {
             Self.makeToken($0, lifetime: nil, now: now, skew: supply.refreshSkew)

@@ -21,7 +21,7 @@ package struct TokenSupply: Sendable {
     var refreshWindow: Duration
 
     package init(
-        configuration: Configuration,
+        settings: SessionSettings,
         source: TokenSource?,
         store: RefreshTokenStore?,
         revocation: TokenRevocation? = nil
@@ -29,10 +29,10 @@ package struct TokenSupply: Sendable {
         self.source = source
         self.store = store
         self.revocation = revocation
-        self.configuredToken = configuration.accessToken
-        self.refreshSkew = configuration.refreshSkew
-        self.maximumSuspectRefreshes = configuration.maxRefreshes
-        self.refreshWindow = configuration.refreshWindow
+        self.configuredToken = settings.accessToken
+        self.refreshSkew = settings.refreshSkew
+        self.maximumSuspectRefreshes = settings.maxRefreshes
+        self.refreshWindow = settings.refreshWindow
     }
 
 }

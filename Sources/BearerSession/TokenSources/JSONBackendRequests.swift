@@ -15,16 +15,16 @@ package struct JSONBackendRequests: Sendable {
     /// Configured placeholder values (username, password, client_id, client_secret, scope).
     private let values: [String: Secret<String>]
 
-    package init(configuration: Configuration) {
-        self.tokenURL = configuration.tokenURL
-        self.loginURL = configuration.jsonBackend.loginURL
-        self.logoutURL = configuration.jsonBackend.logoutURL
-        self.tokenBody = configuration.jsonBackend.effectiveTokenBody
-        self.loginBody = configuration.jsonBackend.effectiveLoginBody
-        self.fields = configuration.jsonBackend.fields
+    package init(settings: SessionSettings) {
+        self.tokenURL = settings.tokenURL
+        self.loginURL = settings.jsonBackend.loginURL
+        self.logoutURL = settings.jsonBackend.logoutURL
+        self.tokenBody = settings.jsonBackend.effectiveTokenBody
+        self.loginBody = settings.jsonBackend.effectiveLoginBody
+        self.fields = settings.jsonBackend.fields
         var values: [String: Secret<String>] = [:]
         for name in JSONTemplate.names where name != "refresh_token" {
-            if let value = configuration.templateValue(for: name) { values[name] = Secret(value) }
+            if let value = settings.templateValue(for: name) { values[name] = Secret(value) }
         }
         self.values = values
     }

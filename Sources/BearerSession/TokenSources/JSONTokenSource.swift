@@ -17,8 +17,8 @@ package final class JSONTokenSource: TokenSource {
     /// A refresh token the backend refused: not spent again while the file still holds it.
     private let refused = Locked<Secret<String>?>(nil)
 
-    package init(configuration: Configuration, store: RefreshTokenStore?, client: EndpointCaller, logger: Logger) {
-        self.requests = JSONBackendRequests(configuration: configuration)
+    package init(settings: SessionSettings, store: RefreshTokenStore?, client: EndpointCaller, logger: Logger) {
+        self.requests = JSONBackendRequests(settings: settings)
         self.store = store
         self.client = client
         self.logger = logger

@@ -36,12 +36,16 @@ struct JWTAssertion: Sendable {
     }
 
     /// private_key_jwt's client assertion: iss = sub = client_id (RFC 7523 §3 item 2.B).
-    static func clientAssertion(_ configuration: Configuration, audience: String) -> JWTAssertion? {
-        guard configuration.clientAuthentication == .privateKeyJWT, let key = configuration.credentials.key,
-            let clientID = configuration.clientID
+    static func clientAssertion(
+        _ settings: SessionSettings,
+        _ credentials: SessionCredentials,
+        audience: String
+    ) -> JWTAssertion? {
+        guard settings.clientAuthentication == .privateKeyJWT, let key = credentials.signingKey,
+            let clientID = settings.clientID
         else { return nil }
         return JWTAssertion(
-            signer: JWSSigner(key: key, type: "JWT", keyID: configuration.credentials.keyID),
+            signer: JWSSigner(key: key, type: "JWT", keyID: settings.credentials.keyID),
             issuer: clientID,
             subject: clientID,
             audience: audience,
@@ -52,19 +56,23 @@ struct JWTAssertion: Sendable {
     /// jwt_bearer's grant: a service account's (iss = client_email, kid = private_key_id), else
     /// client_key_file's (iss = assertion_issuer or client_id, kid = client_key_id); sub =
     /// assertion_subject when set.
-    static func grantAssertion(_ configuration: Configuration, audience: String) -> JWTAssertion? {
-        guard configuration.effectiveGrantType == .jwtBearer else { return nil }
-        let credentials = configuration.credentials
-        if let account = credentials.serviceAccount {
+    static func grantAssertion(
+        _ settings: SessionSettings,
+        _ keys: SessionCredentials,
+        audience: String
+    ) -> JWTAssertion? {
+        guard settings.effectiveGrantType == .jwtBearer else { return nil }
+        let credentials = settings.credentials
+        if let account = keys.serviceAccount {
             return JWTAssertion(
                 signer: JWSSigner(key: account.key, type: "JWT", keyID: account.privateKeyID),
                 issuer: account.clientEmail,
                 subject: credentials.assertionSubject,
                 audience: audience,
-                scope: configuration.scope
+                scope: settings.scope
             )
         }
-        guard let key = credentials.key, let issuer = credentials.assertionIssuer ?? configuration.clientID else {
+        guard let key = keys.signingKey, let issuer = credentials.assertionIssuer ?? settings.clientID else {
             return nil
         }
         return JWTAssertion(
@@ -72,7 +80,7 @@ struct JWTAssertion: Sendable {
             issuer: issuer,
             subject: credentials.assertionSubject,
             audience: audience,
-            scope: configuration.scope
+            scope: settings.scope
         )
     }
 }

@@ -29,23 +29,23 @@ package struct TokenRequestBuilder: Sendable {
     /// (Google's) takes the scope in the assertion only.
     let sendsScopeField: Bool
 
-    package init(configuration: Configuration, url: HTTPURL) {
+    package init(settings: SessionSettings, credentials: SessionCredentials, url: HTTPURL) {
         self.url = url
-        self.grant = configuration.effectiveGrantType
-        self.clientID = configuration.clientID
-        self.clientSecret = configuration.clientSecret
-        self.clientAuthentication = configuration.clientAuthentication
-        self.scope = configuration.scope
-        self.audience = configuration.audience
-        self.username = configuration.username
-        self.password = configuration.password
-        self.resources = configuration.resources
+        self.grant = settings.effectiveGrantType
+        self.clientID = settings.clientID
+        self.clientSecret = settings.clientSecret
+        self.clientAuthentication = settings.clientAuthentication
+        self.scope = settings.scope
+        self.audience = settings.audience
+        self.username = settings.username
+        self.password = settings.password
+        self.resources = settings.resources
         // The token endpoint is the audience of every assertion, also one sent to the revocation or
         // device authorization endpoint (OIDC Core §9).
-        let tokenEndpoint = (configuration.tokenURL ?? url).description
-        self.clientAssertion = JWTAssertion.clientAssertion(configuration, audience: tokenEndpoint)
-        self.grantAssertion = JWTAssertion.grantAssertion(configuration, audience: tokenEndpoint)
-        self.sendsScopeField = configuration.credentials.serviceAccount == nil
+        let tokenEndpoint = (settings.tokenURL ?? url).description
+        self.clientAssertion = JWTAssertion.clientAssertion(settings, credentials, audience: tokenEndpoint)
+        self.grantAssertion = JWTAssertion.grantAssertion(settings, credentials, audience: tokenEndpoint)
+        self.sendsScopeField = credentials.serviceAccount == nil
     }
 
     /// The grant's form fields, in order (the client's own are added by `formPost`). Secret values

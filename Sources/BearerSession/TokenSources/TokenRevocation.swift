@@ -19,16 +19,16 @@ package final class TokenRevocation: Sendable {
     }
 
     /// Nil when there is nowhere to revoke at.
-    package init?(configuration: Configuration, client: EndpointCaller) {
-        switch configuration.tokenFormat {
+    package init?(settings: SessionSettings, credentials: SessionCredentials, client: EndpointCaller) {
+        switch settings.tokenFormat {
         case .form:
-            guard let url = configuration.revocationURL else { return nil }
-            let builder = TokenRequestBuilder(configuration: configuration, url: url)
+            guard let url = settings.revocationURL else { return nil }
+            let builder = TokenRequestBuilder(settings: settings, credentials: credentials, url: url)
             self.request = { builder.revocationRequest($0, to: url) }
             self.endpointName = "revocation endpoint"
             self.url = url
         case .json:
-            let requests = JSONBackendRequests(configuration: configuration)
+            let requests = JSONBackendRequests(settings: settings)
             guard let url = requests.logoutURL else { return nil }
             self.request = { requests.logout($0)! }
             self.endpointName = "logout endpoint"

@@ -26,14 +26,15 @@ package final class OAuth2TokenSource: TokenSource {
     let logger: Logger
 
     package init(
-        configuration: Configuration,
+        settings: SessionSettings,
+        credentials: SessionCredentials,
         url: HTTPURL,
         store: RefreshTokenStore?,
         client: EndpointCaller,
         logger: Logger
     ) {
-        self.builder = TokenRequestBuilder(configuration: configuration, url: url)
-        self.store = configuration.effectiveGrantType == .refreshToken ? store : nil
+        self.builder = TokenRequestBuilder(settings: settings, credentials: credentials, url: url)
+        self.store = settings.effectiveGrantType == .refreshToken ? store : nil
         self.client = client
         self.logger = logger
     }

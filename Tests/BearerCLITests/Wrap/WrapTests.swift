@@ -148,7 +148,7 @@ import Testing
     func secretVariables(_ text: String, _ environment: [String: String]) -> Set<String> {
         let (config, diagnostics) = ConfigurationLoader.read(text, fileName: "p.conf", environment: environment)
         #expect(diagnostics.errors.isEmpty, "\(diagnostics.errors)")
-        return config.secretVariables
+        return config.provenance.secretVariables
     }
 
     @Test func everyKeyThatCheckMasksInWholeOrInPart() {

@@ -60,11 +60,11 @@ import Testing
         defer { far.stop() }
         let fixture = try ProxyFixture { configuration in
             configuration.injectHosts = [.hostAndPort("127.0.0.1", 9103)]
-            var github = Configuration.namedSessionDefaults("github")
+            var github = SessionSettings(name: "github")
             github.upstream = try? HTTPURL.parse("https://api.github.com").get()
             github.injectHosts = [.host("api.github.com"), .subdomains(of: "githubusercontent.com")]
             github.accessToken = Secret("tok-github")
-            configuration.sessions = [SessionConfiguration(name: "github", place: "p.conf:4", configuration: github)]
+            configuration.sessions.append(github)
         }
         let other = "127.0.0.1:\(far.port)"
         let response = try fixture.send("CONNECT \(other) HTTP/1.1\r\nHost: \(other)\r\n\r\n", method: .connect)

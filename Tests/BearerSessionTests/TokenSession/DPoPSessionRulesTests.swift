@@ -35,7 +35,7 @@ import Testing
         let source = CommandTokenSource(argv: ["/bin/echo", json], timeout: .seconds(5))
         let logs = LogSink(capturing: ())
         let session = TokenSessionTests.session(clock, nil, logs: logs) { $0.accessToken = nil }
-        session.reconfigure(TokenSupply(configuration: Configuration(), source: source, store: nil))
+        session.reconfigure(TokenSupply(settings: SessionSettings(name: "default"), source: source, store: nil))
         let waiter = FailureWaiter()
         #expect(TokenSessionTests.describe(session.tokenForRequest(loop: clock, waiter: waiter)) == "parked 1")
         #expect(waitUntil { session.status.failure != nil }, "the command ran")

@@ -30,7 +30,8 @@ import Testing
         configuration.accessToken = Secret("first")
         configuration.refreshSkew = .seconds(10)
         return TokenSession(
-            configuration: configuration,
+            settings: configuration.defaultSession,
+            process: configuration.process,
             source: Source(),
             store: nil,
             logger: .silent,

@@ -71,7 +71,8 @@ import Testing
         configuration.refreshTimeout = .seconds(5)
         configure(&configuration)
         return TokenSession(
-            configuration: configuration,
+            settings: configuration.defaultSession,
+            process: configuration.process,
             source: source,
             store: nil,
             logger: Logger(level: .debug, sink: logs),

@@ -175,9 +175,9 @@ import Testing
 @Suite struct JSONBackendRequestTests {
     func requests(_ text: String) throws -> JSONBackendRequests {
         JSONBackendRequests(
-            configuration: try Configuration.build(
+            settings: try Configuration.build(
                 from: try ConfigFileParser.parse(text, fileName: "p.conf", environment: [:])
-            )
+            ).defaultSession
         )
     }
 

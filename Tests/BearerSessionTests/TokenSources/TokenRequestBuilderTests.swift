@@ -11,15 +11,20 @@ import Testing
 /// The form a token, revocation or device request carries with each way of authenticating the client.
 @Suite(.requires(.openssl))
 struct TokenRequestBuilderTests {
-    static func configuration(_ method: ClientAuthentication) throws -> Configuration {
+    /// A builder for `url` of a client authenticating with `method`, its signing key a P-256 one.
+    static func builder(_ method: ClientAuthentication, url: String) throws -> TokenRequestBuilder {
         var configuration = Configuration()
         configuration.tokenURL = try HTTPURL.parse("https://auth.internal/oauth2/token").get()
         configuration.clientID = "svc"
         configuration.clientAuthentication = method
         configuration.resources = ["https://api.internal/", "urn:x:y"]
         let keys = try TestKeyMaterial()
-        configuration.credentials.key = try SigningKey.load(file: try keys.privateKey(.p256, name: "builder.pem"))
-        return configuration
+        let key = try SigningKey.load(file: try keys.privateKey(.p256, name: "builder.pem"))
+        return TokenRequestBuilder(
+            settings: configuration.defaultSession,
+            credentials: SessionCredentials(signingKey: key),
+            url: try HTTPURL.parse(url).get()
+        )
     }
 
     static func form(_ request: EndpointRequest) -> [(String, String)] {
@@ -30,9 +35,8 @@ struct TokenRequestBuilderTests {
     }
 
     @Test func aRevocationIsAuthenticatedWithAnAssertionForTheTokenEndpoint() throws {
-        let configuration = try Self.configuration(.privateKeyJWT)
         let revocationURL = try HTTPURL.parse("https://auth.internal/oauth2/revoke").get()
-        let builder = TokenRequestBuilder(configuration: configuration, url: revocationURL)
+        let builder = try Self.builder(.privateKeyJWT, url: revocationURL.description)
         let request = builder.revocationRequest(Secret("rt-1"), to: revocationURL)
         #expect(request.url == revocationURL)
         #expect(request.fields.isEmpty, "no Basic header")
@@ -53,10 +57,7 @@ struct TokenRequestBuilderTests {
     }
 
     @Test func tlsClientAuthSendsTheClientIDAloneAndTheResources() throws {
-        let builder = TokenRequestBuilder(
-            configuration: try Self.configuration(.tlsClientAuth),
-            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
-        )
+        let builder = try Self.builder(.tlsClientAuth, url: "https://auth.internal/oauth2/token")
         let request = builder.request(refreshToken: nil)
         #expect(request.fields.isEmpty)
         #expect(
@@ -67,10 +68,7 @@ struct TokenRequestBuilderTests {
     }
 
     @Test func eachRequestHasItsOwnAssertion() throws {
-        let builder = TokenRequestBuilder(
-            configuration: try Self.configuration(.privateKeyJWT),
-            url: try HTTPURL.parse("https://auth.internal/oauth2/token").get()
-        )
+        let builder = try Self.builder(.privateKeyJWT, url: "https://auth.internal/oauth2/token")
         let assertions = (0..<20).compactMap { _ in Self.form(builder.request(refreshToken: nil)).last?.1 }
         #expect(Set(assertions).count == 20)
     }
