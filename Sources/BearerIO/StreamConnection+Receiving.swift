@@ -1,7 +1,7 @@
 import BearerCore
 import Glibc
 
-/// The peer's side: epoll's readiness events, what the transport makes of
+/// The peer's side: readiness events (epoll's, or an in-memory pipe's), what the transport makes of
 /// the peer's bytes, and the interest the loop is told.
 extension StreamConnection {
     package func ready(_ events: ReadinessEvents) {

@@ -21,8 +21,8 @@ package protocol StreamConnectionDelegate: AnyObject {
 ///
 /// This class owns the owner's two buffers, the lifecycle (connecting, open, closing after a flush,
 /// lingering) and the owner's events. A `StreamTransport` moves the bytes: over a socket (readiness
-/// or io_uring, as the loop does its I/O), or through TLS stacked on either, in either role, from
-/// the start or from the middle of the stream
+/// or io_uring, as the loop does its I/O), over an in-memory pipe (`MemoryNetwork`), or through TLS
+/// stacked on either, in either role, from the start or from the middle of the stream
 /// (TLS/StreamConnection+TLS.swift). Whatever the transport, the owner sees the same thing: bytes
 /// in `inbound` and one `streamReceived`, so one "parse what `inbound` holds" routine serves every
 /// owner. The readiness and ring events arrive in StreamConnection+Receiving and +Ring.

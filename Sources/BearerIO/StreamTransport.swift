@@ -1,9 +1,10 @@
 import BearerCore
 
 /// How a stream connection's bytes travel: over a socket (`ReadinessTransport`: epoll says when,
-/// read(2) and send(2) move the bytes; `RingTransport`: io_uring receives and sends), or through a
-/// layer stacked on one of those (`TLSTransport`, which has buffers of its own and looks like any
-/// other transport from above). The connection owns the owner's buffers and the lifecycle; each case here is one file.
+/// read(2) and send(2) move the bytes; `RingTransport`: io_uring receives and sends), over an
+/// in-memory pipe to another stream of this process (`MemoryTransport`), or through a layer stacked
+/// on one of those (`TLSTransport`, which has buffers of its own and looks like any other transport
+/// from above). The connection owns the owner's buffers and the lifecycle; each case here is one file.
 ///
 /// An enum rather than a protocol existential: the connection switches once per operation and
 /// every call is direct, which keeps the plain data path as cheap as when one class did it all
@@ -12,6 +13,7 @@ import BearerCore
 enum StreamTransport {
     case readiness(ReadinessTransport)
     case ring(RingTransport)
+    case memory(MemoryTransport)
     case tls(TLSTransport)
 
     // MARK: Registration
@@ -21,6 +23,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): loop.register(readiness.fd, handler, interest: interest)
         case .ring(let ring): loop.register(ring.fd, handler, interest: interest)
+        case .memory(let memory): memory.register(handler, interest: interest)
         case .tls(let tls): tls.belowRegister(handler, interest: interest, on: loop)
         }
     }
@@ -30,6 +33,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): loop.setInterest(readiness.fd, interest)
         case .ring(let ring): loop.setInterest(ring.fd, interest)
+        case .memory(let memory): memory.setInterest(interest)
         case .tls(let tls): tls.belowSetInterest(interest, on: loop)
         }
     }
@@ -38,7 +42,7 @@ enum StreamTransport {
     var readsOnReadiness: Bool {
         @inline(__always) get {
             switch self {
-            case .readiness: true
+            case .readiness, .memory: true
             case .ring: false
             case .tls(let tls): tls.belowReadsOnReadiness
             }
@@ -50,7 +54,7 @@ enum StreamTransport {
     @inline(__always)
     func setReceiving(_ wanted: Bool) {
         switch self {
-        case .readiness: return
+        case .readiness, .memory: return
         case .ring(let ring): ring.setReceiving(wanted)
         case .tls(let tls): tls.belowSetReceiving(wanted)
         }
@@ -60,7 +64,7 @@ enum StreamTransport {
     var ring: RingTransport? {
         @inline(__always) get {
             switch self {
-            case .readiness: nil
+            case .readiness, .memory: nil
             case .ring(let ring): ring
             case .tls(let tls): tls.belowRing
             }
@@ -72,6 +76,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): Socket.pendingError(readiness.fd)
         case .ring(let ring): Socket.pendingError(ring.fd)
+        case .memory(let memory): memory.pendingError()
         case .tls(let tls): tls.belowPendingError()
         }
     }
@@ -101,6 +106,8 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness):
             return try readiness.read(into: &inbound).outcome
+        case .memory(let memory):
+            return try memory.read(into: &inbound).outcome
         case .ring:
             preconditionFailure("the ring delivers its bytes (received(_:into:isReading:))")
         case .tls(let tls):
@@ -121,7 +128,7 @@ enum StreamTransport {
             return .bytes
         case .tls(let tls):
             return try tls.received(bytes, into: &inbound, isReading: isReading)
-        case .readiness:
+        case .readiness, .memory:
             preconditionFailure("only the ring delivers bytes")
         }
     }
@@ -182,6 +189,9 @@ enum StreamTransport {
             // connection failed may have reached the peer (so it is not "sent nothing").
             sent += ring.send(&outbound)
             return ring.isIdle
+        case .memory(let memory):
+            sent += try memory.send(&outbound)
+            return !memory.waitsForWritable
         case .tls(let tls):
             return try tls.send(&outbound, sent: &sent)
         }
@@ -207,6 +217,7 @@ enum StreamTransport {
             switch self {
             case .readiness(let readiness): readiness.waitsForWritable
             case .ring(let ring): ring.waitsForWritable
+            case .memory(let memory): memory.waitsForWritable
             case .tls(let tls): tls.belowWaitsForWritable
             }
         }
@@ -216,7 +227,7 @@ enum StreamTransport {
     var pendingBytes: Int {
         @inline(__always) get {
             switch self {
-            case .readiness: 0
+            case .readiness, .memory: 0
             case .ring(let ring): ring.bytesInFlight
             case .tls(let tls): tls.pendingBytes
             }
@@ -235,6 +246,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): readiness.sendIfPossible(bytes)
         case .ring(let ring): ring.sendIfPossible(bytes)
+        case .memory(let memory): memory.sendIfPossible(bytes)
         case .tls(let tls): tls.belowSendIfPossible(bytes)
         }
     }
@@ -244,6 +256,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): Socket.shutdownWrite(readiness.fd)
         case .ring(let ring): Socket.shutdownWrite(ring.fd)
+        case .memory(let memory): memory.shutdownWrite()
         case .tls(let tls): tls.belowShutdownWrite()
         }
     }
@@ -269,7 +282,7 @@ enum StreamTransport {
     /// last word if it can (TLS: close_notify) and is dropped: what is left is the bottom.
     mutating func close() -> Bool {
         switch self {
-        case .readiness:
+        case .readiness, .memory:
             return true
         case .ring(let ring):
             return ring.close()
@@ -285,6 +298,7 @@ enum StreamTransport {
         switch self {
         case .readiness(let readiness): Socket.setResetOnClose(readiness.fd)
         case .ring(let ring): Socket.setResetOnClose(ring.fd)
+        case .memory(let memory): memory.setResetOnClose()
         case .tls(let tls): tls.belowSetResetOnClose()
         }
     }
@@ -299,6 +313,8 @@ enum StreamTransport {
             loop.deregister(ring.fd)
             Socket.close(ring.fd)
             ring.releaseBuffers()
+        case .memory(let memory):
+            memory.close()
         case .tls(let tls):
             tls.belowRelease(from: loop)
         }

@@ -42,11 +42,12 @@ package final class ProxyServer: Sendable {
         package var localCAError: LocalCAError? = nil
     }
 
-    /// A listening socket, and the session whose own listener it is (nil: the main listener).
+    /// A listening endpoint, and the session whose own listener it is (nil: the main listener).
     struct BoundListener: Sendable {
-        let fd: Int32
-        let address: SocketAddress
+        let endpoint: ListeningEndpoint
         let sessionIndex: Int?
+
+        var address: SocketAddress { self.endpoint.address }
     }
 
     /// Binds every listen address and starts accepting on every loop of `group` (a new group with
@@ -54,12 +55,16 @@ package final class ProxyServer: Sendable {
     /// `socketFiles`, so that a signal arriving meanwhile can remove them (see `UnixSocketFiles`).
     ///
     /// `tlsFactory` replaces the TLS context built from the configuration (tests of failing TLS).
+    /// `network` is where the proxy listens, resolves and connects (a test's `MemoryNetwork`: every
+    /// listen address, upstream and endpoint is a name on it); with a stepped group, the thread that
+    /// runs the group's loop calls this.
     package static func start(
         configuration: Configuration,
         logger: Logger,
         group: EventLoopGroup? = nil,
         tlsFactory: (any TLSConnectionFactory)? = nil,
-        socketFiles: UnixSocketFiles = UnixSocketFiles()
+        socketFiles: UnixSocketFiles = UnixSocketFiles(),
+        network: any StreamNetwork = SocketNetwork()
     ) throws(StartError) -> ProxyServer {
         guard configuration.upstream != nil || !configuration.sessions.isEmpty else {
             throw StartError(description: "no upstream configured")
@@ -68,17 +73,16 @@ package final class ProxyServer: Sendable {
         var bound: [BoundListener] = []
         /// Undoes what was bound when start-up fails half-way.
         func closeListeners() {
-            for listener in bound { Socket.close(listener.fd) }
+            for listener in bound { listener.endpoint.close() }
             socketFiles.removeAll()
         }
         do throws(StartError) {
             for (index, session) in sessionConfigurations.enumerated() {
                 for spec in session.configuration.listen {
-                    let address = try Self.resolveListenAddress(spec)
+                    let address = try Self.resolveListenAddress(spec, on: network)
                     do throws(IOError) {
-                        let fd = try Self.listen(on: address, socketFiles: socketFiles)
-                        let local = Socket.localAddress(fd) ?? address
-                        bound.append(BoundListener(fd: fd, address: local, sessionIndex: index == 0 ? nil : index))
+                        let endpoint = try Self.listen(on: address, network: network, socketFiles: socketFiles)
+                        bound.append(BoundListener(endpoint: endpoint, sessionIndex: index == 0 ? nil : index))
                     } catch {
                         throw index == 0
                             ? Self.listenFailure(spec, error, flag: "--listen")
@@ -127,15 +131,12 @@ package final class ProxyServer: Sendable {
             closeListeners()
             throw error
         }
-        var adminFD: Int32?
-        var adminAddress: SocketAddress?
+        var adminEndpoint: ListeningEndpoint?
         if let spec = configuration.adminListen {
             do throws(StartError) {
-                let address = try Self.resolveListenAddress(spec)
+                let address = try Self.resolveListenAddress(spec, on: network)
                 do throws(IOError) {
-                    let fd = try Self.listen(on: address, socketFiles: socketFiles)
-                    adminFD = fd
-                    adminAddress = Socket.localAddress(fd) ?? address
+                    adminEndpoint = try Self.listen(on: address, network: network, socketFiles: socketFiles)
                 } catch {
                     throw Self.listenFailure(spec, error, flag: "--admin-listen", key: "admin_listen ")
                 }
@@ -164,7 +165,7 @@ package final class ProxyServer: Sendable {
             }
         }
         let connector = OutboundConnector(
-            resolver: Resolver(),
+            network: network,
             tls: tlsFactory ?? tls,
             connectTimeout: configuration.upstreamConnectTimeout
         )
@@ -175,7 +176,7 @@ package final class ProxyServer: Sendable {
                 namesSessions: sessionConfigurations.count > 1,
                 store: stores[index],
                 endpoints: OutboundConnector(
-                    resolver: Resolver(),
+                    network: network,
                     tls: tlsFactory ?? endpointTLS[index],
                     connectTimeout: configuration.upstreamConnectTimeout
                 ),
@@ -208,10 +209,9 @@ package final class ProxyServer: Sendable {
             socketFiles: socketFiles
         )
         server.startAccepting()
-        if let adminFD, let adminAddress {
+        if let adminEndpoint {
             let admin = AdminServer(
-                fd: adminFD,
-                address: adminAddress,
+                endpoint: adminEndpoint,
                 runtime: runtime,
                 sessionAddresses: server.sessionAddresses,
                 loops: loops.loops,
@@ -284,11 +284,17 @@ package final class ProxyServer: Sendable {
         self.accepting = Locked([])
     }
 
-    /// A listening socket; a unix socket's file is recorded in `socketFiles` as it is created.
-    private static func listen(on address: SocketAddress, socketFiles: UnixSocketFiles) throws(IOError) -> Int32 {
+    /// A listening endpoint; a unix socket's file is recorded in `socketFiles` as it is created.
+    private static func listen(
+        on address: SocketAddress,
+        network: any StreamNetwork,
+        socketFiles: UnixSocketFiles
+    ) throws(IOError) -> ListeningEndpoint {
         var path: String?
         if case .unix(let unixPath) = address { path = unixPath }
-        return try socketFiles.create(at: path) { () throws(IOError) -> Int32 in try Socket.listen(on: address) }
+        return try socketFiles.create(at: path) { () throws(IOError) -> ListeningEndpoint in
+            try network.listen(on: address)
+        }
     }
 
     /// `cannot listen on …: Address already in use`, with the way out: a taken port is what a first
@@ -308,13 +314,15 @@ package final class ProxyServer: Sendable {
         return StartError(description: text)
     }
 
-    private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
+    private static func resolveListenAddress(
+        _ spec: ListenAddressSpec,
+        on network: any StreamNetwork
+    ) throws(StartError) -> SocketAddress {
         switch spec {
         case .unix(let path):
             return .unix(path: path)
         case .hostPort(let host, let port):
-            if let literal = SocketAddress(ipAddress: host, port: port) { return literal }
-            switch Resolver.lookUp(host: host, port: port) {
+            switch network.lookUp(host: host, port: port) {
             case .addresses(let addresses): return addresses[0]
             case .failed(let reason): throw StartError(description: "cannot listen on \(spec): \(reason)")
             }
@@ -400,29 +408,26 @@ package final class ProxyServer: Sendable {
     }
 
     private func startAccepting() {
-        let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 let context = LoopContext(loop: loop, runtime: self.runtime)
                 self.contexts.withLock { $0.append(UnsafeTransfer(context)) }
                 for bound in self.listeners {
                     let isUnix = bound.address.isUnix
                     let session = bound.sessionIndex.map { self.runtime.sessions[$0] }
                     let listener = Listener(
-                        fd: bound.fd,
+                        endpoint: bound.endpoint,
                         loop: loop,
-                        onAccept: { clientFD in
-                            self.accept(clientFD, isUnix: isUnix, listenerSession: session, context: context)
+                        onAccept: { stream in
+                            self.accept(stream, isUnix: isUnix, listenerSession: session, context: context)
                         },
                         onAcceptError: { error in self.logAcceptError(error) }
                     )
                     listener.start()
                     self.accepting.withLock { $0.append(UnsafeTransfer(listener)) }
                 }
-                ready.signal()
             }
         }
-        for _ in self.group.loops { ready.wait() }
     }
 
     /// Out of descriptors, accept fails every time it is retried: say so once every few seconds.
@@ -441,9 +446,8 @@ package final class ProxyServer: Sendable {
         )
     }
 
-    private func accept(_ fd: Int32, isUnix: Bool, listenerSession: NamedSession?, context: LoopContext) {
-        if !isUnix { Socket.setNoDelay(fd) }
-        let stream = StreamConnection(fd: fd, loop: context.loop, isConnecting: false)
+    private func accept(_ stream: StreamConnection, isUnix: Bool, listenerSession: NamedSession?, context: LoopContext)
+    {
         let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
         let client = ClientConnection(
             stream: stream,
@@ -465,19 +469,16 @@ package final class ProxyServer: Sendable {
     /// a new connection is refused at once (a unix socket's file is removed) and goes elsewhere.
     @discardableResult
     package func drain(timeout: Duration) -> Int {
-        let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
                     for client in Array(context.value.clients.values) { client.drain() }
                 }
-                done.signal()
             }
         }
-        for _ in self.group.loops { done.wait() }
         self.closeListeningSockets()
         let deadline = Instant.now() + timeout
         while self.runtime.openConnections.load(ordering: .relaxed) > 0 && Instant.now() < deadline {
@@ -491,7 +492,7 @@ package final class ProxyServer: Sendable {
     private func closeListeningSockets() {
         guard !self.areListenersClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for listener in self.listeners {
-            Socket.close(listener.fd)
+            listener.endpoint.close()
             if case .unix(let path) = listener.address { self.socketFiles.remove(path) }
         }
     }
@@ -503,9 +504,8 @@ package final class ProxyServer: Sendable {
         admin?.stop()
         // Before the loops' round below, which then also waits for their timers to be cancelled.
         for session in self.runtime.sessions { session.tokens.stop() }
-        let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
@@ -514,10 +514,8 @@ package final class ProxyServer: Sendable {
                     context.value.accessLog?.flush()
                     context.value.pool.closeAll()
                 }
-                done.signal()
             }
         }
-        for _ in self.group.loops { done.wait() }
         for session in self.runtime.sessions { session.tokens.sessionStore?.stop() }
         self.closeListeningSockets()
         if self.ownsGroup { self.group.shutdown() }

@@ -51,7 +51,6 @@ struct SubcommandEnvironment {
             configuration: configuration,
             loop: self.group.loops[0],
             connector: OutboundConnector(
-                resolver: Resolver(),
                 tls: tls,
                 connectTimeout: configuration.upstreamConnectTimeout
             )

@@ -6,7 +6,7 @@ import Glibc
 ///
 /// OpenSSL reads the peer's bytes from `received` and writes its own into `produced` (a BIO over
 /// these buffers, `TLSBufferBIO`); `TLSTransport`, the layer a stream stacks on its transport,
-/// moves them to and from the transport below (readiness or io_uring). So a session can
+/// moves them to and from the transport below (readiness, io_uring or memory). So a session can
 /// start in the middle of a stream: bytes that arrived before TLS started (a ClientHello right
 /// behind a CONNECT head) are simply the first of `received`. Writing never waits (the BIO takes
 /// everything; the stream's watermarks bound it), so the only thing a session ever waits for is

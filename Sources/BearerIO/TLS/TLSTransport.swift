@@ -1,7 +1,7 @@
 import BearerCore
 import Glibc
 
-/// TLS as a transport stacked on another (readiness or ring), in either role, from the
+/// TLS as a transport stacked on another (readiness, ring or memory), in either role, from the
 /// first byte (an upstream; a server that speaks TLS at once) or from the middle of a stream (an
 /// intercepted CONNECT: `StreamConnection.startTLS`).
 ///
