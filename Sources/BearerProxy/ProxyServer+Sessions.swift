@@ -16,11 +16,12 @@ extension ProxyServer {
         endpoints connector: OutboundConnector,
         sessionStoreConnector: OutboundConnector,
         loop: EventLoop,
+        blockingWork: BlockingWorkPool,
         logger: Logger
     ) -> NamedSession {
         let configuration = session.configuration
         let logger = namesSessions ? logger.with("session", session.name) : logger
-        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, logger: logger)
+        let supplies = TokenSupplyMaker(loop: loop, endpoints: connector, blockingWork: blockingWork, logger: logger)
         let sessionStore = configuration.sessionStore.endpoint.map { endpoint in
             SessionStore(
                 endpoint: endpoint,
@@ -37,7 +38,9 @@ extension ProxyServer {
             supply: supplies.supply(configuration, store: store),
             sessionStore: sessionStore,
             logger: logger,
-            timers: loop
+            clock: loop.clock,
+            timers: loop,
+            blockingWork: blockingWork
         )
         return NamedSession(
             name: session.name,
@@ -55,13 +58,21 @@ extension ProxyServer {
 struct TokenSupplyMaker: Sendable {
     let loop: EventLoop
     let endpoints: OutboundConnector
+    /// Where the token sources' blocking work runs (file locks, token_command).
+    let blockingWork: BlockingWorkPool
     let logger: Logger
 
     func supply(_ configuration: Configuration, store: RefreshTokenStore?) -> TokenSupply {
         let caller = EndpointCaller(configuration: configuration, loop: self.loop, connector: self.endpoints)
         return TokenSupply(
             configuration: configuration,
-            source: Self.source(configuration, store: store, endpoints: caller, logger: self.logger),
+            source: Self.source(
+                configuration,
+                store: store,
+                endpoints: caller,
+                pool: self.blockingWork,
+                logger: self.logger
+            ),
             store: store,
             revocation: TokenRevocation(configuration: configuration, client: caller)
         )
@@ -71,10 +82,17 @@ struct TokenSupplyMaker: Sendable {
         _ configuration: Configuration,
         store: RefreshTokenStore?,
         endpoints: EndpointCaller,
+        pool: BlockingWorkPool = .shared,
         logger: Logger
     ) -> TokenSource? {
         if configuration.tokenFormat == .json && configuration.canRefresh {
-            return JSONTokenSource(configuration: configuration, store: store, client: endpoints, logger: logger)
+            return JSONTokenSource(
+                configuration: configuration,
+                store: store,
+                client: endpoints,
+                logger: logger,
+                pool: pool
+            )
         }
         if let url = configuration.tokenURL {
             return OAuth2TokenSource(
@@ -82,11 +100,12 @@ struct TokenSupplyMaker: Sendable {
                 url: url,
                 store: store,
                 client: endpoints,
-                logger: logger
+                logger: logger,
+                pool: pool
             )
         }
         if let argv = configuration.tokenCommand {
-            return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout)
+            return CommandTokenSource(argv: argv, timeout: configuration.refreshTimeout, pool: pool)
         }
         return nil
     }

@@ -56,15 +56,17 @@ package final class ProxyServer: Sendable {
     ///
     /// `tlsFactory` replaces the TLS context built from the configuration (tests of failing TLS).
     /// `network` is where the proxy listens, resolves and connects (a test's `MemoryNetwork`: every
-    /// listen address, upstream and endpoint is a name on it); with a stepped group, the thread that
-    /// runs the group's loop calls this.
+    /// listen address, upstream and endpoint is a name on it), and `blockingWork` where its blocking
+    /// work runs (a test's settling pool: file locks, token_command, leaf certificates); with a
+    /// stepped group, the thread that runs the group's loop calls this.
     package static func start(
         configuration: Configuration,
         logger: Logger,
         group: EventLoopGroup? = nil,
         tlsFactory: (any TLSConnectionFactory)? = nil,
         socketFiles: UnixSocketFiles = UnixSocketFiles(),
-        network: any StreamNetwork = SocketNetwork()
+        network: any StreamNetwork = SocketNetwork(),
+        blockingWork: BlockingWorkPool? = nil
     ) throws(StartError) -> ProxyServer {
         guard configuration.upstream != nil || !configuration.sessions.isEmpty else {
             throw StartError(description: "no upstream configured")
@@ -119,7 +121,11 @@ package final class ProxyServer: Sendable {
         }
         let interceptCertificates: InterceptCertificates?
         do throws(StartError) {
-            interceptCertificates = try Self.startInterception(configuration, logger: logger)
+            interceptCertificates = try Self.startInterception(
+                configuration,
+                blockingWork: blockingWork,
+                logger: logger
+            )
         } catch {
             closeListeners()
             throw error
@@ -183,6 +189,7 @@ package final class ProxyServer: Sendable {
                 sessionStoreConnector: connector,
                 // Each session's token calls and timer on a loop of their own, the default's on the first.
                 loop: loops.loops[index % loops.loops.count],
+                blockingWork: blockingWork ?? .shared,
                 logger: logger
             )
         }
@@ -245,6 +252,7 @@ package final class ProxyServer: Sendable {
     /// With tls_intercept on: the local CA, loaded or made, checked against the inject hosts.
     private static func startInterception(
         _ configuration: Configuration,
+        blockingWork: BlockingWorkPool?,
         logger: Logger
     ) throws(StartError) -> InterceptCertificates? {
         guard configuration.intercept.isEnabled else { return nil }
@@ -256,6 +264,7 @@ package final class ProxyServer: Sendable {
                 caDirectory: directory,
                 permitting: configuration.everyInjectHost,
                 configFile: configuration.settingPlaces.file,
+                issuance: blockingWork,
                 logger: logger
             )
         } catch {
