@@ -20,7 +20,9 @@ package final class MockHTTPServer: Sendable {
     /// Serve HTTPS with this context.
     let tls: TLSContext?
     let group: EventLoopGroup
-    private let listenFD: Locked<Int32?>
+    /// Where it listens: the kernel's sockets, or a test's memory network.
+    let network: any StreamNetwork
+    private let endpoint: Locked<ListeningEndpoint?>
     private let listeners: Locked<[UnsafeTransfer<Listener>]>
     private let connections: Locked<[ObjectIdentifier: UnsafeTransfer<MockServerConnection>]>
     package let acceptedConnections = Atomic<Int>(0)
@@ -32,14 +34,16 @@ package final class MockHTTPServer: Sendable {
     package init(
         group: EventLoopGroup,
         tls: TLSContext? = nil,
+        network: any StreamNetwork = SocketNetwork(),
         expectHandler: ExpectHandler? = nil,
         handler: @escaping Handler
     ) {
         self.group = group
+        self.network = network
         self.tls = tls
         self.handler = handler
         self.expectHandler = expectHandler
-        self.listenFD = Locked(nil)
+        self.endpoint = Locked(nil)
         self.listeners = Locked([])
         self.connections = Locked([:])
         self.address = Locked(nil)
@@ -50,20 +54,17 @@ package final class MockHTTPServer: Sendable {
     package func start(
         on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!
     ) throws(IOError) -> SocketAddress {
-        let fd = try Socket.listen(on: address)
-        self.listenFD.withLock { $0 = fd }
-        let bound = Socket.localAddress(fd) ?? address
+        let endpoint = try self.network.listen(on: address)
+        self.endpoint.withLock { $0 = endpoint }
+        let bound = endpoint.address
         self.address.withLock { $0 = bound }
-        let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 let listener = Listener(
-                    fd: fd,
+                    endpoint: endpoint,
                     loop: loop,
-                    onAccept: { clientFD in
+                    onAccept: { stream in
                         self.acceptedConnections.add(1, ordering: .relaxed)
-                        if !bound.isUnix { Socket.setNoDelay(clientFD) }
-                        let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
                         if let tls = self.tls,
                             let session = tls.makeConnection(serverName: nil, sessionKey: nil)
                         {
@@ -77,10 +78,8 @@ package final class MockHTTPServer: Sendable {
                 )
                 listener.start()
                 self.listeners.withLock { $0.append(UnsafeTransfer(listener)) }
-                ready.signal()
             }
         }
-        for _ in self.group.loops { ready.wait() }
         return bound
     }
 
@@ -95,21 +94,18 @@ package final class MockHTTPServer: Sendable {
 
     /// Stops listening and closes every connection.
     package func stop() {
-        guard let fd = self.listenFD.withLock({ $0 }) else { return }
-        let done = DispatchSemaphore(value: 0)
+        guard let endpoint = self.endpoint.withLock({ $0 }) else { return }
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 for listener in self.listeners.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
                 let mine = self.connections.withLock { $0.values.filter { $0.value.stream.loop === loop } }
                 for connection in mine { connection.value.close() }
-                done.signal()
             }
         }
-        for _ in self.group.loops { done.wait() }
-        Socket.close(fd)
-        if case .unix(let path) = self.address.withLock({ $0 }) { unlink(path) }
-        self.listenFD.withLock { $0 = nil }
+        endpoint.close()
+        if case .unix(let path) = endpoint.address { unlink(path) }
+        self.endpoint.withLock { $0 = nil }
     }
 }

@@ -253,10 +253,9 @@ final class MockServerConnection: StreamConnectionDelegate {
         if !self.stream.inbound.isEmpty { self.process() }
     }
 
-    /// Closes with RST: SO_LINGER with a zero timeout makes close() abort the connection.
+    /// Closes with RST: the client's next read fails with a reset.
     private func reset() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        setsockopt(self.stream.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        self.stream.setResetOnClose()
         self.close()
     }
 

@@ -108,13 +108,15 @@ package final class MockTokenServer: Sendable {
         authority: MockTokenAuthority = MockTokenAuthority(),
         settings: Settings = Settings(),
         tls: TLSContext? = nil,
+        network: any StreamNetwork = SocketNetwork(),
         additions: (any MockTokenServerAdditions)?
     ) {
         self.authority = authority
         self.settings = Locked(settings)
         self.additions = additions
         let box = Box()
-        self.server = MockHTTPServer(group: group, tls: tls) { request in box.server!.handle(request) }
+        self.server = MockHTTPServer(group: group, tls: tls, network: network) { request in box.server!.handle(request)
+        }
         box.server = self
     }
 
@@ -123,7 +125,11 @@ package final class MockTokenServer: Sendable {
     }
 
     @discardableResult
-    package func start() throws(IOError) -> SocketAddress { try self.server.start() }
+    package func start(
+        on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!
+    ) throws(IOError) -> SocketAddress {
+        try self.server.start(on: address)
+    }
     package func stop() { self.server.stop() }
     package var url: String { "\(self.server.baseURL)/oauth/token" }
     package var recordedCalls: [TokenCall] { self.recorded.withLock { $0 } }

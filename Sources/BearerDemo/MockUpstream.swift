@@ -51,7 +51,8 @@ package final class MockUpstream: Sendable {
         recordsRequests: Bool = true,
         countsRequestIDs: Bool = false,
         tls: TLSContext? = nil,
-        dpop: (any MockDPoPCheck)? = nil
+        dpop: (any MockDPoPCheck)? = nil,
+        network: any StreamNetwork = SocketNetwork()
     ) {
         self.dpopCheck = dpop
         self.acceptedTokens = acceptedTokens
@@ -63,6 +64,7 @@ package final class MockUpstream: Sendable {
         self.server = MockHTTPServer(
             group: group,
             tls: tls,
+            network: network,
             expectHandler: { head in
                 guard let upstream = box.upstream, upstream.dpopCheck == nil,
                     !upstream.isAuthorized(head.value(of: "authorization"))
@@ -82,8 +84,10 @@ package final class MockUpstream: Sendable {
     }
 
     @discardableResult
-    package func start() throws(IOError) -> SocketAddress {
-        try self.server.start()
+    package func start(
+        on address: SocketAddress = SocketAddress(ipAddress: "127.0.0.1", port: 0)!
+    ) throws(IOError) -> SocketAddress {
+        try self.server.start(on: address)
     }
 
     package func stop() {

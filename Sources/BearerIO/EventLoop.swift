@@ -1,5 +1,6 @@
 import BearerCore
 import CBearerLinux
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -24,17 +25,17 @@ package final class EventLoop: @unchecked Sendable {
     let epollFD: Int32
     private let wakeFD: Int32
     @exclusivity(unchecked) var slots: [Slot] = []
-    @exclusivity(unchecked) private var timers = TimerHeap()
+    @exclusivity(unchecked) var timers = TimerHeap()
     private let queuedTasks = Locked<[@Sendable () -> Void]>([])
-    private let wakePending = Atomic<Bool>(false)
+    let wakePending = Atomic<Bool>(false)
     let stopRequested = Atomic<Bool>(false)
     private var thread: pthread_t?
-    private let loopThreadID = Atomic<UInt>(0)
+    let loopThreadID = Atomic<UInt>(0)
     @exclusivity(unchecked) private var bufferPool: [ByteBuffer] = []
     /// Work for the end of this loop turn, queued from the loop itself (no wake-up needed).
-    @exclusivity(unchecked) private var deferredWork: [() -> Void] = []
+    @exclusivity(unchecked) var deferredWork: [() -> Void] = []
     /// Where time comes from: the system's monotonic clock, or a test's manual one.
-    let clock: any TimeSource
+    package let clock: any TimeSource
     @exclusivity(unchecked) var currentTime: Instant
     /// How long this loop's turns take (read on the loop, for /metrics).
     @exclusivity(unchecked) package private(set) var turnDurations = LoopTurnHistogram()
@@ -44,6 +45,16 @@ package final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var ring: IOUring?
     /// Why `io = io_uring` fell back to epoll (nil: it did not, or was not asked for).
     package private(set) var ringUnavailableReason: String?
+    /// Readiness learned in this process, not from epoll (in-memory streams and listeners): told
+    /// to their handlers on the next turn.
+    @exclusivity(unchecked) var inProcessEvents: [any InProcessEventSource] = []
+    /// Every in-process source registered, so that a stopping loop closes them as it closes descriptors.
+    @exclusivity(unchecked) var inProcessSources: [ObjectIdentifier: any InProcessEventSource] = [:]
+    /// A loop without a thread of its own, which the thread that made it runs (EventLoop+Stepped).
+    let isStepped: Bool
+    /// What a settling pool queued (`BlockingWorkPool(settlingOn:)`): a stepped loop runs it when it
+    /// has nothing else to do.
+    let settlingWork = Locked<[@Sendable () -> Void]>([])
 
     /// The time read after the last `epoll_wait` returned: cheap, and precise enough for timeouts.
     /// (Computed, so that reads from other modules pay no dynamic exclusivity check.)
@@ -76,10 +87,17 @@ package final class EventLoop: @unchecked Sendable {
 
     private static let wakeToken: UInt64 = .max
 
-    package init(index: Int, clock: any TimeSource = SystemTimeSource(), io: IOBackend = .epoll) {
+    package convenience init(index: Int, clock: any TimeSource = SystemTimeSource(), io: IOBackend = .epoll) {
+        self.init(index: index, clock: clock, io: io, isStepped: false)
+    }
+
+    init(index: Int, clock: any TimeSource, io: IOBackend, isStepped: Bool) {
         self.index = index
         self.clock = clock
         self.requestedBackend = io
+        self.isStepped = isStepped
+        // A stepped loop belongs to the thread that makes it: its test's.
+        if isStepped { self.loopThreadID.store(UInt(pthread_self()), ordering: .releasing) }
         self.currentTime = clock.now()
         self.epollFD = cbl_epoll_create()
         precondition(self.epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
@@ -133,8 +151,28 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Stops the loop after the current iteration and waits for its thread to end. Not on the loop itself.
+    /// Runs `task` on the loop and returns once it ran: at once on the loop's own thread (a task of
+    /// the loop; a stepped loop's, which is its test's), else queued and waited for.
+    package func executeAndWait(_ task: @escaping @Sendable () -> Void) {
+        if self.inEventLoop {
+            task()
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        self.execute {
+            task()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// Stops the loop after the current iteration and waits for its thread to end. Not on the loop
+    /// itself, unless it is a stepped loop (which stops at once, on its own thread).
     package func shutdown() {
+        if self.isStepped {
+            self.stopStepped()
+            return
+        }
         self.stopRequested.store(true, ordering: .releasing)
         self.execute {}
         if let thread = self.thread {
@@ -323,19 +361,31 @@ package final class EventLoop: @unchecked Sendable {
                 self.endTurn(handledIO: count > 0)
             }
         }
+        self.finishStopping()
+    }
+
+    /// The end of a loop's life, on its thread.
+    func finishStopping() {
         // Drain what was queued so that nothing sent to a stopping loop is silently dropped.
         self.runQueuedTasks()
         // Whatever is still registered is closed now, so no descriptor or reference cycle outlives the loop.
         for slot in self.slots {
             slot.handler?.loopWillStop()
         }
+        for source in Array(self.inProcessSources.values) {
+            source.loopWillStop()
+        }
         self.slots.removeAll()
+        self.inProcessSources.removeAll()
+        self.inProcessEvents.removeAll()
         self.timers = TimerHeap()
         self.deferredWork.removeAll()
     }
 
-    /// The rest of a turn, after its I/O: timers, tasks from other threads, work deferred to here.
+    /// The rest of a turn, after its I/O: readiness learned in this process, timers, tasks from
+    /// other threads, work deferred to here.
     func endTurn(handledIO: Bool) {
+        if !self.inProcessEvents.isEmpty { self.dispatchInProcessEvents() }
         self.runDueTimers()
         self.runQueuedTasks()
         self.runDeferredWork()
@@ -385,7 +435,7 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func runDeferredWork() {
+    func runDeferredWork() {
         var rounds = 0
         while !self.deferredWork.isEmpty && rounds < 16 {
             rounds += 1
@@ -396,21 +446,23 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     func epollTimeout() -> Int32 {
-        if self.wakePending.load(ordering: .relaxed) || !self.deferredWork.isEmpty { return 0 }
+        if self.wakePending.load(ordering: .relaxed) || !self.deferredWork.isEmpty || !self.inProcessEvents.isEmpty {
+            return 0
+        }
         guard let deadline = self.timers.nextDeadline() else { return -1 }
         let remaining = deadline.nanoseconds - self.clock.now().nanoseconds
         if remaining <= 0 { return 0 }
         return Int32(clamping: (remaining + 999_999) / 1_000_000)
     }
 
-    private func runDueTimers() {
+    func runDueTimers() {
         if self.timers.isEmpty { return }
         for action in self.timers.popDue(now: self.now) {
             action()
         }
     }
 
-    private func runQueuedTasks() {
+    func runQueuedTasks() {
         guard self.wakePending.load(ordering: .acquiring) else { return }
         self.wakePending.store(false, ordering: .releasing)
         let tasks = self.queuedTasks.withLock { tasks -> [@Sendable () -> Void] in

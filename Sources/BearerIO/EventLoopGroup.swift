@@ -23,6 +23,13 @@ package final class EventLoopGroup: Sendable {
         }
     }
 
+    /// A group of one stepped loop (`EventLoop.stepped`), which the calling thread runs: for tests
+    /// that start components made for a group (the proxy, the mock servers) on it.
+    package init(stepped loop: EventLoop) {
+        precondition(loop.isStepped, "a group of a stepped loop")
+        self.loops = [loop]
+    }
+
     package func shutdown() {
         for loop in self.loops {
             loop.shutdown()

@@ -1,3 +1,4 @@
+import BearerCore
 import CBearerLinux
 import Glibc
 
@@ -94,6 +95,17 @@ package enum Socket {
         }
         guard result == 0 else { return nil }
         return SocketAddress(storage: storage)
+    }
+
+    /// Half-closes: the peer reads the end of the stream after everything sent.
+    static func shutdownWrite(_ fd: Int32) {
+        _ = try? SystemCall.nonBlocking("shutdown") { Glibc.shutdown(fd, CBL_SHUT_WR) }
+    }
+
+    /// Makes `close` abort the connection with a reset (SO_LINGER with a zero timeout).
+    static func setResetOnClose(_ fd: Int32) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     }
 
     package static func close(_ fd: Int32) {

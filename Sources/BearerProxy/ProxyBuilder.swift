@@ -23,6 +23,10 @@ struct ProxyBuilder {
     private let configuration: Configuration
     private let logger: Logger
     private let socketFiles: UnixSocketFiles
+    /// Where the proxy listens, resolves and connects: the kernel's, or a test's memory network.
+    private let network: any StreamNetwork
+    /// Where blocking work runs (file locks, token_command, leaf certificates); nil: the shared pool.
+    private let blockingWork: BlockingWorkPool?
     /// How to give back what the steps so far acquired, in the order they acquired it.
     private var acquired: [() -> Void] = []
 
@@ -39,9 +43,17 @@ struct ProxyBuilder {
         logger: Logger,
         group: EventLoopGroup?,
         tlsFactory: (any TLSConnectionFactory)?,
-        socketFiles: UnixSocketFiles
+        socketFiles: UnixSocketFiles,
+        network: any StreamNetwork,
+        blockingWork: BlockingWorkPool?
     ) throws(StartError) -> ProxyServer {
-        var builder = ProxyBuilder(configuration: configuration, logger: logger, socketFiles: socketFiles)
+        var builder = ProxyBuilder(
+            configuration: configuration,
+            logger: logger,
+            socketFiles: socketFiles,
+            network: network,
+            blockingWork: blockingWork
+        )
         do throws(StartError) {
             return try builder.build(group: group, tlsFactory: tlsFactory)
         } catch {
@@ -50,10 +62,18 @@ struct ProxyBuilder {
         }
     }
 
-    private init(configuration: Configuration, logger: Logger, socketFiles: UnixSocketFiles) {
+    private init(
+        configuration: Configuration,
+        logger: Logger,
+        socketFiles: UnixSocketFiles,
+        network: any StreamNetwork,
+        blockingWork: BlockingWorkPool?
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.socketFiles = socketFiles
+        self.network = network
+        self.blockingWork = blockingWork
     }
 
     private mutating func build(
@@ -89,7 +109,7 @@ struct ProxyBuilder {
         self.logWarnings()
         let loops = self.startLoops(group)
         let connector = OutboundConnector(
-            resolver: Resolver(),
+            network: self.network,
             tls: tlsFactory ?? upstreamTLS,
             connectTimeout: process.upstreamConnectTimeout
         )
@@ -103,13 +123,14 @@ struct ProxyBuilder {
                 credentials: keys[index].credentials,
                 dpop: keys[index].dpop,
                 endpoints: OutboundConnector(
-                    resolver: Resolver(),
+                    network: self.network,
                     tls: tlsFactory ?? endpointTLS[index],
                     connectTimeout: process.upstreamConnectTimeout
                 ),
                 sessionStoreConnector: connector,
                 // Each session's token calls and timer on a loop of their own, the default's on the first.
                 loop: loops.loops[index % loops.loops.count],
+                blockingWork: self.blockingWork ?? .shared,
                 logger: self.logger
             )
         }
@@ -137,7 +158,7 @@ struct ProxyBuilder {
             socketFiles: self.socketFiles
         )
         server.startAccepting()
-        if let admin { server.startAdmin(on: admin.fd, address: admin.address) }
+        if let admin { server.startAdmin(on: admin) }
         Self.logStart(of: server)
         for session in sessions { session.tokens.start() }
         return server
@@ -153,36 +174,37 @@ struct ProxyBuilder {
                     index == 0
                     ? try self.bind(spec, flag: "--listen")
                     : try self.bind(spec, flag: "listen", key: "[session \(session.name)] \(ConfigurationKey.listen) ")
-                bound.append(.init(fd: listener.fd, address: listener.address, sessionIndex: index == 0 ? nil : index))
+                bound.append(.init(endpoint: listener, sessionIndex: index == 0 ? nil : index))
             }
         }
         return bound
     }
 
-    /// A listening socket on `spec`, recorded to be closed (and a unix socket's file removed) if the
+    /// A listening endpoint on `spec`, recorded to be closed (and a unix socket's file removed) if the
     /// start fails. `flag` and `key` name the setting in the error of a port in use.
     private mutating func bind(
         _ spec: ListenAddressSpec,
         flag: String,
         key: String = ""
-    ) throws(StartError) -> (fd: Int32, address: SocketAddress) {
-        let address = try Self.resolveListenAddress(spec)
+    ) throws(StartError) -> ListeningEndpoint {
+        let address = try self.resolveListenAddress(spec)
         var path: String?
         if case .unix(let unixPath) = address { path = unixPath }
-        let fd: Int32
+        let endpoint: ListeningEndpoint
         do throws(IOError) {
-            fd = try self.socketFiles.create(at: path) { () throws(IOError) -> Int32 in
-                try Socket.listen(on: address)
+            let network = self.network
+            endpoint = try self.socketFiles.create(at: path) { () throws(IOError) -> ListeningEndpoint in
+                try network.listen(on: address)
             }
         } catch {
             throw Self.listenFailure(spec, error, flag: flag, key: key)
         }
         let socketFiles = self.socketFiles
         self.acquired.append {
-            Socket.close(fd)
+            endpoint.close()
             if let path { socketFiles.remove(path) }
         }
-        return (fd, Socket.localAddress(fd) ?? address)
+        return endpoint
     }
 
     /// `cannot listen on …: Address already in use`, with the way out: a taken port is what a first
@@ -202,13 +224,12 @@ struct ProxyBuilder {
         return StartError(description: text)
     }
 
-    private static func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
+    private func resolveListenAddress(_ spec: ListenAddressSpec) throws(StartError) -> SocketAddress {
         switch spec {
         case .unix(let path):
             return .unix(path: path)
         case .hostPort(let host, let port):
-            if let literal = SocketAddress(ipAddress: host, port: port) { return literal }
-            switch Resolver.lookUp(host: host, port: port) {
+            switch self.network.lookUp(host: host, port: port) {
             case .addresses(let addresses): return addresses[0]
             case .failed(let reason): throw StartError(description: "cannot listen on \(spec): \(reason)")
             }
@@ -258,6 +279,7 @@ struct ProxyBuilder {
                 caDirectory: directory,
                 permitting: self.configuration.everyInjectHost,
                 configFile: self.configuration.provenance.file,
+                issuance: self.blockingWork,
                 logger: self.logger
             )
         } catch {

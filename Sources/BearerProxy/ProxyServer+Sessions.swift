@@ -20,6 +20,7 @@ extension ProxyServer {
         endpoints connector: OutboundConnector,
         sessionStoreConnector: OutboundConnector,
         loop: EventLoop,
+        blockingWork: BlockingWorkPool,
         logger: Logger
     ) -> NamedSession {
         let logger = namesSessions ? logger.with("session", session.name) : logger
@@ -28,6 +29,7 @@ extension ProxyServer {
             endpoints: connector,
             timeout: process.refreshTimeout,
             dpop: dpop,
+            blockingWork: blockingWork,
             logger: logger
         )
         let sessionStore = process.sessionStore.endpoint.map { endpoint in
@@ -48,7 +50,9 @@ extension ProxyServer {
             supply: supplies.supply(session, credentials: credentials, store: store),
             sessionStore: sessionStore,
             logger: logger,
-            timers: loop
+            clock: loop.clock,
+            timers: loop,
+            blockingWork: blockingWork
         )
         return NamedSession(
             name: session.name,
@@ -71,6 +75,8 @@ struct TokenSupplyMaker: Sendable {
     /// refresh_timeout: how long a token call may take.
     let timeout: Duration
     let dpop: DPoPProver?
+    /// Where the token sources' blocking work runs (file locks, token_command).
+    let blockingWork: BlockingWorkPool
     let logger: Logger
 
     func supply(
@@ -96,7 +102,13 @@ struct TokenSupplyMaker: Sendable {
         endpoints: EndpointCaller
     ) -> TokenSource? {
         if settings.tokenFormat == .json && settings.canRefresh {
-            return JSONTokenSource(settings: settings, store: store, client: endpoints, logger: self.logger)
+            return JSONTokenSource(
+                settings: settings,
+                store: store,
+                client: endpoints,
+                logger: self.logger,
+                pool: self.blockingWork
+            )
         }
         if let url = settings.tokenURL {
             return OAuth2TokenSource(
@@ -105,11 +117,12 @@ struct TokenSupplyMaker: Sendable {
                 url: url,
                 store: store,
                 client: endpoints,
-                logger: self.logger
+                logger: self.logger,
+                pool: self.blockingWork
             )
         }
         if let argv = settings.tokenCommand {
-            return CommandTokenSource(argv: argv, timeout: self.timeout)
+            return CommandTokenSource(argv: argv, timeout: self.timeout, pool: self.blockingWork)
         }
         return nil
     }

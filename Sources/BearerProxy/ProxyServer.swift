@@ -42,11 +42,12 @@ package final class ProxyServer: Sendable {
         package var localCAError: LocalCAError? = nil
     }
 
-    /// A listening socket, and the session whose own listener it is (nil: the main listener).
+    /// A listening endpoint, and the session whose own listener it is (nil: the main listener).
     struct BoundListener: Sendable {
-        let fd: Int32
-        let address: SocketAddress
+        let endpoint: ListeningEndpoint
         let sessionIndex: Int?
+
+        var address: SocketAddress { self.endpoint.address }
     }
 
     /// Binds every listen address and starts accepting on every loop of `group` (a new group with
@@ -54,19 +55,27 @@ package final class ProxyServer: Sendable {
     /// `socketFiles`, so that a signal arriving meanwhile can remove them (see `UnixSocketFiles`).
     ///
     /// `tlsFactory` replaces the TLS context built from the configuration (tests of failing TLS).
+    /// `network` is where the proxy listens, resolves and connects (a test's `MemoryNetwork`: every
+    /// listen address, upstream and endpoint is a name on it), and `blockingWork` where its blocking
+    /// work runs (a test's settling pool: file locks, token_command, leaf certificates); with a
+    /// stepped group, the thread that runs the group's loop calls this.
     package static func start(
         configuration: Configuration,
         logger: Logger,
         group: EventLoopGroup? = nil,
         tlsFactory: (any TLSConnectionFactory)? = nil,
-        socketFiles: UnixSocketFiles = UnixSocketFiles()
+        socketFiles: UnixSocketFiles = UnixSocketFiles(),
+        network: any StreamNetwork = SocketNetwork(),
+        blockingWork: BlockingWorkPool? = nil
     ) throws(StartError) -> ProxyServer {
         try ProxyBuilder.start(
             configuration: configuration,
             logger: logger,
             group: group,
             tlsFactory: tlsFactory,
-            socketFiles: socketFiles
+            socketFiles: socketFiles,
+            network: network,
+            blockingWork: blockingWork
         )
     }
 
@@ -92,11 +101,10 @@ package final class ProxyServer: Sendable {
         self.accepting = Locked([])
     }
 
-    /// Starts the admin endpoints on the listening socket `fd`.
-    func startAdmin(on fd: Int32, address: SocketAddress) {
+    /// Starts the admin endpoints on `endpoint`.
+    func startAdmin(on endpoint: ListeningEndpoint) {
         let admin = AdminServer(
-            fd: fd,
-            address: address,
+            endpoint: endpoint,
             runtime: self.runtime,
             sessionAddresses: self.sessionAddresses,
             loops: self.group.loops,
@@ -109,29 +117,26 @@ package final class ProxyServer: Sendable {
 
     /// Starts accepting on every loop; returns once all loops accept.
     func startAccepting() {
-        let ready = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 let context = LoopContext(loop: loop, runtime: self.runtime)
                 self.contexts.withLock { $0.append(UnsafeTransfer(context)) }
                 for bound in self.listeners {
                     let isUnix = bound.address.isUnix
                     let session = bound.sessionIndex.map { self.runtime.sessions[$0] }
                     let listener = Listener(
-                        fd: bound.fd,
+                        endpoint: bound.endpoint,
                         loop: loop,
-                        onAccept: { clientFD in
-                            self.accept(clientFD, isUnix: isUnix, listenerSession: session, context: context)
+                        onAccept: { stream in
+                            self.accept(stream, isUnix: isUnix, listenerSession: session, context: context)
                         },
                         onAcceptError: { error in self.logAcceptError(error) }
                     )
                     listener.start()
                     self.accepting.withLock { $0.append(UnsafeTransfer(listener)) }
                 }
-                ready.signal()
             }
         }
-        for _ in self.group.loops { ready.wait() }
     }
 
     /// Out of descriptors, accept fails every time it is retried: say so once every few seconds.
@@ -150,9 +155,8 @@ package final class ProxyServer: Sendable {
         )
     }
 
-    private func accept(_ fd: Int32, isUnix: Bool, listenerSession: NamedSession?, context: LoopContext) {
-        if !isUnix { Socket.setNoDelay(fd) }
-        let stream = StreamConnection(fd: fd, loop: context.loop, isConnecting: false)
+    private func accept(_ stream: StreamConnection, isUnix: Bool, listenerSession: NamedSession?, context: LoopContext)
+    {
         let open = self.runtime.openConnections.add(1, ordering: .relaxed).newValue
         let client = ClientConnection(
             stream: stream,
@@ -174,19 +178,16 @@ package final class ProxyServer: Sendable {
     /// a new connection is refused at once (a unix socket's file is removed) and goes elsewhere.
     @discardableResult
     package func drain(timeout: Duration) -> Int {
-        let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
                     for client in Array(context.value.clients.values) { client.drain() }
                 }
-                done.signal()
             }
         }
-        for _ in self.group.loops { done.wait() }
         self.closeListeningSockets()
         return self.runtime.lastConnectionClosed.wait(until: Instant.now() + timeout) {
             self.runtime.openConnections.load(ordering: .sequentiallyConsistent)
@@ -198,7 +199,7 @@ package final class ProxyServer: Sendable {
     private func closeListeningSockets() {
         guard !self.areListenersClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for listener in self.listeners {
-            Socket.close(listener.fd)
+            listener.endpoint.close()
             if case .unix(let path) = listener.address { self.socketFiles.remove(path) }
         }
     }
@@ -210,9 +211,8 @@ package final class ProxyServer: Sendable {
         admin?.stop()
         // Before the loops' round below, which then also waits for their timers to be cancelled.
         for session in self.runtime.sessions { session.tokens.stop() }
-        let done = DispatchSemaphore(value: 0)
         for loop in self.group.loops {
-            loop.execute {
+            loop.executeAndWait {
                 for listener in self.accepting.withLock({ $0 }) where listener.value.loop === loop {
                     listener.value.stop()
                 }
@@ -221,10 +221,8 @@ package final class ProxyServer: Sendable {
                     context.value.accessLog?.flush()
                     context.value.pool.closeAll()
                 }
-                done.signal()
             }
         }
-        for _ in self.group.loops { done.wait() }
         for session in self.runtime.sessions { session.tokens.sessionStore?.stop() }
         self.closeListeningSockets()
         if self.ownsGroup { self.group.shutdown() }

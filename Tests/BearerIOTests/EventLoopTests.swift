@@ -119,24 +119,21 @@ struct BlockingSocket {
         on address: SocketAddress,
         group: EventLoopGroup,
         delegate: EchoDelegate
-    ) throws -> (Int32, SocketAddress) {
-        let fd = try Socket.listen(on: address)
+    ) throws -> ListeningEndpoint {
+        let endpoint = try SocketNetwork().listen(on: address)
         for loop in group.loops {
             loop.execute {
                 let listener = Listener(
-                    fd: fd,
+                    endpoint: endpoint,
                     loop: loop,
-                    onAccept: { clientFD in
-                        let connection = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
-                        connection.start(delegate: delegate)
-                    },
+                    onAccept: { connection in connection.start(delegate: delegate) },
                     onAcceptError: { _ in }
                 )
                 listener.start()
                 // Listener lifetime: kept by the loop's registration table.
             }
         }
-        return (fd, Socket.localAddress(fd)!)
+        return endpoint
     }
 
     @Test(arguments: IOBackend.allCases)
@@ -149,13 +146,13 @@ struct BlockingSocket {
             #expect(usesRing, "\(group.loops[0].ringUnavailableReason ?? "")")
         }
         let delegate = EchoDelegate()
-        let (listenFD, address) = try self.startEchoServer(
+        let endpoint = try self.startEchoServer(
             on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!,
             group: group,
             delegate: delegate
         )
-        defer { Socket.close(listenFD) }
-        let client = try BlockingSocket(connectingTo: address)
+        defer { endpoint.close() }
+        let client = try BlockingSocket(connectingTo: endpoint.address)
         defer { client.close() }
         client.send(Array("hello".utf8))
         #expect(client.receive(count: 5) == Array("hello".utf8))
@@ -183,8 +180,8 @@ struct BlockingSocket {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
         let delegate = EchoDelegate()
-        let (listenFD, _) = try self.startEchoServer(on: .unix(path: path), group: group, delegate: delegate)
-        defer { Socket.close(listenFD) }
+        let endpoint = try self.startEchoServer(on: .unix(path: path), group: group, delegate: delegate)
+        defer { endpoint.close() }
         var info = stat()
         #expect(stat(path, &info) == 0)
         #expect(info.st_mode & 0o777 == 0o600)

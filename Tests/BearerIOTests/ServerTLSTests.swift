@@ -69,8 +69,7 @@ final class MidStreamTLSServer: StreamConnectionDelegate, @unchecked Sendable {
 final class MidStreamTLSHarness {
     let group: EventLoopGroup
     let server: MidStreamTLSServer
-    let listenFD: Int32
-    let address: SocketAddress
+    let endpoint: ListeningEndpoint
     private var sockets: [BlockingSocket] = []
 
     init(_ io: IOBackend) throws {
@@ -79,16 +78,13 @@ final class MidStreamTLSHarness {
         #expect(loop.usesIOUring == (io == .ioUring), "\(loop.ringUnavailableReason ?? "")")
         let server = MidStreamTLSServer(context: try TLSFixtures.server())
         self.server = server
-        self.listenFD = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
-        self.address = Socket.localAddress(self.listenFD)!
-        let fd = self.listenFD
+        let endpoint = try SocketNetwork().listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        self.endpoint = endpoint
         loop.execute {
             let listener = Listener(
-                fd: fd,
+                endpoint: endpoint,
                 loop: loop,
-                onAccept: { clientFD in
-                    StreamConnection(fd: clientFD, loop: loop, isConnecting: false).start(delegate: server)
-                },
+                onAccept: { connection in connection.start(delegate: server) },
                 onAcceptError: { _ in }
             )
             listener.start()
@@ -96,14 +92,14 @@ final class MidStreamTLSHarness {
     }
 
     func connect() throws -> BlockingSocket {
-        let socket = try BlockingSocket(connectingTo: self.address)
+        let socket = try BlockingSocket(connectingTo: self.endpoint.address)
         self.sockets.append(socket)
         return socket
     }
 
     deinit {
         for socket in self.sockets { socket.close() }
-        Socket.close(self.listenFD)
+        self.endpoint.close()
         self.group.shutdown()
     }
 }

@@ -51,9 +51,17 @@ extension MockTokenServer {
         group: EventLoopGroup,
         authority: MockTokenAuthority = MockTokenAuthority(),
         settings: Settings = Settings(),
-        tls: TLSContext? = nil
+        tls: TLSContext? = nil,
+        network: any StreamNetwork = SocketNetwork()
     ) {
-        self.init(group: group, authority: authority, settings: settings, tls: tls, additions: MockTestEndpoints())
+        self.init(
+            group: group,
+            authority: authority,
+            settings: settings,
+            tls: tls,
+            network: network,
+            additions: MockTestEndpoints()
+        )
     }
 
     private var testEndpoints: MockTestEndpoints {

@@ -33,11 +33,9 @@ final class LoopbackRedirectServer: Sendable {
         self.loop = loop
         loop.execute {
             let listener = Listener(
-                fd: self.fd,
+                endpoint: ListeningEndpoint(socket: self.fd, address: self.address),
                 loop: loop,
-                onAccept: { clientFD in
-                    let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
-                    stream.start(delegate: LoopbackCallbackConnection(stream: stream, server: self))
+                onAccept: { stream in stream.start(delegate: LoopbackCallbackConnection(stream: stream, server: self))
                 },
                 onAcceptError: { _ in }
             )

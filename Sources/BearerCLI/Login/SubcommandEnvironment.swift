@@ -69,7 +69,6 @@ struct SubcommandEnvironment {
             dpop: dpop,
             loop: self.group.loops[0],
             connector: OutboundConnector(
-                resolver: Resolver(),
                 tls: tls,
                 connectTimeout: root.process.upstreamConnectTimeout
             )

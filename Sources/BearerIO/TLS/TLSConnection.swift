@@ -5,12 +5,12 @@ import Glibc
 /// One TLS session, client or server role, over two buffers instead of a socket.
 ///
 /// OpenSSL reads the peer's bytes from `received` and writes its own into `produced` (a BIO over
-/// these buffers, `TLSBufferBIO`); the stream connection moves them to and from the socket through
-/// whichever transport it has (readiness or io_uring). So TLS is a layer over either transport, and
-/// it can start in the middle of a stream: bytes that arrived before TLS started (a ClientHello
-/// right behind a CONNECT head) are simply the first of `received`. Writing never waits (the BIO
-/// takes everything; the stream's watermarks bound it), so the only thing a session ever waits for
-/// is more of the peer's bytes. Confined to its loop.
+/// these buffers, `TLSBufferBIO`); `TLSTransport`, the layer a stream stacks on its transport,
+/// moves them to and from the transport below (readiness, io_uring or memory). So a session can
+/// start in the middle of a stream: bytes that arrived before TLS started (a ClientHello right
+/// behind a CONNECT head) are simply the first of `received`. Writing never waits (the BIO takes
+/// everything; the stream's watermarks bound it), so the only thing a session ever waits for is
+/// more of the peer's bytes. Confined to its loop.
 package final class TLSConnection {
     let ssl: OpaquePointer
     let context: TLSContext

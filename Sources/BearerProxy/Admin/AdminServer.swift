@@ -11,23 +11,22 @@ final class AdminServer: Sendable {
     let address: SocketAddress
     /// The named sessions' own listeners, as bound (for `/status`).
     let sessionAddresses: [(session: String, address: SocketAddress)]
-    private let fd: Int32
+    private let endpoint: ListeningEndpoint
     private let loops: [EventLoop]
     private let socketFiles: UnixSocketFiles
     private let contexts: @Sendable () -> [UnsafeTransfer<LoopContext>]
     private let listeners = Locked<[UnsafeTransfer<Listener>]>([])
 
     init(
-        fd: Int32,
-        address: SocketAddress,
+        endpoint: ListeningEndpoint,
         runtime: ProxyRuntime,
         sessionAddresses: [(session: String, address: SocketAddress)] = [],
         loops: [EventLoop],
         socketFiles: UnixSocketFiles,
         contexts: @escaping @Sendable () -> [UnsafeTransfer<LoopContext>]
     ) {
-        self.fd = fd
-        self.address = address
+        self.endpoint = endpoint
+        self.address = endpoint.address
         self.runtime = runtime
         self.sessionAddresses = sessionAddresses
         self.loops = loops
@@ -44,12 +43,9 @@ final class AdminServer: Sendable {
         let loop = self.loops[0]
         loop.execute {
             let listener = Listener(
-                fd: self.fd,
+                endpoint: self.endpoint,
                 loop: loop,
-                onAccept: { clientFD in
-                    let stream = StreamConnection(fd: clientFD, loop: loop, isConnecting: false)
-                    stream.start(delegate: AdminConnection(stream: stream, server: self))
-                },
+                onAccept: { stream in stream.start(delegate: AdminConnection(stream: stream, server: self)) },
                 onAcceptError: { error in self.runtime.logger.warn("admin accept failed", ["error": error.description])
                 }
             )
@@ -66,7 +62,7 @@ final class AdminServer: Sendable {
     }
 
     func closeSocket() {
-        Socket.close(self.fd)
+        self.endpoint.close()
         if case .unix(let path) = self.address { self.socketFiles.remove(path) }
     }
 

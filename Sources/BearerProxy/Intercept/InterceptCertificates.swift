@@ -72,10 +72,12 @@ package final class InterceptCertificates: Sendable {
     /// Loads the CA in `caDirectory` or makes it there, and checks it permits every host of `patterns`
     /// (every session's inject hosts). Blocking: call at start, off the event loops. `configFile`: the
     /// config the proxy runs (nil: none), for the line that says how clients trust a CA made now.
+    /// `issuance`: where leaves are made instead of their own thread (a test's settling pool).
     package static func start(
         caDirectory: String,
         permitting patterns: [HostPattern],
         configFile: String?,
+        issuance: BlockingWorkPool? = nil,
         logger: Logger
     ) throws(LocalCAError) -> InterceptCertificates {
         let files = CAFiles(directory: caDirectory)
@@ -96,7 +98,12 @@ package final class InterceptCertificates: Sendable {
                 ["ca": files.root, "permits": authority.intermediateConstraints.description]
             )
         }
-        return InterceptCertificates(authority: authority, rootFile: files.root, logger: logger)
+        return InterceptCertificates(
+            authority: authority,
+            rootFile: files.root,
+            runIssuance: { (issuance ?? issuanceThread).execute($0) },
+            logger: logger
+        )
     }
 
     /// `bearer-proxy ca --config FILE --bundle`, which prints the file OpenSSL clients trust

@@ -18,14 +18,18 @@ extension TLSContext: TLSConnectionFactory {}
 /// Resolve → try each address in turn → connect, all within `upstream_connect_timeout` → TLS when the
 /// target asks for it. It fails closed: a target that needs TLS is never handed over as a plain
 /// connection, whatever goes wrong on the way (no TLS context, a TLS object that cannot be made, a
-/// failed handshake).
+/// failed handshake). Names and connections come from `network`: the kernel's, or a test's in memory.
 package struct OutboundConnector: Sendable {
-    let resolver: Resolver
+    let network: any StreamNetwork
     let tls: (any TLSConnectionFactory)?
     let connectTimeout: Duration
 
-    package init(resolver: Resolver, tls: (any TLSConnectionFactory)?, connectTimeout: Duration) {
-        self.resolver = resolver
+    package init(
+        network: any StreamNetwork = SocketNetwork(),
+        tls: (any TLSConnectionFactory)?,
+        connectTimeout: Duration
+    ) {
+        self.network = network
         self.tls = tls
         self.connectTimeout = connectTimeout
     }
@@ -60,8 +64,15 @@ package struct OutboundConnector: Sendable {
         } else {
             security = .tlsUnavailable
         }
-        let attempt = ConnectAttempt(host: host, port: port, security: security, loop: loop, completion: completion)
-        attempt.start(resolver: self.resolver, timeout: self.connectTimeout)
+        let attempt = ConnectAttempt(
+            host: host,
+            port: port,
+            security: security,
+            network: self.network,
+            loop: loop,
+            completion: completion
+        )
+        attempt.start(timeout: self.connectTimeout)
         return attempt
     }
 }
@@ -99,6 +110,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
     private var lastError: IOError?
     private var stream: StreamConnection?
     private var timer: TimerID?
+    private let network: any StreamNetwork
 
     enum Security {
         case plain
@@ -111,19 +123,21 @@ package final class ConnectAttempt: StreamConnectionDelegate {
         host: String,
         port: Int,
         security: Security,
+        network: any StreamNetwork,
         loop: EventLoop,
         completion: @escaping (Result<StreamConnection, OutboundError>) -> Void
     ) {
         self.host = host
         self.port = port
         self.security = security
+        self.network = network
         self.loop = loop
         self.completion = completion
     }
 
     var isFinished: Bool { self.completion == nil }
 
-    fileprivate func start(resolver: Resolver, timeout: Duration) {
+    fileprivate func start(timeout: Duration) {
         self.loop.assertInEventLoop()
         // The timer holds the attempt until it ends; `finish` cancels it, so nothing outlives the attempt.
         self.timer = self.loop.schedule(after: timeout) { self.finish(.failure(.timedOut)) }
@@ -132,7 +146,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
             return
         }
         let this = UnsafeTransfer(self)
-        resolver.resolve(host: self.host, port: self.port, on: self.loop) { answer in
+        self.network.resolve(host: self.host, port: self.port, on: self.loop) { answer in
             let attempt = this.value
             guard !attempt.isFinished else { return }
             switch answer {
@@ -157,34 +171,32 @@ package final class ConnectAttempt: StreamConnectionDelegate {
             return
         }
         let address = self.remainingAddresses.removeFirst()
-        let fd: Int32
-        let isConnected: Bool
+        let stream: StreamConnection
         do throws(IOError) {
-            (fd, isConnected) = try Socket.connect(to: address)
+            stream = try self.network.connect(to: address, on: self.loop)
         } catch {
             self.lastError = error
             self.connectNextAddress()
             return
         }
-        let stream = StreamConnection(fd: fd, loop: self.loop, isConnecting: !isConnected)
-        var usesTLS = false
         if case .tls(let factory) = self.security {
-            usesTLS = true
             guard
                 let connection = factory.makeConnection(
                     serverName: self.host,
                     sessionKey: Origin(isHTTPS: true, host: self.host, port: self.port).description
                 )
             else {
-                Socket.close(fd)
+                stream.close()
                 self.finish(.failure(.tlsUnavailable))
                 return
             }
             stream.useTLS(connection)
         }
+        // Connected already (a unix socket) and without a handshake to wait for: done now.
+        let isConnected = !stream.isConnecting
         self.stream = stream
         stream.start(delegate: self)
-        if isConnected && !usesTLS { self.finish(.success(stream)) }
+        if isConnected { self.finish(.success(stream)) }
     }
 
     private func finish(_ result: Result<StreamConnection, OutboundError>) {

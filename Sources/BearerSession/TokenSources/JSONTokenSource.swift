@@ -14,14 +14,23 @@ package final class JSONTokenSource: TokenSource {
     let store: RefreshTokenStore?
     let client: EndpointCaller
     let logger: Logger
+    /// Where the refresh token file's lock is taken and released.
+    let pool: BlockingWorkPool
     /// A refresh token the backend refused: not spent again while the file still holds it.
     private let refused = Locked<Secret<String>?>(nil)
 
-    package init(settings: SessionSettings, store: RefreshTokenStore?, client: EndpointCaller, logger: Logger) {
+    package init(
+        settings: SessionSettings,
+        store: RefreshTokenStore?,
+        client: EndpointCaller,
+        logger: Logger,
+        pool: BlockingWorkPool = .shared
+    ) {
         self.requests = JSONBackendRequests(settings: settings)
         self.store = store
         self.client = client
         self.logger = logger
+        self.pool = pool
     }
 
     /// With login credentials the proxy can always try again, as with a password grant.
@@ -34,9 +43,9 @@ package final class JSONTokenSource: TokenSource {
 
     package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
-        BlockingWorkPool.shared.execute {
+        self.pool.execute {
             let lease = self.store?.beginRefresh()
-            let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
+            let finish = endingRefresh(lease, in: self.store, pool: self.pool, logger: self.logger, then: completion)
             let refreshToken = lease?.token.flatMap { token in self.refused.withLock { $0 } == token ? nil : token }
             if let refreshToken, let request = self.requests.refresh(refreshToken) {
                 self.call(request, isLogin: false, spending: refreshToken) { outcome in

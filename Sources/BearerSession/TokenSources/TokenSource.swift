@@ -24,6 +24,8 @@ package final class OAuth2TokenSource: TokenSource {
     let store: RefreshTokenStore?
     let client: EndpointCaller
     let logger: Logger
+    /// Where the refresh token file's lock is taken and released.
+    let pool: BlockingWorkPool
 
     package init(
         settings: SessionSettings,
@@ -31,12 +33,14 @@ package final class OAuth2TokenSource: TokenSource {
         url: HTTPURL,
         store: RefreshTokenStore?,
         client: EndpointCaller,
-        logger: Logger
+        logger: Logger,
+        pool: BlockingWorkPool = .shared
     ) {
         self.builder = TokenRequestBuilder(settings: settings, credentials: credentials, url: url)
         self.store = settings.effectiveGrantType == .refreshToken ? store : nil
         self.client = client
         self.logger = logger
+        self.pool = pool
     }
 
     package var canRetryWithoutNewCredentials: Bool { self.builder.grant != .refreshToken }
@@ -44,9 +48,9 @@ package final class OAuth2TokenSource: TokenSource {
 
     package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
         // Taking the file lock can block (another process refreshing): never on an event loop.
-        BlockingWorkPool.shared.execute {
+        self.pool.execute {
             let lease = self.store?.beginRefresh()
-            let finish = endingRefresh(lease, in: self.store, logger: self.logger, then: completion)
+            let finish = endingRefresh(lease, in: self.store, pool: self.pool, logger: self.logger, then: completion)
             if self.builder.grant == .refreshToken && lease?.token == nil {
                 finish(.permanent(.noRefreshToken(in: self.store)))
                 return
@@ -82,11 +86,12 @@ package final class OAuth2TokenSource: TokenSource {
 func endingRefresh(
     _ lease: RefreshTokenStore.Lease?,
     in store: RefreshTokenStore?,
+    pool: BlockingWorkPool,
     logger: Logger,
     then completion: @escaping @Sendable (TokenFetchOutcome) -> Void
 ) -> @Sendable (TokenFetchOutcome) -> Void {
     { outcome in
-        BlockingWorkPool.shared.execute {
+        pool.execute {
             if let lease {
                 var rotated: Secret<String>?
                 if case .token(let token) = outcome { rotated = token.refreshToken }
@@ -103,17 +108,20 @@ func endingRefresh(
 package final class CommandTokenSource: TokenSource {
     let argv: [String]
     let timeout: Duration
+    /// Where the command runs and is waited for.
+    let pool: BlockingWorkPool
 
-    package init(argv: [String], timeout: Duration) {
+    package init(argv: [String], timeout: Duration, pool: BlockingWorkPool = .shared) {
         self.argv = argv
         self.timeout = timeout
+        self.pool = pool
     }
 
     package var canRetryWithoutNewCredentials: Bool { true }
     package var logDescription: String { self.argv.first ?? "" }
 
     package func fetch(_ completion: @escaping @Sendable (TokenFetchOutcome) -> Void) {
-        BlockingWorkPool.shared.execute {
+        self.pool.execute {
             // A command has no DPoP key to prove a bound token with.
             completion(self.run().requiringProof(canProve: false))
         }

@@ -49,7 +49,7 @@ final class RedisHarness: RedisConnectionObserver, @unchecked Sendable {
         keepaliveInterval: Duration? = nil
     ) {
         self.loop = redisTestGroup.loops[0]
-        let connector = OutboundConnector(resolver: Resolver(), tls: tls, connectTimeout: .seconds(5))
+        let connector = OutboundConnector(tls: tls, connectTimeout: .seconds(5))
         self.loop.execute {
             let connection = RedisConnection(
                 endpoint: endpoint,

@@ -72,7 +72,7 @@ final class FleetMember: Sendable {
             lockTimeout: lockTimeout,
             commandTimeout: .seconds(2),
             loop: redisTestGroup.loops[0],
-            connector: OutboundConnector(resolver: Resolver(), tls: nil, connectTimeout: .seconds(2)),
+            connector: OutboundConnector(tls: nil, connectTimeout: .seconds(2)),
             logger: logger
         )
         self.store.start { stored in
