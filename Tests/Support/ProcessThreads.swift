@@ -1,14 +1,18 @@
 import Foundation
 
-/// A thread of a running process as /proc shows it: its name and its scheduler state.
+/// A thread of a running process as /proc shows it: its name, its scheduler state, and how many
+/// times it waited.
 ///
 /// What a test may observe of a process from outside without asking it: which threads it started
-/// (the proxy's signal thread is its first), and whether they wait for an event (`S`: asleep in the
-/// kernel) or run (`R`): a loop that spins is never found asleep.
+/// (the proxy's signal thread is its first), whether they wait for an event (`S`: asleep in the
+/// kernel) or run (`R`), and whether one waits again and again (a loop backing off) or never (a
+/// loop that spins gives up the CPU only when the scheduler takes it).
 package struct ProcessThread: Equatable, Sendable {
     package var name: String
-    /// The state letter of /proc/PID/task/TID/stat: `R` running, `S` asleep, `D` in an uninterruptible wait…
+    /// The state letter of /proc/PID/task/TID/status: `R` running, `S` asleep, `D` in an uninterruptible wait…
     package var state: Character
+    /// How many times it gave up the CPU to wait (`voluntary_ctxt_switches`).
+    package var waits: Int
 
     package var isAsleep: Bool { self.state == "S" }
 
@@ -16,12 +20,18 @@ package struct ProcessThread: Equatable, Sendable {
     package static func all(of pid: String) -> [ProcessThread] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { task in
-            // `TID (NAME) STATE …`: a name may hold ") ", so it ends at the last one.
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let open = stat.firstIndex(of: "("), let close = stat.range(of: ") ", options: .backwards),
-                let state = stat[close.upperBound...].first
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
             else { return nil }
-            return ProcessThread(name: String(stat[stat.index(after: open)..<close.lowerBound]), state: state)
+            // `Key:\tvalue` lines: `Name:\tsignals`, `State:\tS (sleeping)`, `voluntary_ctxt_switches:\t12`.
+            var fields: [Substring: Substring] = [:]
+            for line in status.split(separator: "\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                fields[line[..<colon]] = line[line.index(after: colon)...].drop { $0 == "\t" || $0 == " " }
+            }
+            guard let name = fields["Name"], let state = fields["State"]?.first,
+                let waits = fields["voluntary_ctxt_switches"].flatMap({ Int($0) })
+            else { return nil }
+            return ProcessThread(name: String(name), state: state, waits: waits)
         }
     }
 
