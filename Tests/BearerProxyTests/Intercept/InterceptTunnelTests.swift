@@ -100,8 +100,8 @@ final class InterceptFixture {
     }
 
     /// Clients that do not wait for the 200 send their ClientHello with the CONNECT head: read with
-    /// it, it is the first of the handshake. At once, and in 7-byte pieces, each read by the proxy
-    /// before the next is sent.
+    /// it, it is the first of the handshake. At once, and in 7-byte pieces, each delivered to the
+    /// proxy before the next is sent.
     @Test(arguments: IOBackend.allCases, [0, 7])
     func aClientHelloSentWithTheConnectHeadStartsTheHandshake(io: IOBackend, pieceSize: Int) throws {
         let fixture = try InterceptFixture(io: io)
@@ -115,7 +115,7 @@ final class InterceptFixture {
         } else {
             for start in stride(from: 0, to: opening.count, by: pieceSize) {
                 connection.send(Array(opening[start..<min(start + pieceSize, opening.count)]))
-                #expect(connection.waitUntilThePeerRead(), "piece at \(start) of \(opening.count)")
+                #expect(connection.waitUntilDelivered(), "piece at \(start) of \(opening.count)")
             }
         }
         #expect(try connection.readHead().status == 200)
