@@ -9,15 +9,9 @@ import Testing
 /// How many times the test's SIGURG handler ran.
 private let interruptions = Atomic<Int>(0)
 
-/// Whether the thread named `name` is asleep in the kernel (state S in /proc/self/task/*/stat).
+/// Whether the thread named `name` is asleep in the kernel.
 private func threadIsSleeping(named name: String) -> Bool {
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.contains { task in
-        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-            let nameEnd = stat.range(of: ") ")
-        else { return false }
-        return stat.contains("(\(name))") && stat[nameEnd.upperBound...].hasPrefix("S")
-    }
+    ProcessThread.all(of: "self").contains { $0.name == name && $0.isAsleep }
 }
 
 /// The one system-call wrapper: a call a signal interrupts is made again; any other failure names

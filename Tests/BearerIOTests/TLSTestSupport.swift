@@ -14,7 +14,8 @@ extension BlockingSocket: BlockingByteChannel {
         return count > 0 ? Array(chunk[0..<count]) : []
     }
 
-    /// Sends `bytes` in pieces of `size`, each its own segment (TCP_NODELAY, a pause between).
+    /// Sends `bytes` in pieces of `size`, each its own segment (TCP_NODELAY, and the next piece only
+    /// once the peer's kernel acknowledged the last: the send queue is empty).
     func sendInPieces(_ bytes: [UInt8], size: Int) {
         var one: Int32 = 1
         setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -23,7 +24,10 @@ extension BlockingSocket: BlockingByteChannel {
             let end = min(offset + size, bytes.count)
             self.send(Array(bytes[offset..<end]))
             offset = end
-            usleep(2_000)
+            _ = waitUntil {
+                var queued: Int32 = 0
+                return ioctl(self.fd, UInt(TIOCOUTQ), &queued) == 0 && queued == 0
+            }
         }
     }
 }

@@ -8,8 +8,9 @@ import Testing
 
 @testable import BearerConfig
 @testable import BearerProxy
+@testable import BearerSession
 
-/// The proxy looks at refresh_token_file while it runs, and not once after it stopped.
+/// The proxy looks at refresh_token_file while it runs, and stops looking when it stops.
 @Suite struct RefreshTokenFileWatcherTests {
     @Test func theWatcherStopsWithTheProxy() throws {
         // The test's own loops outlive the proxy: what stops must be the watcher, not its loop.
@@ -34,11 +35,11 @@ import Testing
         try "rt-second\n".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(waitUntil { store.current == Secret("rt-second") }, "the running proxy reads the new file")
 
+        let watcher = try #require(proxy.runtime.session.fileWatcher.withLock { $0 })
+        #expect(!watcher.isStopped)
         proxy.shutdown()
-        try "rt-third, after the stop\n".write(toFile: path, atomically: true, encoding: .utf8)
-        // Nothing to wait for but time: five ticks of the watcher, and twice the once-a-second bound
-        // on looks at the file (while it ran, it read the change above within that).
-        usleep(2_500_000)
-        #expect(store.current == Secret("rt-second"), "the file was looked at after the proxy stopped")
+        // Stopped with the proxy: a stopped watcher looks no more and keeps no timer
+        // (BearerSessionTests' RefreshTokenFileWatcherTests show it on a manual clock).
+        #expect(watcher.isStopped, "the file is still looked at after the proxy stopped")
     }
 }

@@ -59,12 +59,12 @@ import Testing
                 SessionFixture.password,
             ]
             + rotated + (1...fixture.authority.issuedCount).map { "mock-access-\($0)" }
-        // The access log is written by a thread of its own: wait for a line per request.
-        func accessLogText() -> String { (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? "" }
-        #expect(waitUntil { accessLogText().split(separator: "\n").count >= 3 * clients.count })
+        // The access log is written by a thread of its own: all of it once the proxy stopped.
+        let accessLines = fixture.stopAndReadAccessLog(accessLog)
+        #expect(accessLines.count >= 3 * clients.count, "a line per request")
         let outputs = [
             ("log", fixture.logs.capturedLines.joined()),
-            ("access log", accessLogText()),
+            ("access log", accessLines.joined(separator: "\n")),
             ("/status", status), ("/metrics", metrics), ("--check", report),
         ]
         #expect(outputs[0].1.contains("token refreshed"), "the storm was logged")

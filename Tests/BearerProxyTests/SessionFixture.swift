@@ -144,6 +144,20 @@ final class SessionFixture {
         waitUntil { self.tokenServer.answeredCallCount >= count }
     }
 
+    /// Waits (bounded) until the session shows what `condition` asks (what /status shows): a refresh
+    /// that ended, a failure, a generation.
+    func waitForSession(_ condition: (TokenSession.Status) -> Bool) -> Bool {
+        waitUntil { condition(self.proxy.runtime.session.status) }
+    }
+
+    /// Stops the proxy and returns the lines of its access log file `path`, all written: shutting down,
+    /// each loop hands the lines it gathered to the log, whose writer is then flushed.
+    func stopAndReadAccessLog(_ path: String) -> [Substring] {
+        self.proxy.shutdown()
+        self.proxy.runtime.accessLog?.flush()
+        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+    }
+
     /// Fails the test if any log line holds one of `secrets` (or an issued access token).
     func expectNoSecretsInLogs(_ secrets: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) {
         let lines = self.logs.capturedLines

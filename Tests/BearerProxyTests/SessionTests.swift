@@ -28,12 +28,9 @@ import Testing
     @Test(arguments: TokenFlavour.allCases)
     func fetchesATokenAtStartWhenItHasNone(flavour: TokenFlavour) throws {
         let fixture = try SessionFixture(flavour: flavour) { _, _ in }
-        #expect(fixture.waitForTokenCalls(1))
-        #expect(
-            waitUntil {
-                fixture.logs.capturedLines.contains { $0.contains("token refreshed") && $0.contains("trigger=startup") }
-            }
-        )
+        // Before any request: the start-up refresh ended with the first token (the line it logs, trigger=startup,
+        // is TokenSessionTests').
+        #expect(fixture.waitForSession { $0.generation == 1 && $0.lastRefreshOutcome == "ok" })
         #expect(try fixture.get("/x").status == 200)
         #expect(fixture.tokenServer.callCount == 1)
         #expect(fixture.upstream.rejected.load(ordering: .relaxed) == 0)
@@ -153,8 +150,7 @@ import Testing
             config.grantType = .refreshToken
             config.refreshToken = Secret("rt-revoked-secret")
         }
-        #expect(fixture.waitForTokenCalls(1))
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh failed") } })
+        #expect(fixture.waitForSession { $0.state == "failed" })
         let response = try fixture.get("/x")
         #expect(response.status == 401)
         for word in flavour.refusalWords { #expect(response.text.contains(word)) }
@@ -364,7 +360,7 @@ import Testing
             config.tokenURL = nil
             config.tokenCommand = ["/bin/echo", "cmd-token-77"]
         }
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refreshed") } })
+        #expect(fixture.waitForSession { $0.state == "ready" })
         let response = try fixture.get("/x")
         #expect(response.status == 200)
         #expect(fixture.upstream.requests.last?.header("authorization") == "Bearer cmd-token-77")
@@ -386,7 +382,7 @@ import Testing
             config.tokenURL = nil
             config.tokenCommand = ["/bin/sh", "-c", "echo 'vault: permission denied' >&2; exit 3"]
         }
-        #expect(waitUntil { fixture.logs.capturedLines.contains { $0.contains("token refresh failed") } })
+        #expect(fixture.waitForSession { $0.state == "failed" })
         let response = try fixture.get("/x")
         #expect(response.status == 502)
         #expect(response.text.contains("exited with status 3: vault: permission denied"))

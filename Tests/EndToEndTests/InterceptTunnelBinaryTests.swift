@@ -50,6 +50,7 @@ import Testing
             self.config = self.base + "/proxy.conf"
             let text = """
                 listen = 127.0.0.1:0
+                admin_listen = 127.0.0.1:0
                 upstream = https://localhost:\(self.upstream.port)
                 ca_file = \(InterceptTunnelBinaryTests.fixtures.appendingPathComponent("ca.pem").path)
                 tls_intercept = on
@@ -63,6 +64,20 @@ import Testing
             _ = FileManager.default.createFile(atPath: self.config, contents: Data(text.utf8))
             self.proxy = try ProxyProcess(["--config", self.config])
             self.address = try #require(self.proxy.waitUntilListening())
+        }
+
+        /// The handshakes of intercepted tunnels that failed, from /metrics (the admin port is the
+        /// start line's, written before the ready line).
+        func handshakeFailures() -> Int? {
+            guard let admin = word(startingWith: "admin=", in: self.proxy.standardError)?.dropFirst(6),
+                let port = try? tcpPort(of: String(admin)),
+                let metrics = try? httpRequest(
+                    SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+                    "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+                ).text
+            else { return nil }
+            let name = "bearer_proxy_intercept_handshake_failures_total "
+            return metrics.split(separator: "\n").first { $0.hasPrefix(name) }.flatMap { Int($0.dropFirst(name.count)) }
         }
 
         deinit {
@@ -111,11 +126,11 @@ import Testing
         )
         #expect(result.status == 60, "curl's certificate failure: \(result.standardError)")
         #expect(setup.upstream.requests.allSatisfy { $0.target != "/secret" }, "nothing may reach the upstream")
+        // The refused handshake is counted once it is logged; the line is read once the proxy stopped.
+        #expect(waitUntil { setup.handshakeFailures() == 1 })
+        #expect(setup.proxy.stop() == 0)
         let line = "client refused the certificate of an intercepted tunnel: it must trust the proxy's CA (ca.pem)"
-        #expect(
-            waitUntil { setup.proxy.standardError.contains(line) },
-            "stderr: \(setup.proxy.standardError)"
-        )
+        #expect(setup.proxy.standardError.contains(line), "stderr: \(setup.proxy.standardError)")
         let logged = setup.proxy.standardError.split(separator: "\n").first { $0.contains(line) } ?? ""
         #expect(logged.contains("host=localhost"))
         #expect(logged.contains(setup.rootFile))

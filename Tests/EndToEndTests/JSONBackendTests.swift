@@ -270,13 +270,12 @@ final class JSONBackendProxy {
         let response = try httpRequest(address, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         #expect(response.status == 200)
         #expect(response.text.contains("token generation 1"))
-        #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=startup") })
         #expect(proxy.standardError.contains("tokens=\"json backend: refresh at http://127.0.0.1:"))
-        // The banner (what to try) is written by the main thread once the server listens, the log lines
-        // by the log writer: nothing orders the two, so the banner may come after the refresh's line.
-        #expect(waitUntil { proxy.standardError.contains("POST /api/auth/login") }, "the demo's banner")
-        proxy.signal(SIGTERM)
-        #expect(proxy.waitForExit() == 0)
+        // The refresh's log line, and the banner (what to try, written by the main thread once the
+        // server listens, apart from the log), read once the proxy stopped and its stderr is whole.
+        #expect(proxy.stop() == 0)
+        #expect(proxy.standardError.contains("token refreshed generation=1 trigger=startup"))
+        #expect(proxy.standardError.contains("POST /api/auth/login"), "the demo's banner")
         for secret in ["demo-password", "mock-access-1", "rt-login-"] {
             #expect(!proxy.standardError.contains(secret), "\(secret) reached the log")
         }

@@ -550,7 +550,15 @@ func keptLockLine(_ file: String) -> String {
         )
         let proxy = try ProxyProcess(["--config", config])
         #expect(proxy.waitUntilListening() != nil)
-        #expect(waitUntil { proxy.standardError.contains("no refresh token yet; run 'bearer-proxy login'") })
+        // The admin port, from the start line (written before the ready line).
+        let admin = try #require(word(startingWith: "admin=", in: proxy.standardError)?.dropFirst(6))
+        let adminAddress = SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: String(admin)))!
+        func status() -> [String: Any]? {
+            let response = try? httpRequest(adminAddress, "GET /status HTTP/1.1\r\nHost: \(adminAddress)\r\n\r\n")
+            return response.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] }
+        }
+        // The start-up refresh found no file to refresh with.
+        #expect(waitUntil { (status()?["failure"] as? String)?.contains("no refresh token yet") == true })
 
         let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
         #expect(waitUntil { login.standardOutput.contains(server.authorizationURL) })
@@ -558,7 +566,8 @@ func keptLockLine(_ file: String) -> String {
         #expect(try browse(try #require(try browse(url).header("location"))).status == 200)
         #expect(login.waitForExit() == 0)
 
-        #expect(waitUntil { proxy.standardError.contains("token refreshed generation=1 trigger=file") })
+        // The proxy noticed the file by itself and refreshed with it.
+        #expect(waitUntil { status()?["token_generation"] as? Int == 1 }, "\(String(describing: status()))")
         let address = try #require(
             proxy.standardError.split(separator: "\n").compactMap { line in
                 line.range(of: "listening on ").map { String(line[$0.upperBound...].prefix { !$0.isWhitespace }) }
@@ -570,8 +579,10 @@ func keptLockLine(_ file: String) -> String {
             "GET /after-login HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
         )
         #expect(response.status == 200)
-        proxy.signal(SIGTERM)
-        #expect(proxy.waitForExit() == 0)
+        #expect(proxy.stop() == 0)
+        // The log, whole now: what it said before the login, and the refresh the file brought.
+        #expect(proxy.standardError.contains(" warn no refresh token yet; run 'bearer-proxy login' "))
+        #expect(proxy.standardError.contains(" info token refreshed generation=1 trigger=file "))
         for token in server.issuedRefreshTokenList {
             #expect(!proxy.standardError.contains(token) && !login.standardOutput.contains(token))
         }

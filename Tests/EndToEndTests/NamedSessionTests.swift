@@ -57,7 +57,8 @@ final class ThreeAPIs {
             ]
         )
         self.proxy = proxy
-        guard waitUntil(timeout: .seconds(20), { Self.address(in: proxy.standardError, session: "b") != nil }),
+        // The ready lines: the main listener's, then b's.
+        guard proxy.waitUntilListening(session: "b") != nil,
             let main = Self.address(in: proxy.standardError, session: nil),
             let b = Self.address(in: proxy.standardError, session: "b")
         else {
@@ -206,13 +207,14 @@ struct MockAPI {
         }
         #expect(proxy.tokenCalls == ["default": 1, "a": 2, "b": 2])
         #expect(proxy["default"].upstream.rejected.load(ordering: .relaxed) == 0)
-        // Each refresh's log line names its session (the log is written by a thread of its own).
+        // Each refresh's log line names its session: read once the proxy stopped and its log is whole.
+        #expect(proxy.proxy.stop() == 0)
         func refreshes(_ session: String) -> Int {
             proxy.proxy.standardError.split(separator: "\n").filter {
                 $0.contains("token refreshed session=\(session) ")
             }.count
         }
-        #expect(waitUntil { refreshes("a") == 2 && refreshes("b") == 2 }, "\(proxy.proxy.standardError)")
+        #expect(refreshes("a") == 2 && refreshes("b") == 2, "\(proxy.proxy.standardError)")
         #expect(refreshes("default") == 1)
     }
 
@@ -312,7 +314,8 @@ struct MockAPI {
         let other = try MockUpstream(group: e2eMockGroup).started()
         defer { other.stop() }
         #expect(try proxy.get(other.baseURL + "/logged").status == 200)
-        #expect(waitUntil { proxy.proxy.standardError.components(separatedBy: "/logged status=200").count == 5 })
+        // The four requests were answered; their lines are read once the proxy stopped.
+        #expect(proxy.proxy.stop() == 0)
         let lines = proxy.proxy.standardError.split(separator: "\n").filter { $0.contains(" info request ") }
         // The path as the client sent it: a's with its mount.
         for (session, host, path) in [
@@ -409,10 +412,7 @@ struct MockAPI {
             """
         )
         let proxy = try ProxyProcess(["--config", config])
-        defer {
-            proxy.signal(SIGTERM)
-            _ = proxy.waitForExit()
-        }
+        defer { _ = proxy.stop() }
         let main = SocketAddress(
             ipAddress: "127.0.0.1",
             port: try tcpPort(of: try #require(proxy.waitUntilListening()))
@@ -426,14 +426,16 @@ struct MockAPI {
         #expect(!metrics.contains("session="))
         #expect(metrics.contains("\nbearer_proxy_token_generation 1\n"))
         #expect(metrics.contains("\nbearer_proxy_token_refreshes_total{result=\"ok\"} 0\n"))
-        #expect(waitUntil { proxy.standardError.contains("path=/plain") })
-        #expect(!proxy.standardError.contains("session="))
         let unknown = try httpRequest(
             adminAddress,
             "POST /refresh?session=x HTTP/1.1\r\nHost: \(adminAddress)\r\nContent-Length: 0\r\n\r\n",
             method: .post
         )
         #expect(unknown.text == "bearer-proxy: there is no session 'x' (the sessions are default)\n")
+        // The log, whole once the proxy stopped: the access line of /plain, and no session named.
+        #expect(proxy.stop() == 0)
+        #expect(proxy.standardError.contains("path=/plain"))
+        #expect(!proxy.standardError.contains("session="))
     }
 }
 

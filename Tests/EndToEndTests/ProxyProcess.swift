@@ -118,19 +118,21 @@ final class ProxyProcess: @unchecked Sendable {
     var standardError: String { self.output.withLock { $0.stderr } }
     var standardOutput: String { self.output.withLock { $0.stdout } }
 
-    /// Waits (bounded) for the ready line and returns the address it names.
-    func waitUntilListening(timeout: Duration = .seconds(20)) -> String? {
-        let deadline = Instant.now() + timeout
-        while Instant.now() < deadline {
-            let text = self.standardError
-            if let range = text.range(of: "listening on ") {
-                let rest = text[range.upperBound...]
-                return String(rest.prefix { !$0.isWhitespace })
+    /// Waits (bounded) for the ready line of the main listener, or of `session`'s own, and returns
+    /// the address it names; nil if the process ended first. The ready line is the program's start
+    /// signal (the contract's), not log text.
+    func waitUntilListening(session: String? = nil, timeout: Duration = .seconds(20)) -> String? {
+        var address: String?
+        _ = waitUntil(timeout: timeout) {
+            for line in self.standardError.split(separator: "\n") where line.contains("listening on ") {
+                guard line.contains(" session=") == (session != nil) else { continue }
+                if let session, !line.contains(" session=\(session) ") { continue }
+                address = String(line.components(separatedBy: "listening on ")[1].prefix { !$0.isWhitespace })
+                return true
             }
-            if !self.process.isRunning { return nil }
-            usleep(10_000)
+            return !self.process.isRunning
         }
-        return nil
+        return address
     }
 
     func signal(_ number: Int32) {
@@ -143,6 +145,14 @@ final class ProxyProcess: @unchecked Sendable {
         // The child is gone: what it wrote is read once its streams end.
         self.joinReaders()
         return termination
+    }
+
+    /// Stops it as a service manager does (SIGTERM) and waits (bounded) for its end: its exit status,
+    /// nil if it did not end. Its stderr is then complete: the log is flushed before the exit, so a
+    /// test reads a log line here rather than wait for it while the process runs.
+    func stop(timeout: Duration = .seconds(20)) -> Int32? {
+        self.signal(SIGTERM)
+        return self.waitForExit(timeout: timeout)
     }
 
     /// Waits (bounded) for the process to end: its exit status, or the shell's 128 + N when signal

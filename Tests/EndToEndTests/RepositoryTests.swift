@@ -50,6 +50,71 @@ import Testing
         }
     }
 
+    /// Every Swift file under `Tests`, by its path from `Tests`, with its text; this file, which names
+    /// what it looks for, is left out.
+    static func testFiles() throws -> [(path: String, text: String)] {
+        let tests = Self.root.appendingPathComponent("Tests")
+        let paths = try #require(FileManager.default.enumerator(atPath: tests.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") && !$0.hasSuffix("/RepositoryTests.swift") }
+        return try paths.map { ($0, try String(contentsOf: tests.appendingPathComponent($0), encoding: .utf8)) }
+    }
+
+    /// No test sleeps, in Swift or in the Python it runs: it waits for the event the pause stood in
+    /// for (a file, a child's exit, a port that accepts, a timer on a manual clock). `waitUntil`, the
+    /// bounded wait for such an event, is the one place that looks again after a pause.
+    @Test func noTestSleeps() throws {
+        let files = try Self.testFiles()
+        #expect(files.count > 100, "the Tests folder was not found")
+        for (path, text) in files where path != "Support/WaitUntil.swift" {
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                guard !code.hasPrefix("//"), code.contains("sleep(") else { continue }
+                Issue.record("\(path):\(index + 1) sleeps: \(code)")
+            }
+        }
+    }
+
+    /// No test waits for a log line: it waits for what makes the line (a response, a token call,
+    /// `/status`, a refused connection, the process's exit), and reads the log once it is complete
+    /// (the binary's stderr after it exited; in process, lines logged before the event waited for).
+    /// Two outputs are the program's interface, not its log, and may be waited for: the ready line
+    /// (`listening on ADDR`) and a prompt (login's `Password for …: `). A wait is a `waitUntil` or a
+    /// `while` loop; what it reads is the block that starts on its line.
+    @Test func noTestWaitsForALogLine() throws {
+        // Simple word boundaries: Unicode's (the default) make one word of `log.withLock`.
+        let readsTheLog = #/standardError|stderr|capturedLines|\blogs?\b|accessLog|access\.log/#
+            .wordBoundaryKind(.simple)
+        let interface = ["listening on ", "Password for "]
+        let wait = #/\bwaitUntil\b\s*[({]|\bwhile\s/#
+        for (path, text) in try Self.testFiles() {
+            for match in text.matches(of: wait) {
+                guard let block = Self.block(startingAt: match.range.lowerBound, in: text),
+                    block.contains(readsTheLog), !interface.contains(where: block.contains)
+                else { continue }
+                let line = text[..<match.range.lowerBound].filter { $0 == "\n" }.count + 1
+                Issue.record("\(path):\(line) waits for a log line: \(block.split(separator: "\n")[0])")
+            }
+        }
+    }
+
+    /// The text from `start` to the brace that closes the first one opened on `start`'s line; nil when
+    /// none opens there (a `while` of a Python snippet).
+    static func block(startingAt start: String.Index, in text: String) -> Substring? {
+        let lineEnd = text[start...].firstIndex(of: "\n") ?? text.endIndex
+        guard let open = text[start..<lineEnd].firstIndex(of: "{") else { return nil }
+        var depth = 0
+        for index in text[open...].indices {
+            switch text[index] {
+            case "{": depth += 1
+            case "}":
+                depth -= 1
+                if depth == 0 { return text[start...index] }
+            default: continue
+            }
+        }
+        return nil
+    }
+
     /// One command-line parser: only BearerCLI's CommandLine folder reads the arguments or looks for
     /// a flag's dashes (the proxy's flags and each subcommand's were parsed by two parsers once).
     @Test func oneFlagParserInSources() throws {

@@ -229,11 +229,11 @@ import Testing
         let child = self.write(
             "trap.py",
             """
-            import os, signal, sys, time
+            import os, signal, sys
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
             print(f"ready {os.getppid()} own-group={os.getpgrp() == os.getpid()}", flush=True)
             while True:
-                time.sleep(0.05)
+                signal.pause()
             """
         )
         let run = try self.run(["--config", config, "--", Self.python, child])
@@ -296,9 +296,11 @@ import Testing
         let child = self.write(
             "bye.py",
             """
-            import os, time
+            import os, socket, urllib.parse
+            url = urllib.parse.urlsplit(os.environ['BEARER_PROXY_URL'])
             print(f"child {os.getpid()} {os.getppid()} {os.environ['BEARER_PROXY_URL']}", flush=True)
-            time.sleep(0.3)
+            # While the child runs, the proxy accepts.
+            socket.create_connection((url.hostname, url.port), timeout=10).close()
             """
         )
         let run = try self.run(["--config", config, "--", Self.python, child])
@@ -343,8 +345,10 @@ import Testing
     /// from the terminal, and run must not pass it on a second time; a SIGINT sent to run with kill
     /// is passed on. Run is stopped while Ctrl-C is typed, so that the child has taken the terminal's
     /// SIGINT before run could pass a second one (two pending SIGINTs would merge into one and hide
-    /// it); the final SIGTERM is passed on after anything run sent before it, and the child takes
-    /// pending signals lowest number first, so a second SIGINT would be counted.
+    /// it). The final SIGTERM is sent while run is still stopped: run takes its two pending signals
+    /// lowest number first, so whatever it does with the terminal's SIGINT it does before it passes the
+    /// SIGTERM on; and the child takes pending signals lowest number first too, so a second SIGINT
+    /// would be counted.
     @Test func underATerminalOneCtrlCReachesTheChildOnce() throws {
         let config = self.config(upstream: "http://127.0.0.1:9")
         let child = self.write(
@@ -385,24 +389,14 @@ import Testing
                         output += os.read(fd, 4096)
                     except OSError:
                         sys.exit(f"the terminal closed before {text!r}; it showed {output!r}")
-            def wait_until_run_took_sigint():
-                deadline = time.time() + 20
-                while time.time() < deadline:
-                    with open(f"/proc/{pid}/status") as status:
-                        pending = [int(line.split()[1], 16) for line in status if line.startswith(("SigPnd:", "ShdPnd:"))]
-                    if not any(mask & (1 << (signal.SIGINT - 1)) for mask in pending):
-                        return
-                    time.sleep(0.01)
-                sys.exit("run never took its SIGINT")
             wait_for("ready")
             os.kill(pid, signal.SIGINT)
             wait_for("SIGINT 1 from")
             os.kill(pid, signal.SIGSTOP)
             os.write(fd, b"\\x03")
             wait_for("SIGINT 2 from")
-            os.kill(pid, signal.SIGCONT)
-            wait_until_run_took_sigint()
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
             wait_for("count")
             _, status = os.waitpid(pid, 0)
             print(f"run pid {pid}")

@@ -7,52 +7,61 @@ import Glibc
 import Testing
 
 /// SIGTERM or SIGINT at any moment of start-up: the process ends, cleanly, and its unix socket file
-/// is gone. The moments are spread over start-up: at once, the instant the socket file appears (the
-/// window between bind and a ready proxy), and after delays growing round by round.
+/// is gone. The moments are the steps of start-up a test can see from outside, in order: at once,
+/// once the signal thread runs (the first thing the program makes), the instant the socket file
+/// appears (the window between bind and a ready proxy), once the socket accepts a connection, and
+/// once the ready line is printed.
 @Suite struct StartupSignalTests {
-    enum Moment: CustomStringConvertible {
+    enum Moment: CaseIterable, CustomStringConvertible {
         case atOnce
+        case whenTheSignalThreadRuns
         case whenTheSocketFileAppears
-        case after(Duration)
+        case whenTheSocketAccepts
+        case whenReady
 
         var description: String {
             switch self {
             case .atOnce: "at once"
+            case .whenTheSignalThreadRuns: "when the signal thread runs"
             case .whenTheSocketFileAppears: "when the socket file appears"
-            case .after(let delay): "after \(delay)"
+            case .whenTheSocketAccepts: "when the socket accepts"
+            case .whenReady: "when ready"
+            }
+        }
+
+        /// Waits (bounded) for the moment; false if the process ended before it.
+        func wait(for proxy: ProxyProcess, socket path: String) -> Bool {
+            switch self {
+            case .atOnce:
+                return true
+            case .whenTheSignalThreadRuns:
+                return waitUntil {
+                    !proxy.process.isRunning
+                        || ProcessThread.all(of: proxy.process.pid).contains { $0.name == "signals" }
+                }
+            case .whenTheSocketFileAppears:
+                return StartupSignalTests.waitForFile(path, of: proxy.process)
+            case .whenTheSocketAccepts:
+                return waitUntil {
+                    !proxy.process.isRunning || (try? BlockingHTTPClient(connectingTo: .unix(path: path))) != nil
+                }
+            case .whenReady:
+                return proxy.waitUntilListening() != nil
             }
         }
     }
 
     @Test func aSignalAtAnyMomentOfStartUpLeavesNoSocketFile() throws {
-        let rounds = 24
-        for round in 0..<rounds {
-            let moment: Moment =
-                switch round % 3 {
-                case 0: .atOnce
-                case 1: .whenTheSocketFileAppears
-                default: .after(.milliseconds(Int64(round * 4)))
-                }
+        let moments = Moment.allCases
+        for round in 0..<(5 * moments.count) {
+            let moment = moments[round % moments.count]
             let signal = round % 2 == 0 ? SIGTERM : SIGINT
             let path = try ScratchSpace.newPath("start.sock")
             let proxy = try ProxyProcess(["--demo", "--listen", "unix:\(path)"])
-            switch moment {
-            case .atOnce:
-                break
-            case .whenTheSocketFileAppears:
-                // Busy-polls on purpose: the point is to land in the moment right after bind.
-                let deadline = Instant.now() + .seconds(20)
-                while !FileManager.default.fileExists(atPath: path) && proxy.process.isRunning
-                    && Instant.now() < deadline
-                {
-                    usleep(100)
-                }
-            case .after(let delay):
-                usleep(UInt32(delay.nanoseconds / 1000))
-            }
+            let context = "round \(round), signal \(signal) \(moment)"
+            #expect(moment.wait(for: proxy, socket: path), "\(context): the moment never came")
             proxy.signal(signal)
             let termination = proxy.waitForTermination()
-            let context = "round \(round), signal \(signal) \(moment)"
             #expect(termination != nil, "\(context): still running")
             #expect(!FileManager.default.fileExists(atPath: path), "\(context): the socket file was left behind")
             // Exit 0 (a clean stop); or, when the signal came before the program's first instruction
@@ -63,6 +72,26 @@ import Testing
             )
             unlink(path)
         }
+    }
+
+    /// Waits (bounded) until `path` exists, told by inotify the moment its folder gets it: the point
+    /// is to land in the moment right after the proxy's bind. False if `process` ended first.
+    static func waitForFile(_ path: String, of process: ChildProcess, timeout: Duration = .seconds(20)) -> Bool {
+        let watch = inotify_init1(Int32(IN_CLOEXEC))
+        guard watch >= 0 else { return false }
+        defer { close(watch) }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard inotify_add_watch(watch, folder, UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 else { return false }
+        let deadline = Instant.now() + timeout
+        var events = [UInt8](repeating: 0, count: 4096)
+        // Looked at after the watch is set, then after each change in the folder.
+        while !FileManager.default.fileExists(atPath: path) {
+            // A process that ended makes no file: its end is looked at once a second meanwhile.
+            guard process.isRunning, Instant.now() < deadline else { return false }
+            var folderChanged = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
+            if poll(&folderChanged, 1, 1000) > 0 { _ = read(watch, &events, events.count) }
+        }
+        return true
     }
 
     /// The socket file goes as the drain starts (new clients are refused; a replacement proxy may
@@ -78,7 +107,6 @@ import Testing
         client.send("GET /hang HTTP/1.1\r\nHost: api\r\n\r\n")
         #expect(waitUntil { upstream.requests.contains { $0.target == "/hang" } })
         proxy.signal(SIGTERM)
-        #expect(waitUntil { proxy.standardError.contains("shutting down") })
         #expect(waitUntil { !FileManager.default.fileExists(atPath: path) }, "the socket file stayed while draining")
         #expect(proxy.process.isRunning, "the first signal waits for the in-flight request")
         proxy.signal(SIGINT)

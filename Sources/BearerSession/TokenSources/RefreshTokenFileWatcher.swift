@@ -22,7 +22,11 @@ final class RefreshTokenFileWatcher: @unchecked Sendable {
     /// In the scheduler's context only.
     private var timer: TimerID?
     /// Set at once by `stop()`, from any thread: a look posted before it neither looks nor arms the next.
-    private let isStopped = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+
+    /// Whether `stop()` was called: from then on nothing looks at the file. What a test of a stopped
+    /// proxy asks, rather than wait to see no look happen.
+    var isStopped: Bool { self.stopped.load(ordering: .acquiring) }
 
     /// `look` runs on `pool`, once per tick of `clock`.
     init(
@@ -42,7 +46,7 @@ final class RefreshTokenFileWatcher: @unchecked Sendable {
     }
 
     func stop() {
-        self.isStopped.store(true, ordering: .releasing)
+        self.stopped.store(true, ordering: .releasing)
         self.scheduler.execute {
             if let timer = self.timer { self.scheduler.cancel(timer) }
             self.timer = nil
@@ -50,11 +54,11 @@ final class RefreshTokenFileWatcher: @unchecked Sendable {
     }
 
     private func arm() {
-        guard !self.isStopped.load(ordering: .acquiring) else { return }
+        guard !self.isStopped else { return }
         self.timer = self.scheduler.schedule(at: self.clock.now() + Self.interval) {
             self.timer = nil
             self.pool.execute {
-                guard !self.isStopped.load(ordering: .acquiring) else { return }
+                guard !self.isStopped else { return }
                 self.look()
                 self.scheduler.execute { self.arm() }
             }

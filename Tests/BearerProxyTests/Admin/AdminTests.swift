@@ -181,12 +181,8 @@ import Testing
         }
         #expect(try fixture.get("/items?page=2").status == 200)
         #expect(try fixture.send(raw: "GET /x HTTP/1.1\r\nHost: evil.example\r\n\r\n").status == 403)
-        // Lines are written in batches at the end of the loop's turn: wait for both.
-        func lines() -> [Substring] {
-            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
-        }
-        #expect(waitUntil { lines().count == 2 })
-        let lines = lines()
+        // Lines are written in batches at the end of the loop's turn: all are there once it stopped.
+        let lines = fixture.stopAndReadAccessLog(path)
         #expect(lines.count == 2)
         #expect(
             lines[0].contains(
@@ -209,11 +205,8 @@ import Testing
         let fixture = try SessionFixture { config, _ in config.accessLog = .file(path) }
         _ = try fixture.get("/a\"b\\c")
         _ = try fixture.get("/" + String(repeating: "x", count: 600))
-        func lines() -> [Substring] {
-            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
-        }
-        #expect(waitUntil { lines().count == 2 })
-        let written = lines()
+        let written = fixture.stopAndReadAccessLog(path)
+        #expect(written.count == 2)
         #expect(written.first?.contains(#" path="/a\"b\\c" "#) == true)
         #expect(written.last?.contains(" path=\"/" + String(repeating: "x", count: 511) + "…\" ") == true)
         #expect(

@@ -100,7 +100,8 @@ final class InterceptFixture {
     }
 
     /// Clients that do not wait for the 200 send their ClientHello with the CONNECT head: read with
-    /// it, it is the first of the handshake. At once, and in 7-byte pieces.
+    /// it, it is the first of the handshake. At once, and in 7-byte pieces, each delivered to the
+    /// proxy before the next is sent.
     @Test(arguments: IOBackend.allCases, [0, 7])
     func aClientHelloSentWithTheConnectHeadStartsTheHandshake(io: IOBackend, pieceSize: Int) throws {
         let fixture = try InterceptFixture(io: io)
@@ -114,7 +115,7 @@ final class InterceptFixture {
         } else {
             for start in stride(from: 0, to: opening.count, by: pieceSize) {
                 connection.send(Array(opening[start..<min(start + pieceSize, opening.count)]))
-                usleep(2_000)
+                #expect(connection.waitUntilDelivered(), "piece at \(start) of \(opening.count)")
             }
         }
         #expect(try connection.readHead().status == 200)
@@ -262,11 +263,10 @@ final class InterceptFixture {
         #expect(try client.connect(to: "localhost:443").status == 200)
         client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(client.waitForClose())
+        // Logged before the connection was closed.
         #expect(
-            waitUntil {
-                fixture.logs.capturedLines.contains {
-                    $0.contains("something other than TLS") && $0.contains("localhost:443")
-                }
+            fixture.logs.capturedLines.contains {
+                $0.contains("something other than TLS") && $0.contains("localhost:443")
             }
         )
         #expect(fixture.upstream.requests.isEmpty)
@@ -289,12 +289,9 @@ final class InterceptFixture {
         #expect(try client.connect(to: fixture.upstreamAuthority).status == 200)
         client.send([0x16, 0x03, 0x01])
         #expect(client.waitForClose())
+        // Logged before the connection was closed.
         #expect(
-            waitUntil {
-                fixture.logs.capturedLines.contains {
-                    $0.contains("did not complete in time") && $0.contains("localhost")
-                }
-            }
+            fixture.logs.capturedLines.contains { $0.contains("did not complete in time") && $0.contains("localhost") }
         )
         #expect(try fixture.metric("bearer_proxy_intercept_handshake_failures_total") == 1)
     }

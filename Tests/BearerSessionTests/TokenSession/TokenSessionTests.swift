@@ -308,6 +308,25 @@ import Testing
         #expect(!Self.session(clock, nil).forceRefresh(trigger: "admin"), "nothing to refresh with")
     }
 
+    /// A session that starts without a token fetches one at once, and its line says why.
+    @Test func theStartUpRefreshLogLineSaysStartup() {
+        let clock = ManualTimerScheduler()
+        let source = ScriptedSource(clock: clock)
+        let logs = LogSink(capturing: ())
+        let session = Self.session(clock, source, logs: logs)
+        session.start()
+        #expect(source.callCount == 1)
+        source.answer(token: "first", expiresIn: .seconds(600))
+        let line = logs.capturedLines.first { $0.contains("token refreshed") }?.trimmingCharacters(in: .newlines)
+        #expect(
+            line?.hasSuffix(
+                "token refreshed generation=1 trigger=startup duration_ms=0 expires_in=600s waiting_requests=0"
+            )
+                == true,
+            "\(line ?? "no line")"
+        )
+    }
+
     @Test func theRefreshLogLineNamesItsTriggerDurationAndWaiters() {
         let clock = ManualTimerScheduler()
         let source = ScriptedSource(clock: clock)
