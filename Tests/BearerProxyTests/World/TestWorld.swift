@@ -51,7 +51,7 @@ final class TestWorld {
         _ backend: WorldBackend,
         tokens: (inout MockTokenServer.Settings) -> Void = { _ in },
         upstreamTLS: TLSContext? = nil,
-        _ configure: (inout Configuration, TestWorld) throws -> Void = { _, _ in }
+        _ configure: (inout Configuration, TestWorld) throws -> Void
     ) throws {
         self.backend = backend
         self.upstreamIsTLS = upstreamTLS != nil
@@ -111,6 +111,15 @@ final class TestWorld {
         self.memory?.loop.runUntilQuiescent()
     }
 
+    /// A world whose proxy runs the configuration the world starts from.
+    convenience init(
+        _ backend: WorldBackend,
+        tokens: (inout MockTokenServer.Settings) -> Void = { _ in },
+        upstreamTLS: TLSContext? = nil
+    ) throws {
+        try self.init(backend, tokens: tokens, upstreamTLS: upstreamTLS) { _, _ in }
+    }
+
     deinit {
         self.proxy?.shutdown()
         self.upstream.stop()
@@ -134,6 +143,13 @@ final class TestWorld {
     var revocationURL: String { "\(self.tokenServerBase)/oauth/revoke" }
 
     private var tokenServerBase: String { self.memory == nil ? self.tokenServer.server.baseURL : "http://auth.test" }
+
+    /// A URL on the world's network where nothing listens (in memory `down.test`; live a loopback
+    /// port that was free a moment ago).
+    func unreachableURL(path: String) throws -> String {
+        guard self.memory == nil else { return "http://down.test\(path)" }
+        return "http://127.0.0.1:\(try ErrorPathTests.deadPort())\(path)"
+    }
 
     /// Where the proxy's main listener is.
     var proxyAddress: SocketAddress { self.proxy.boundAddresses[0] }
