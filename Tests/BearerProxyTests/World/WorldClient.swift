@@ -1,4 +1,5 @@
 import BearerCore
+import BearerDemo
 import BearerHTTP
 import BearerIO
 import BearerTestSupport
@@ -54,6 +55,20 @@ final class WorldClient {
     func readSome() -> [UInt8] {
         if self.reader.pending.readableBytes == 0, !self.fill(&self.reader.pending) { return [] }
         return self.reader.takeBuffered()
+    }
+
+    /// The bytes read but not parsed yet (after a 101 or a CONNECT's 200: the first of what follows).
+    func takeBuffered() -> [UInt8] { self.reader.takeBuffered() }
+
+    /// Reads one WebSocket frame (after the 101 head).
+    func readFrame() -> WebSocketFrames.Frame? {
+        while true {
+            if let (frame, used) = WebSocketFrames.decode(self.reader.pending.readableBytesArray[...]) {
+                self.reader.pending.moveReaderIndex(forwardBy: used)
+                return frame
+            }
+            guard self.fill(&self.reader.pending) else { return nil }
+        }
     }
 
     /// Reads `count` bytes (fewer when the stream ends first).
