@@ -71,9 +71,8 @@ import Testing
     func aConnectToAnotherHostIsTunnelledWithoutAToken(backend: WorldBackend) throws {
         let world = try TestWorld(backend)
         let (other, authority) = try world.startOtherUpstream()
-        let target = authority.contains(":") ? authority : authority + ":80"
         let client = try world.connect()
-        client.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
+        client.send("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
         #expect(try client.readHead().status == 200)
         client.send("GET /tunnelled HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
         #expect(try client.readResponse().status == 200)

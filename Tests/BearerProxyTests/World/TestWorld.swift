@@ -86,7 +86,8 @@ final class TestWorld {
         self.upstream = MockUpstream(group: group, authority: self.authority, tls: upstreamTLS, network: network)
         if let memory {
             try self.tokenServer.start(on: memory.network.address(of: "auth.test", port: 80))
-            try self.upstream.start(on: memory.network.address(of: "api.test", port: upstreamTLS == nil ? 80 : 443))
+            let (host, port) = upstreamTLS == nil ? ("api.test", 80) : ("localhost", 443)
+            try self.upstream.start(on: memory.network.address(of: host, port: port))
         } else {
             try self.tokenServer.start()
             try self.upstream.start()
@@ -130,10 +131,25 @@ final class TestWorld {
 
     // MARK: Names
 
-    /// The mock upstream's base URL (no trailing slash).
+    /// The mock upstream's base URL (no trailing slash). Over TLS it is `localhost`, the name the
+    /// test certificate has (in memory on port 443).
     var upstreamURL: String {
-        guard self.memory != nil else { return self.upstream.baseURL }
-        return !self.upstreamIsTLS ? "http://api.test" : "https://api.test"
+        switch (self.memory != nil, self.upstreamIsTLS) {
+        case (true, false): "http://api.test"
+        case (true, true): "https://localhost"
+        case (false, false): self.upstream.baseURL
+        case (false, true): "https://localhost:\(self.upstream.port)"
+        }
+    }
+
+    /// The upstream's `host:port`, as a CONNECT or an absolute-form request names it.
+    var upstreamAuthority: String {
+        switch (self.memory != nil, self.upstreamIsTLS) {
+        case (true, false): "api.test:80"
+        case (true, true): "localhost:443"
+        case (false, false): "127.0.0.1:\(self.upstream.port)"
+        case (false, true): "localhost:\(self.upstream.port)"
+        }
     }
 
     /// The mock token endpoint's URL.
@@ -151,11 +167,11 @@ final class TestWorld {
         return "http://127.0.0.1:\(try ErrorPathTests.deadPort())\(path)"
     }
 
+    /// A port for a listener a scenario configures: `inMemory` in memory, live 0 (the kernel picks).
+    func port(_ inMemory: Int) -> Int { self.memory == nil ? 0 : inMemory }
+
     /// Where the proxy's main listener is.
     var proxyAddress: SocketAddress { self.proxy.boundAddresses[0] }
-
-    /// The upstream's `host:port` as a client's absolute-form request names it.
-    var upstreamAuthority: String { String(self.upstreamURL.split(separator: "/")[1]) }
 
     /// What a client's Host header names the proxy by.
     var proxyHost: String { "127.0.0.1:\(self.proxyAddress.port ?? 0)" }
@@ -177,7 +193,7 @@ final class TestWorld {
         let other = MockUpstream(group: memory.group, network: memory.network)
         try other.start(on: memory.network.address(of: "other.test", port: 80))
         self.others.append(other)
-        return (other, "other.test")
+        return (other, "other.test:80")
     }
 
     // MARK: Clients
