@@ -115,16 +115,6 @@ import Testing
         fixture.expectStillServing()
     }
 
-    @Test func answers431ForAnOversizedHead() throws {
-        let fixture = try ProxyFixture { $0.maxHeaderBytes = 4096 }
-        let client = try fixture.client()
-        client.send("GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "x", count: 8000))\r\n\r\n")
-        let response = try client.readResponse()
-        #expect(response.status == 431)
-        #expect(response.text.contains("max_header_bytes"))
-        fixture.expectStillServing()
-    }
-
     /// An upstream that closes every connection right after answering, without saying so: whether
     /// the pool heard of the close first or the request met the dead connection (and was resent:
     /// a GET), every request is answered. (ConnectionRegressionTests reach the resend branch every

@@ -51,14 +51,6 @@ import Testing
         #expect(fixture.upstream.requests.count == 2)
     }
 
-    @Test func refusesOtherHostsWhenDenied() throws {
-        let fixture = try ProxyFixture { $0.otherHosts = .deny }
-        let response = try fixture.send("GET http://api.other.example/x HTTP/1.1\r\nHost: api.other.example\r\n\r\n")
-        #expect(response.status == 403)
-        #expect(response.text.contains("other_hosts = deny"))
-        fixture.expectStillServing()
-    }
-
     @Test func injectsForHostsListedInInjectHosts() throws {
         let other = MockUpstream(group: mockGroup)
         try other.start()

@@ -3,6 +3,8 @@ import BearerDemo
 import BearerTestSupport
 import Testing
 
+@testable import BearerConfig
+
 /// Requests through the proxy, in memory and live: where the token goes and where it does not, and
 /// how bytes are framed and connections reused on the way.
 @Suite struct ForwardingScenarios {
@@ -126,5 +128,27 @@ import Testing
         let response = try world.get("/chunked/70000")
         #expect(response.header("transfer-encoding") == "chunked")
         #expect(response.body.count == 70000 && countMockPatternMismatches(response.body) == 0)
+    }
+
+    @Test(arguments: WorldBackend.chosen)
+    func anOversizedRequestHeadIs431AndTheProxyGoesOnServing(backend: WorldBackend) throws {
+        let world = try TestWorld(backend) { configuration, _ in configuration.maxHeaderBytes = 4096 }
+        let big = String(repeating: "x", count: 8000)
+        let response = try world.send("GET / HTTP/1.1\r\nHost: \(world.proxyHost)\r\nX-Big: \(big)\r\n\r\n")
+        #expect(response.status == 431)
+        #expect(response.text.contains("max_header_bytes"))
+        #expect(world.upstream.requests.isEmpty)
+        #expect(try world.get("/after").status == 200)
+    }
+
+    @Test(arguments: WorldBackend.chosen)
+    func otherHostsDenyRefusesAHostWithoutAToken(backend: WorldBackend) throws {
+        let world = try TestWorld(backend) { configuration, _ in configuration.otherHosts = .deny }
+        let (other, authority) = try world.startOtherUpstream()
+        let response = try world.send("GET http://\(authority)/x HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
+        #expect(response.status == 403)
+        #expect(response.text.contains("other_hosts = deny"))
+        #expect(other.requests.isEmpty)
+        #expect(try world.get("/after").status == 200)
     }
 }

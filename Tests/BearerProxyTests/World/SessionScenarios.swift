@@ -95,6 +95,25 @@ import Testing
     }
 
     @Test(arguments: WorldBackend.chosen)
+    func metricsCountTheRequestsTheRefreshAndTheReplay(backend: WorldBackend) throws {
+        let world = try TestWorld(backend) { configuration, world in
+            configuration.adminListen = .hostPort(host: "127.0.0.1", port: world.port(9090))
+        }
+        #expect(try world.get("/warm").status == 200)
+        world.authority.revokeAll()
+        #expect(try world.get("/replayed").status == 200)
+        let metrics = try Self.admin(world, "GET", "/metrics").text
+        for line in [
+            #"bearer_proxy_requests_total{class="2xx"} 2"#, "bearer_proxy_replays_total 1",
+            "bearer_proxy_upstream_401s_total 1", "bearer_proxy_token_generation 2",
+            "bearer_proxy_parked_requests 0",
+        ] {
+            #expect(metrics.contains(line + "\n"), "no \(line) in \(metrics)")
+        }
+        #expect(world.upstreamTokens == ["mock-access-1", "mock-access-1", "mock-access-2"])
+    }
+
+    @Test(arguments: WorldBackend.chosen)
     func anInterceptedTunnelGetsTheTokenInsideTLSMadeByTheLocalCA(backend: WorldBackend) throws {
         let caDirectory = try ScratchSpace.newPath("world-intercept")
         defer { try? FileManager.default.removeItem(atPath: caDirectory) }
