@@ -7,7 +7,7 @@ import Testing
 
 /// A client connection's life, in memory and live: its timeouts (the manual clock in memory), the
 /// upstream's, a WebSocket and a CONNECT tunnel once the proxy relays bytes, and a shutdown's drain.
-@Suite struct ConnectionScenarios {
+@Suite struct WorldConnectionScenarios {
     @Test(arguments: WorldBackend.chosen)
     func anIdleKeepAliveConnectionIsClosedAfterClientIdleTimeout(backend: WorldBackend) throws {
         let world = try TestWorld(backend) { configuration, _ in

@@ -7,7 +7,7 @@ import Testing
 
 /// Requests through the proxy, in memory and live: where the token goes and where it does not, and
 /// how bytes are framed and connections reused on the way.
-@Suite struct ForwardingScenarios {
+@Suite struct WorldForwardingScenarios {
     @Test(arguments: WorldBackend.chosen)
     func anOriginFormRequestCarriesTheSessionsToken(backend: WorldBackend) throws {
         let world = try TestWorld(backend)

@@ -9,7 +9,7 @@ import Testing
 
 /// Sessions beside the default one, the admin endpoints that act on a session, and a tunnel the proxy
 /// intercepts to put the token in: in memory and live.
-@Suite struct SessionScenarios {
+@Suite struct WorldSessionScenarios {
     /// A world with a second session, `vendor`, in front of another upstream with a static token;
     /// `settle` places it (a mount, a listener).
     static func vendorWorld(

@@ -8,7 +8,7 @@ import Testing
 
 /// The token's life through the proxy, in memory and live: one refresh for a storm of 401s and the
 /// replay of each request, refreshes ahead of expiry, and the token endpoint's failures.
-@Suite struct RefreshScenarios {
+@Suite struct WorldRefreshScenarios {
     @Test(arguments: WorldBackend.chosen)
     func aStormOf401sOverManyConnectionsCostsOneTokenCallAndReplaysEachRequestOnce(backend: WorldBackend) throws {
         let world = try TestWorld(backend)
