@@ -202,9 +202,9 @@ final class TestWorld {
     func connect(to address: SocketAddress? = nil) throws -> WorldClient {
         let address = address ?? self.proxyAddress
         if let memory {
-            return WorldClient(try MemoryClientChannel(to: address, on: memory.network, loop: memory.loop))
+            return WorldClient(try MemoryClientChannel(to: address, on: memory.network, loop: memory.loop), in: self)
         }
-        return WorldClient(try BlockingHTTPClient(connectingTo: address))
+        return WorldClient(try BlockingHTTPClient(connectingTo: address), in: self)
     }
 
     /// One request on a new connection, its response read whole.

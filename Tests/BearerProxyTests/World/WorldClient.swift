@@ -22,9 +22,13 @@ final class WorldClient {
 
     let channel: any WorldChannel
     private var reader = HTTPResponseReader()
+    /// Keeps the world running while a client of it is in use: a scenario's last look at the world
+    /// may come before its last read, and the world's end would close the connection under it.
+    private let world: TestWorld
 
-    init(_ channel: any WorldChannel) {
+    init(_ channel: any WorldChannel, in world: TestWorld) {
         self.channel = channel
+        self.world = world
     }
 
     func send(_ text: String) { self.channel.send(Array(text.utf8)) }
