@@ -9,8 +9,7 @@ package final class BlockingHTTPClient {
     /// TLS over the socket once `startTLS` ran (OpenSSL's own socket BIO: independent of the
     /// proxy's TLS code).
     var tls: BlockingTLS?
-    private var pending = ByteBuffer()
-    private var parser = HTTPResponseParser(maximumHeadBytes: 1 << 20)
+    private var reader = HTTPResponseReader()
     package private(set) var peerClosed = false
 
     package struct Response: Sendable {
@@ -82,10 +81,10 @@ package final class BlockingHTTPClient {
         Glibc.shutdown(self.fd, Int32(SHUT_RDWR))
     }
 
-    /// Reads more bytes; false at end of stream or timeout.
-    private func fill() throws(ClientError) -> Bool {
+    /// Reads more bytes into `pending`; false at end of stream or timeout.
+    private func fill(_ pending: inout ByteBuffer) throws(ClientError) -> Bool {
         var failure: Int32 = 0
-        let count = self.pending.writeWithUnsafeMutableBytes(minimumWritable: 256 * 1024) { tail in
+        let count = pending.writeWithUnsafeMutableBytes(minimumWritable: 256 * 1024) { tail in
             let count = self.tls?.read(into: tail) ?? Glibc.read(self.fd, tail.baseAddress, tail.count)
             if count < 0 { failure = errno }
             return max(count, 0)
@@ -101,40 +100,7 @@ package final class BlockingHTTPClient {
         method: HTTPMethod = .get,
         maximumBodyBytes: Int = 256 << 20
     ) throws(ClientError) -> Response {
-        self.parser.expectResponse(to: method)
-        var informational: [Int] = []
-        var head: ResponseHead?
-        var body: [UInt8] = []
-        while true {
-            let event: HTTPResponseParser.Event
-            do throws(HTTPParseError) {
-                event = try self.pending.parseNext(payload: { bytes in
-                    if body.count < maximumBodyBytes { body.append(contentsOf: bytes) }
-                }) { raw throws(HTTPParseError) in try self.parser.next(raw) }
-            } catch {
-                throw .malformed(error)
-            }
-            switch event {
-            case .head(let parsed, _):
-                if parsed.isInformational {
-                    informational.append(parsed.status)
-                } else {
-                    head = parsed
-                }
-            case .body:
-                continue
-            case .end:
-                return Response(head: head!, body: body, informational: informational)
-            case .needMore:
-                if try !self.fill() {
-                    if let head, self.parser.canEndAtEndOfInput {
-                        return Response(head: head, body: body, informational: informational)
-                    }
-                    if head == nil { throw .closedBeforeResponse }
-                    throw .truncated(received: body.count)
-                }
-            }
-        }
+        try self.reader.readResponse(method: method, maximumBodyBytes: maximumBodyBytes, fill: self.fill)
     }
 
     /// Reads the next 1xx head only (to see `100 Continue` before sending a body).
@@ -145,41 +111,32 @@ package final class BlockingHTTPClient {
     /// Reads the next response head, 1xx included (a `101 Switching Protocols`), leaving what follows
     /// it buffered (`takeBuffered`).
     package func readHead() throws(ClientError) -> ResponseHead {
-        self.parser.expectResponse(to: .get)
-        while true {
-            let event = try? self.pending.parseNext { raw throws(HTTPParseError) in try self.parser.next(raw) }
-            if case .head(let head, _) = event { return head }
-            if try !self.fill() { throw .closedBeforeResponse }
-        }
+        try self.reader.readHead(fill: self.fill)
     }
 
     /// The bytes read but not parsed yet (after a 101: the first bytes of the new protocol).
     package func takeBuffered() -> [UInt8] {
-        let bytes = self.pending.readableBytesArray
-        self.pending.clear()
-        return bytes
+        self.reader.takeBuffered()
     }
 
     /// Whatever one read returns; nil at the end of the stream or on timeout.
     package func readSome() -> [UInt8]? {
-        guard (try? self.fill()) == true else { return nil }
+        guard (try? self.fill(&self.reader.pending)) == true else { return nil }
         return self.takeBuffered()
     }
 
     /// Everything until the peer closes (or the timeout).
     package func readToEnd() -> [UInt8] {
-        while (try? self.fill()) == true {}
-        let bytes = self.pending.readableBytesArray
-        self.pending.clear()
-        return bytes
+        while (try? self.fill(&self.reader.pending)) == true {}
+        return self.reader.takeBuffered()
     }
 
     /// Whether the peer closes the connection within the read timeout, discarding what it sends.
     package func waitForClose() -> Bool {
         while true {
             do throws(ClientError) {
-                if try !self.fill() { return true }
-                self.pending.clear()
+                if try !self.fill(&self.reader.pending) { return true }
+                self.reader.pending.clear()
             } catch {
                 return false
             }
