@@ -68,7 +68,7 @@ import Testing
 }
 
 /// `--check` and start-up against the binary: every error of a file in one run, one line each, exit 1;
-/// warnings for settings that work but surely not as meant, exit 0 (README, Configuration).
+/// warnings for settings that work but surely not as meant, exit 0 (docs/configuration.md, Configuration).
 @Suite struct CheckTests {
     @Test func reportsEveryErrorOfTheFileOneLineEachAndExitsOne() throws {
         let config = temporaryFile(
