@@ -19,7 +19,8 @@ enum ConfigurationReference {
             width: 100
         )
         for group in Configuration.keyGroups {
-            lines += ["", "### \(group.title)", ""]
+            if lines.last != "" { lines += [""] }
+            lines += ["### \(group.title)", ""]
             if !group.introduction.isEmpty { lines += wrapped(group.introduction, width: 100) + [""] }
             if !group.sample.isEmpty {
                 lines +=
