@@ -43,6 +43,10 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerCLI", "BearerCore"]),
+        // docs/configuration.md's reference, proxy.conf.example and the man pages, made from the key table
+        // and the commands' flag tables; `swift run bearer-docs` writes them (no product: not installed).
+        .target(name: "BearerDocs", dependencies: ["BearerCore", "BearerConfig", "BearerCLI"]),
+        .executableTarget(name: "bearer-docs", dependencies: ["BearerDocs"]),
         .executableTarget(
             name: "bearer-bench",
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "BearerTestSupport"],
@@ -93,6 +97,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: ["BearerDemo", "BearerTestSupport", "BearerHTTP", "BearerIO"]
         ),
+        .testTarget(name: "BearerDocsTests", dependencies: ["BearerDocs", "BearerConfig", "BearerTestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerDemo", "BearerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The readable report and the JSON document. The column names here are the ones the README uses.
+/// The readable report and the JSON document. The column names here are the ones docs/benchmarks.md uses.
 enum BenchReport {
     struct Settings {
         var connections: Int
@@ -11,7 +11,7 @@ enum BenchReport {
         var rate: Double? = nil
     }
 
-    /// The column names, in README and output alike.
+    /// The column names, in docs/benchmarks.md and output alike.
     static let speedColumns = [
         "scenario", "req/s", "±%", "p50 ms", "p99 ms", "±%", "p99.9 ms", "errors", "proxy RSS MiB", "proxy CPU s",
     ]

@@ -4,7 +4,7 @@ import BearerTestSupport
 import Foundation
 import Glibc
 
-/// bearer-bench: see `bearer-bench --help` and the README's benchmark section.
+/// bearer-bench: see `bearer-bench --help` and docs/benchmarks.md.
 func benchMain() -> Int32 {
     let options: BenchOptions
     do throws(BenchOptions.ParseError) {

@@ -1,7 +1,7 @@
 import BearerCrypto
 import BearerIO
 
-/// What proves who the proxy is without a client secret (README, "Service accounts and locked-down
+/// What proves who the proxy is without a client secret (docs/token-sources.md, "Service accounts and locked-down
 /// APIs"): a key that signs JWTs (private_key_jwt, jwt_bearer), a service-account file, a TLS client
 /// certificate.
 ///

@@ -51,7 +51,7 @@ package struct ConfigSection: Hashable, Sendable {
 /// not at all). A value may be wrapped in double quotes to keep leading or trailing blanks, or a ` #`.
 /// A key given twice is an error naming both lines: silently letting the last one win hides edits.
 ///
-/// A `[session NAME]` line starts a named session (README, "Several APIs in one proxy"): the lines up
+/// A `[session NAME]` line starts a named session (docs/sessions.md, "Several APIs in one proxy"): the lines up
 /// to the next such line are its keys (`ConfigEntry.section`); the lines before the first are the
 /// default session's and the process-wide ones. A key may be given once per section.
 package enum ConfigFileParser {

@@ -1,5 +1,5 @@
 /// The rules of signing keys, service accounts, TLS client certificates and resource indicators
-/// (README, "Service accounts and locked-down APIs").
+/// (docs/token-sources.md, "Service accounts and locked-down APIs").
 extension SessionSettings {
     /// The keys of this room that send something to the token endpoint, and only there.
     static let clientCredentialTokenKeys: [ConfigurationKey] = [

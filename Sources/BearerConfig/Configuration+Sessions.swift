@@ -2,7 +2,7 @@ import BearerHTTP
 import BearerIO
 import Foundation
 
-/// The rules between sessions (README, "Several APIs in one proxy"): each request has one session,
+/// The rules between sessions (docs/sessions.md, "Several APIs in one proxy"): each request has one session,
 /// so no two sessions may claim one host, mount or listener; each session keeps its own tokens, so no
 /// two may share a fleet key or a refresh token file; and a named session must be reachable.
 ///

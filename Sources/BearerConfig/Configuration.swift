@@ -1,6 +1,6 @@
 import BearerHTTP
 
-/// What a config file and the flags over it make (README, "Configuration"): the process's settings,
+/// What a config file and the flags over it make (docs/configuration.md, "Configuration"): the process's settings,
 /// every session's, and where each was set. Pure values: loading writes no file and makes no live
 /// object (keys, provers, certificates, stores are made by the start-up that needs them, from these
 /// values: the proxy's start, `login`).
@@ -13,7 +13,7 @@ package struct Configuration: Sendable {
     /// The process-wide keys, once.
     package var process = ProcessSettings()
     /// Every session: the default one (the keys outside any section) first, then the `[session
-    /// NAME]` sections in file order (README, "Several APIs in one proxy").
+    /// NAME]` sections in file order (docs/sessions.md, "Several APIs in one proxy").
     package var sessions = [SessionSettings.defaultSession]
     /// Where each setting came from.
     package var provenance = Provenance()

@@ -20,7 +20,7 @@ package struct ConfigurationKey: Equatable, Sendable, CustomStringConvertible {
     /// What the key sets and shows: the process's settings, or one session's.
     private let setting: Setting
 
-    /// Where a key may be set (README, "Several APIs in one proxy").
+    /// Where a key may be set (docs/sessions.md, "Several APIs in one proxy").
     ///
     /// A process-wide key configures the one process and is set outside any section; its value lives
     /// once, in `ProcessSettings`. A session key configures one session: the default session outside

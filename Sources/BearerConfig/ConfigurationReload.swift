@@ -1,6 +1,6 @@
 /// What SIGHUP's re-read of the config changes in a running proxy: the running configuration with
 /// every key that can change without dropping a connection taken from the new file, and the names of
-/// the keys whose change waits for a restart (README, "Signals").
+/// the keys whose change waits for a restart (docs/operations.md, "Signals").
 ///
 /// What applies live is where a new value takes effect on the next use: the token source and every
 /// key and secret it is made of (files re-read, `${VAR}`s re-expanded), scopes, the proactive

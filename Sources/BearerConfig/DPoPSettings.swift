@@ -1,4 +1,4 @@
-/// DPoP for one session: `dpop` and `dpop_key_file` (README, "Sender-constrained tokens: DPoP").
+/// DPoP for one session: `dpop` and `dpop_key_file` (docs/token-sources.md, "Sender-constrained tokens: DPoP").
 package struct DPoPSettings: Sendable {
     /// `dpop = on`: token requests carry a proof, and requests with a DPoP-bound token carry one each.
     package var isEnabled = false

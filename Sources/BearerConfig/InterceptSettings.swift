@@ -1,4 +1,4 @@
-/// TLS interception for the inject hosts: `tls_intercept` and `ca_dir` (README, "HTTPS clients").
+/// TLS interception for the inject hosts: `tls_intercept` and `ca_dir` (docs/https-interception.md, "HTTPS clients").
 package struct InterceptSettings: Sendable {
     /// `tls_intercept = on`: a CONNECT to an inject host is answered 200 and its TLS terminated with a
     /// leaf from the local CA.

@@ -9,7 +9,7 @@ package struct ProcessSettings: Sendable {
     package var otherHosts: OtherHostsPolicy = .forward
     package var workers: Int = EventLoopGroup.coreCount
     /// How the event loops do their I/O. io_uring by default: it measured faster per core than epoll
-    /// at 256 and 1,000 connections (README, Benchmark), and falls back to epoll where refused.
+    /// at 256 and 1,000 connections (docs/benchmarks.md, Benchmark), and falls back to epoll where refused.
     package var io: IOBackend = .ioUring
     package var maxHeaderBytes: Int = 64 * 1024
     package var maxConnections: Int = 10_000

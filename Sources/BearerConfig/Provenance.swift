@@ -9,7 +9,7 @@ package struct Provenance: Equatable, Sendable {
     /// Each session's, by its name.
     package var sessions: [String: SessionProvenance] = [:]
     /// The environment variables expanded (`${VAR}`) into keys that hold secrets: `bearer-proxy run`
-    /// removes them from the wrapped program's environment (README, "Wrapping a program").
+    /// removes them from the wrapped program's environment (docs/wrapping.md, "Wrapping a program").
     package var secretVariables: Set<String> = []
 
     package init(file: String? = nil) {

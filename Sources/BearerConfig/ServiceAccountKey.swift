@@ -6,7 +6,7 @@ import Foundation
 
 /// A Google-style service-account key file (`"type": "service_account"`): who the account is, the
 /// key it signs with, and where it gets tokens. All a config needs for a JWT bearer grant: iss =
-/// `client_email`, kid = `private_key_id`, aud = `token_uri` (README, "Service accounts").
+/// `client_email`, kid = `private_key_id`, aud = `token_uri` (docs/token-sources.md, "Service accounts").
 ///
 /// Read once at start; the key never leaves the process, and nothing of it is shown but the
 /// account's e-mail, the key's id and its kind.

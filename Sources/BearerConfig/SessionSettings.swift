@@ -3,7 +3,7 @@ import BearerHTTP
 import BearerIO
 
 /// One session's keys: where its requests come in and go, where its tokens come from and how its
-/// refreshes go (README, "Several APIs in one proxy"). The default session is the keys outside any
+/// refreshes go (docs/sessions.md, "Several APIs in one proxy"). The default session is the keys outside any
 /// section, a named one its `[session NAME]`'s; a session holds no process-wide key
 /// (`ProcessSettings`). With the documented defaults.
 package struct SessionSettings: Sendable {

@@ -4,7 +4,7 @@ import BearerCrypto
 import BearerSession
 
 /// One session as the running proxy holds it: its name, its token session, what its requests follow
-/// (refresh_on, replay_body_limit), and its place in every loop's token caches (README, "Several APIs
+/// (refresh_on, replay_body_limit), and its place in every loop's token caches (docs/sessions.md, "Several APIs
 /// in one proxy").
 ///
 /// Each is independent of the others: its own token and generation, its own coalesced refresh and

@@ -6,7 +6,7 @@ import Dispatch
 import Glibc
 
 /// SIGHUP: the config file is read again and what can change is applied while the proxy serves, as
-/// `nginx -s reload` and systemd's `ExecReload` lead people to expect (README, "Signals").
+/// `nginx -s reload` and systemd's `ExecReload` lead people to expect (docs/operations.md, "Signals").
 extension ProxyServer {
     /// How a re-read ended.
     package enum ReloadOutcome: Equatable, Sendable {

@@ -195,13 +195,13 @@ struct ClientCredentialConfigurationTests {
         )
     }
 
-    /// Every complete config the README's "Service accounts and locked-down APIs" shows passes the
+    /// Every complete config docs/token-sources.md's "Service accounts and locked-down APIs" shows passes the
     /// checks, its key files replaced by ones the openssl command made (and one warning at most: a
     /// placeholder host).
     @Test func theReadmesConfigsAreComplete() throws {
         let readme = try String(
             contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("README.md").path,
+                .deletingLastPathComponent().appendingPathComponent("docs/token-sources.md").path,
             encoding: .utf8
         )
         let start = try #require(readme.range(of: "## Service accounts and locked-down APIs\n"))

@@ -47,7 +47,7 @@ import Testing
         // What is left for the user to do, and nothing else.
         #expect(
             config.warnings.map(\.description) == [
-                "proxy.conf:14: upstream: api.example.com is a placeholder (example.com is reserved for documentation): put the real host here"
+                "proxy.conf:19: upstream: api.example.com is a placeholder (example.com is reserved for documentation): put the real host here"
             ]
         )
     }
@@ -80,7 +80,7 @@ import Testing
         let (_, found) = ConfigurationLoader.read(Self.text, fileName: "proxy.conf", environment: [:])
         #expect(
             found.sortedErrors.map(\.description) == [
-                "proxy.conf:18: access_token: environment variable API_TOKEN is not set"
+                "proxy.conf:26: access_token: environment variable API_TOKEN is not set"
             ]
         )
     }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import BearerConfig
 
-/// The config file's `[session NAME]` sections (README, "Several APIs in one proxy"): what each
+/// The config file's `[session NAME]` sections (docs/sessions.md, "Several APIs in one proxy"): what each
 /// session holds, where a key may be, and every overlap a start-up error naming both lines.
 @Suite struct NamedSessionConfigurationTests {
     static let environment = ["SECRET": "s3cr3t", "OTHER": "0th3r"]

@@ -385,11 +385,11 @@ import Testing
         #expect(text == expected)
     }
 
-    /// The README shows the report's own words: every column and ratio name appears there.
-    @Test func theReadmeUsesTheReportsNames() throws {
+    /// docs/benchmarks.md shows the report's own words: every column and ratio name appears there.
+    @Test func theBenchmarksPageUsesTheReportsNames() throws {
         let readme = try String(
             contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("README.md").path,
+                .deletingLastPathComponent().appendingPathComponent("docs/benchmarks.md").path,
             encoding: .utf8
         )
         let ratioLabels = RatioSummary.compute(
@@ -398,7 +398,7 @@ import Testing
         )
         .map(\.label)
         for name in BenchReport.speedColumns + BenchReport.tokenColumns + BenchReport.sessionColumns + ratioLabels {
-            #expect(readme.contains(name), "the README does not say '\(name)'")
+            #expect(readme.contains(name), "docs/benchmarks.md does not say '\(name)'")
         }
     }
 }

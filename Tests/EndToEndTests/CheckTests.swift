@@ -28,13 +28,13 @@ import Testing
         #expect(result.stdout.hasSuffix("configuration OK (1 warning)\n"))
         #expect(
             result.stderr
-                == "Warning: \(Self.example):14: upstream: api.example.com is a placeholder (example.com is reserved for documentation): put the real host here\n"
+                == "Warning: \(Self.example):19: upstream: api.example.com is a placeholder (example.com is reserved for documentation): put the real host here\n"
         )
         #expect(!result.stdout.contains("example-token-1") && !result.stderr.contains("example-token-1"))
 
         let unset = try ProxyProcess.run(["--check", "--config", Self.example], inheritsEnvironment: false)
         #expect(unset.status == 1)
-        #expect(unset.stderr == "Error: \(Self.example):18: access_token: environment variable API_TOKEN is not set\n")
+        #expect(unset.stderr == "Error: \(Self.example):26: access_token: environment variable API_TOKEN is not set\n")
     }
 
     /// The example with only its upstream replaced is a working proxy: the token goes upstream, and a
@@ -68,7 +68,7 @@ import Testing
 }
 
 /// `--check` and start-up against the binary: every error of a file in one run, one line each, exit 1;
-/// warnings for settings that work but surely not as meant, exit 0 (README, Configuration).
+/// warnings for settings that work but surely not as meant, exit 0 (docs/configuration.md, Configuration).
 @Suite struct CheckTests {
     @Test func reportsEveryErrorOfTheFileOneLineEachAndExitsOne() throws {
         let config = temporaryFile(

@@ -468,7 +468,7 @@ func word(startingWith prefix: String, in text: String) -> String? {
 }
 
 /// What `logout` says of the lock file it leaves: removing a lock file another process may hold
-/// splits the lock (README, "Getting your first token").
+/// splits the lock (docs/token-sources.md, "Getting your first token").
 func keptLockLine(_ file: String) -> String {
     "Kept \(file).lock: it is empty, and it is the lock that processes sharing \(file) take; removing it while one of them may hold it could let two of them spend one refresh token."
 }

@@ -7,7 +7,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// Three APIs behind one proxy process (README, "Several APIs in one proxy"), each with its own
+/// Three APIs behind one proxy process (docs/sessions.md, "Several APIs in one proxy"), each with its own
 /// token server whose authority the other APIs refuse: a token that reached the wrong API would be
 /// answered 401. The default session is the keys outside any section; `a` is mounted at `/a`; `b`
 /// has a listener of its own.

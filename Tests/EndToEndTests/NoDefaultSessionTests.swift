@@ -7,7 +7,7 @@ import Glibc
 import Testing
 
 /// A config whose keys outside any section reach no API, only `[session NAME]` sections: there is no
-/// default session for the user to see (README, "Several APIs in one proxy"). Not in `/status`, not
+/// default session for the user to see (docs/sessions.md, "Several APIs in one proxy"). Not in `/status`, not
 /// in `/metrics`, not as the session admin refresh and logout fall back to, not in the start line,
 /// and `BEARER_PROXY_URL` is the first named session's base URL.
 @Suite struct NoDefaultSessionTests {

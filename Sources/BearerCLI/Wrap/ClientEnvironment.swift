@@ -6,7 +6,7 @@ import BearerIO
 import Foundation
 
 /// The environment that points a program's HTTP clients at a proxy: what `bearer-proxy env` prints
-/// and `bearer-proxy run` gives its program (README, "Wrapping a program"). Never a token: only an
+/// and `bearer-proxy run` gives its program (docs/wrapping.md, "Wrapping a program"). Never a token: only an
 /// address and the files to trust.
 struct ClientEnvironment: Equatable {
     struct Variable: Equatable {

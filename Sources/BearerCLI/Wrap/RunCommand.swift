@@ -7,7 +7,7 @@ import Glibc
 
 /// `bearer-proxy run [--config FILE] [<options>] -- CMD [ARG…]`: the config's proxy, started, drained
 /// and stopped in this process as `bearer-proxy --config FILE` does it (`RunningProxy`), in front of
-/// CMD; CMD's exit ends it, and the one `SignalWatcher` passes CMD the signals (README, "Wrapping a
+/// CMD; CMD's exit ends it, and the one `SignalWatcher` passes CMD the signals (docs/wrapping.md, "Wrapping a
 /// program").
 enum RunCommand: Command {
     static let watchesSignals = true

@@ -1,7 +1,7 @@
 import BearerIO
 import Glibc
 
-/// A session's DPoP key file (README, "Sender-constrained tokens: DPoP"): EC P-256, PEM, mode 0600,
+/// A session's DPoP key file (docs/token-sources.md, "Sender-constrained tokens: DPoP"): EC P-256, PEM, mode 0600,
 /// made on first need (by the proxy's start or `login`, never by loading a config) and never
 /// replaced.
 ///

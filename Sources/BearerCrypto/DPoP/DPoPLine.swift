@@ -3,7 +3,7 @@ import BearerHTTP
 
 /// The `DPoP` field of a request the proxy sends upstream with a DPoP-bound token (RFC 9449 §7.1):
 /// `Authorization: DPoP <token>` (the token session's line) and, beside it, a proof made for this
-/// request alone (README, "Sender-constrained tokens: DPoP").
+/// request alone (docs/token-sources.md, "Sender-constrained tokens: DPoP").
 package enum DPoPLine {
     package static let authorizationPrefix = Array("Authorization: DPoP ".utf8)
 

@@ -3,7 +3,7 @@ import COpenSSL
 import Synchronization
 
 /// Makes a session's DPoP proofs (RFC 9449 §4): one JWT per request, signed with the session's key
-/// (README, "Sender-constrained tokens: DPoP").
+/// (docs/token-sources.md, "Sender-constrained tokens: DPoP").
 ///
 /// The header (`typ` `dpop+jwt`, ES256, the public key as `jwk`) is encoded once, in the signer; each
 /// proof costs its claims' bytes, one signature and the base64url around it. A proof is never reused:

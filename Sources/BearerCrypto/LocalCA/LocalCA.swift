@@ -10,7 +10,7 @@ import Foundation
 /// Both certificates carry critical nameConstraints permitting only the inject hosts (see
 /// `NameConstraints`). The root's make the CA worthless for any other site in clients that apply a
 /// trust anchor's own constraints; the intermediate's do the same in every client, Java's PKIX
-/// included, which ignores a trust anchor's constraints. README, "HTTPS clients".
+/// included, which ignores a trust anchor's constraints. docs/https-interception.md.
 package struct LocalCA: Sendable {
     let root: X509Certificate
     package let intermediate: X509Certificate

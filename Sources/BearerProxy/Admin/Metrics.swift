@@ -201,7 +201,7 @@ func renderDPoPMetrics(_ sessions: [SessionFigures]) -> String {
 func renderLogMetrics(droppedLines: Int) -> String {
     counter(
         MetricNames.logLinesDropped,
-        "Log and access log lines dropped because the log was not taking them (see the README's Operations).",
+        "Log and access log lines dropped because the log was not taking them (see docs/operations.md).",
         droppedLines
     )
 }

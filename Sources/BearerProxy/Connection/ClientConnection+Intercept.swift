@@ -2,7 +2,7 @@ import BearerCore
 import BearerCrypto
 import BearerIO
 
-/// Terminating the client's TLS inside an intercepted tunnel (README, "HTTPS clients"): the
+/// Terminating the client's TLS inside an intercepted tunnel (docs/https-interception.md, "HTTPS clients"): the
 /// certificate for the CONNECT host from the local CA, the handshake on the client's own stream,
 /// and one log line when it fails, saying what the client must do.
 extension ClientConnection {

@@ -9,7 +9,7 @@ import BearerIO
 /// A value type with no I/O, no clock and no logging: events come in (a request head parsed, the
 /// upstream answered, the token session granted a token, a timer fired), one `Action` goes out, and
 /// `ClientConnection` performs it on the loop. The deadline in force follows from the state
-/// (`deadline`). Implements the README's "Two ways to use it" (the target, and the 502s that say why),
+/// (`deadline`). Implements docs/forwarding.md's "Two ways to use it" (the target, and the 502s that say why),
 /// the refusals of its "Security", and the per-request half of "Tokens: refresh on expiry, replay,
 /// never a 401 for the client".
 ///

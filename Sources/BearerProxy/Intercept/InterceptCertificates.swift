@@ -1,4 +1,4 @@
-// The seam between the local CA and the intercepting tunnel (README, "HTTPS clients").
+// The seam between the local CA and the intercepting tunnel (docs/https-interception.md, "HTTPS clients").
 //
 // One `InterceptCertificates` per proxy, made at start when tls_intercept is on
 // (`InterceptCertificates.start(caDirectory:permitting:configFile:logger:)`, which loads or makes
@@ -36,7 +36,7 @@ import Synchronization
 /// contexts.
 ///
 /// Issuance runs on a thread of its own (key, certificate, signature, context: about 0.3 ms of CPU,
-/// README "HTTPS clients"), and its result comes back to each waiting loop with `loop.execute`.
+/// docs/https-interception.md "HTTPS clients"), and its result comes back to each waiting loop with `loop.execute`.
 /// The leaves are kept for `capacity` hosts (least recently used evicted), each renewed in the
 /// background once two thirds of its life is over. Keys of leaves live only in memory.
 package final class InterceptCertificates: Sendable {

@@ -3,7 +3,7 @@ import BearerHTTP
 import BearerIO
 
 /// Decides where a request goes, for which session, and whether it carries that session's token
-/// (README, "How the target is chosen" and "Several APIs in one proxy").
+/// (docs/forwarding.md, "How the target is chosen" and "Several APIs in one proxy").
 ///
 /// Origin-form requests, and absolute-form requests naming the proxy itself, go to the upstream of
 /// their session (the listener's, the mount's, else the default one), with its path prefix and

@@ -1,6 +1,6 @@
 import BearerHTTP
 
-/// Which session a request is for (README, "Several APIs in one proxy"): host, listener or mount →
+/// Which session a request is for (docs/sessions.md, "Several APIs in one proxy"): host, listener or mount →
 /// session, built once at start.
 ///
 /// Choosing is a byte comparison over a small table, once per request: an origin-form request on a

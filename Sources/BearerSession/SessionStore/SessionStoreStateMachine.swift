@@ -1,7 +1,7 @@
 import BearerCore
 
 /// The fleet protocol: one refresh for every proxy sharing a session, and every proxy following the
-/// store's token. Implements the README's "Running a fleet".
+/// store's token. Implements docs/fleet.md's "Running a fleet".
 ///
 /// A value type with no I/O, clock or randomness of its own; `SessionStore` performs its actions.
 /// A refresh takes the lock (`SET NX PX`, a random value, expiring after refresh_timeout if its

@@ -1,6 +1,6 @@
 import BearerCore
 
-/// SIGHUP: the session takes the token supply of the config it re-read (README, "Signals").
+/// SIGHUP: the session takes the token supply of the config it re-read (docs/operations.md, "Signals").
 extension TokenSession {
     /// Puts `supply` in place of the current one: later token calls use its source and the refresh
     /// token it holds, and its storm guard. A changed access_token is put in use at once (its

@@ -3,7 +3,7 @@ import BearerIO
 
 /// The token session in a fleet (session_store): refreshes go through the store, so one proxy calls
 /// the token endpoint and the others adopt what it stored; tokens other proxies store are adopted as
-/// they are published. Implements the README's "Running a fleet".
+/// they are published. Implements docs/fleet.md's "Running a fleet".
 extension TokenSession {
     /// One refresh for the fleet. The token call runs only here if this proxy takes the lock and
     /// the store has no other usable token; it spends the fleet's refresh token.

@@ -36,7 +36,7 @@ extension TokenSession {
     }
 
     /// What a person can do about a refused token nothing refreshes: the keys that give the proxy a way
-    /// to new tokens (README, "Tokens: refresh on expiry, replay, never a 401 for the client").
+    /// to new tokens (docs/token-sources.md, "Tokens: refresh on expiry, replay, never a 401 for the client").
     static let waysToNewTokens =
         "replace access_token, or let the proxy get new tokens: set token_url (with refresh_token_file, refresh_token, client_id and client_secret, or username and password) or token_command"
 

@@ -11,7 +11,7 @@ import BearerCore
 /// its `Refresh`; the session's timer follows from the state (`nextDeadline`). Generic over who
 /// waits, so that the proxy keeps its waiters here and nowhere else: `Waiter` is a parked request
 /// (in the proxy: whom to tell, on which loop), `Observer` whoever forced a refresh and waits for
-/// its outcome. Implements the README's "Tokens: refresh on expiry, replay, never a 401 for the
+/// its outcome. Implements docs/token-sources.md's "Tokens: refresh on expiry, replay, never a 401 for the
 /// client".
 package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: Equatable & Sendable>: Sendable {
     package typealias WaiterID = UInt64
@@ -78,7 +78,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         case reactive
     }
 
-    /// What started a refresh: its log line's `trigger` (README, "Logs").
+    /// What started a refresh: its log line's `trigger` (docs/operations.md, "Logs").
     package enum Trigger: Equatable, Sendable {
         case startup
         case proactive
@@ -208,7 +208,7 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
     /// Why the last token call failed without an answer (connection refused or reset, a timeout, a
     /// 5xx): the token source is down until a call gets an answer. Meanwhile a request that needs a
     /// token fails at once rather than wait out refresh_timeout for a source that is not there,
-    /// unless a call is in flight (README, "Tokens: refresh on expiry, replay, never a 401 for the
+    /// unless a call is in flight (docs/token-sources.md, "Tokens: refresh on expiry, replay, never a 401 for the
     /// client").
     package private(set) var tokenSourceDown: SessionFailure?
 

@@ -2,7 +2,7 @@ import BearerConfig
 import BearerCore
 
 /// Where a session's tokens come from, and how its refreshes go: what SIGHUP's re-read of the config
-/// may change while the proxy serves (README, "Signals").
+/// may change while the proxy serves (docs/operations.md, "Signals").
 ///
 /// The rest of a session (its routes, refresh_on, refresh_timeout, its listener, the fleet's store,
 /// DPoP) lives as long as the process; a change to it waits for a restart.

@@ -208,17 +208,17 @@ struct SessionStoreTests {
         #expect(!fleet[1].store.status.isSubscribed)
     }
 
-    /// The README's Redis user, copied from its fleet setup as a reader would: enough for every command
+    /// docs/fleet.md's Redis user, copied from its fleet setup as a reader would: enough for every command
     /// the fleet sends (the write script's included), pub/sub included, and nothing else.
     @Test func theReadmesRedisUserIsAllTheFleetNeeds() throws {
         let readme = try String(
             contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md").path,
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/fleet.md").path,
             encoding: .utf8
         )
         let line = try #require(
             readme.split(separator: "\n").first { $0.hasPrefix("    user bearer-proxy on ") },
-            "the README shows no Redis user for the fleet"
+            "docs/fleet.md shows no Redis user for the fleet"
         )
         let words = line.split(separator: " ").dropFirst().map(String.init)
         let redis = try startRedis(configuration: ["--user"] + words + ["--user", "default", "off"])
@@ -239,7 +239,7 @@ struct SessionStoreTests {
         #expect(probe.run(RESPCommand("PING")) == .success(.simpleString("PONG")))
         // The user reaches nothing but the fleet's keys.
         guard case .failure(.reply(let message)) = probe.run(RESPCommand("GET", "other-key")) else {
-            Issue.record("the README's user reaches keys outside bearer-proxy:*")
+            Issue.record("docs/fleet.md's user reaches keys outside bearer-proxy:*")
             return
         }
         #expect(message.hasPrefix("NOPERM"))
