@@ -62,7 +62,8 @@ struct ParkedRequest: Equatable {
 }
 
 /// A token a session's upstream answered with a status not in refresh_on: the storm guard's "it worked".
+/// Its generation, not the token: a copy of the token is a retain and a release of its line.
 struct AcceptedToken: Equatable {
     let session: NamedSession
-    let token: SessionToken
+    let generation: Int
 }

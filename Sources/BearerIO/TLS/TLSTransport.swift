@@ -191,7 +191,9 @@ final class TLSTransport {
     }
 
     /// The session's output waiting, and what the transport below holds or has in flight.
-    var pendingBytes: Int { self.session.produced.readableBytes + self.lower.pendingBytes }
+    var pendingBytes: Int {
+        @inline(__always) get { self.session.produced.readableBytes + self.lower.bottomPendingBytes }
+    }
 
     // MARK: The transport below
 

@@ -55,9 +55,13 @@ extension ClientConnection {
                 if chunked { self.upstream?.stream.withOutbound { $0.writeLastChunk() } }
                 return
 
-            case .reportRejection(let session, let token, let canWait):
+            case .reportRejection(let session, let generation, let canWait):
                 self.context.metrics.upstreamRejections += 1
-                let answer = self.context.ports[session.index].upstreamRejected(token, canWait: canWait, self)
+                let answer = self.context.ports[session.index].upstreamRejected(
+                    generation: generation,
+                    canWait: canWait,
+                    self
+                )
                 action = self.machine.rejectionAnswered(answer, now: now)
 
             case .discardResponse(let reusable, let next):
@@ -82,7 +86,7 @@ extension ClientConnection {
                 response.dpopNonce?.remember()
                 if response.countsRefusal { self.context.metrics.upstreamRejections += 1 }
                 if let accepted = response.accepted {
-                    self.context.ports[accepted.session.index].upstreamAccepted(accepted.token)
+                    self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
                 }
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
@@ -122,7 +126,9 @@ extension ClientConnection {
 
             case .switchProtocols(let head, let record, let accepted, let releasesReplayBytes):
                 self.runtime.replayBudget.release(releasesReplayBytes)
-                if let accepted { self.context.ports[accepted.session.index].upstreamAccepted(accepted.token) }
+                if let accepted {
+                    self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
+                }
                 self.stream.withOutbound { $0.writeSwitchingProtocolsHead(head) }
                 self.recordCompletion(record, status: 101, bytes: 0, replayed: false)
                 return

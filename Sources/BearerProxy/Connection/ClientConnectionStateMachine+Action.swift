@@ -34,9 +34,10 @@ extension ClientConnectionStateMachine {
         case forwardRequestBody(chunked: Bool)
         /// The body is complete: write the chunked terminator when `chunked`.
         case endRequestBody(chunked: Bool)
-        /// Tell the session's port the upstream refused `token` (`SessionPort.upstreamRejected`; `canWait`:
-        /// the request can go again); answer with `rejectionAnswered`.
-        case reportRejection(NamedSession, SessionToken, canWait: Bool)
+        /// Tell the session's port the upstream refused the token of `generation`
+        /// (`SessionPort.upstreamRejected`; `canWait`: the request can go again); answer with
+        /// `rejectionAnswered`.
+        case reportRejection(NamedSession, generation: Int, canWait: Bool)
         /// Hand the rest of a refused response to a drainer (the connection is pooled afterwards
         /// when `reusable`, else closed), then do `next`.
         case discardResponse(reusable: Bool, next: AfterDiscard)

@@ -243,7 +243,7 @@ extension ClientConnectionStateMachine {
             var dpopNonce: DPoPNonceUpdate?
             // The generation, not the token: a copy of the token held across these checks was a
             // retain and a release of its line per response.
-            if let token = exchange.token {
+            if let generation = exchange.token?.generation {
                 // The plain bearer path pays this one look at the line's scheme, nothing more.
                 if exchange.carriesDPoPBoundToken, let prover = exchange.target.tokenSession?.dpop {
                     dpopNonce = head.value(of: "dpop-nonce").map {
@@ -271,7 +271,7 @@ extension ClientConnectionStateMachine {
                     }
                     sent.response = .refused(head)
                     exchange.phase = .sent(sent)
-                    return .reportRejection(session, token, canWait: exchange.isReplayable)
+                    return .reportRejection(session, generation: generation, canWait: exchange.isReplayable)
                 }
             }
             exchange.phase = .sent(sent)

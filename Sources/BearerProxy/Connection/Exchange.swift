@@ -272,8 +272,8 @@ struct Exchange {
 
     /// The token the request carries, for the session to hear that it worked.
     var acceptedToken: AcceptedToken? {
-        guard let token = self.token, let session = self.target.tokenSession else { return nil }
-        return AcceptedToken(session: session, token: token)
+        guard let generation = self.token?.generation, let session = self.target.tokenSession else { return nil }
+        return AcceptedToken(session: session, generation: generation)
     }
 
     var isSent: Bool {

@@ -25,8 +25,12 @@ final class UpstreamPool {
     }
 
     private func bucketIndex(_ origin: Origin) -> Int? {
-        // Ports differ more often than hosts, and compare faster.
-        self.buckets.firstIndex { $0.origin.port == origin.port && $0.origin == origin }
+        // Ports differ more often than hosts, and compare faster. Field by field: `Origin`'s `==`,
+        // from another module, is a call through its Equatable witness, and the array is retained
+        // around it.
+        self.buckets.firstIndex {
+            $0.origin.port == origin.port && $0.origin.host == origin.host && $0.origin.isHTTPS == origin.isHTTPS
+        }
     }
 
     /// An idle open connection to `origin`, if there is one.

@@ -43,19 +43,22 @@ package final class SessionPort {
         return answer
     }
 
-    /// The upstream answered a status in refresh_on to a request that carried `token`. `canWait`: the
-    /// request can be sent again (its body was kept). The answer is `.send` (a newer token: send
-    /// again now), `.wait`, `.fail`, or `.passThrough`.
-    package func upstreamRejected(_ token: SessionToken, canWait: Bool, _ waiter: TokenWaiter) -> TokenAnswer {
-        self.session.answerRejection(of: token.generation, canWait: canWait, waiter, on: self.loop)
+    /// The upstream answered a status in refresh_on to a request that carried the token of
+    /// `generation` (a `SessionToken`'s). `canWait`: the request can be sent again (its body was
+    /// kept). The answer is `.send` (a newer token: send again now), `.wait`, `.fail`, or `.passThrough`.
+    ///
+    /// The generation, not the token, here and in `upstreamAccepted`: it is all the session needs,
+    /// and a token kept to report it is a retain and a release of its line per response.
+    package func upstreamRejected(generation: Int, canWait: Bool, _ waiter: TokenWaiter) -> TokenAnswer {
+        self.session.answerRejection(of: generation, canWait: canWait, waiter, on: self.loop)
     }
 
-    /// The upstream answered a status not in refresh_on to a request that carried `token`: the storm
-    /// guard's "it worked". Reported to the session once per generation and epoch.
-    package func upstreamAccepted(_ token: SessionToken) {
+    /// The upstream answered a status not in refresh_on to a request that carried the token of
+    /// `generation`: the storm guard's "it worked". Reported to the session once per generation and epoch.
+    package func upstreamAccepted(generation: Int) {
         let epoch = self.session.freeTokenEpoch
-        if token.generation == self.acceptedGeneration && epoch == self.acceptedEpoch { return }
-        self.reportAccepted(token.generation, epoch: epoch)
+        if generation == self.acceptedGeneration && epoch == self.acceptedEpoch { return }
+        self.reportAccepted(generation, epoch: epoch)
     }
 
     private func reportAccepted(_ generation: Int, epoch: Int) {

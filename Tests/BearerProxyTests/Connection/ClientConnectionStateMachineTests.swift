@@ -107,7 +107,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 framing: framing,
                 keepAlive: keepAlive,
                 clientVersion: .http11,
-                accepted: generation.map { AcceptedToken(session: Self.session, token: Self.token($0)) },
+                accepted: generation.map { AcceptedToken(session: Self.session, generation: $0) },
                 releasesReplayBytes: releases
             )
         )
@@ -198,7 +198,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.post10),
                 .forwardRequestBody(chunked: false),
-                .reportRejection(Self.session, Self.token1, canWait: true),
+                .reportRejection(Self.session, generation: 1, canWait: true),
                 .discardResponse(reusable: false, next: .wait),
                 .replay(Self.upstream),
                 Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
@@ -270,7 +270,7 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = machine.requestEnded(now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, Self.token1, canWait: false),
+                == .reportRejection(Self.session, generation: 1, canWait: false),
             "forwarded without a copy: the 401 goes to the client"
         )
     }
@@ -308,7 +308,7 @@ typealias Action = ClientConnectionStateMachine.Action
         )
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, Self.token1, canWait: false)
+                == .reportRejection(Self.session, generation: 1, canWait: false)
         )
     }
 
@@ -356,7 +356,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 .requestToken(Self.session, reserving: 0),
                 .connectUpstream(Self.upstream, allowReuse: true),
                 Self.send(Self.get),
-                .reportRejection(Self.session, Self.token1, canWait: true),
+                .reportRejection(Self.session, generation: 1, canWait: true),
                 .discardResponse(reusable: true, next: .replay(Self.upstream)),
                 Self.send(Self.get, authorization: Self.line2),
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
@@ -456,7 +456,7 @@ typealias Action = ClientConnectionStateMachine.Action
         _ = machine.upstreamReady(isReused: false, now: at(0))
         #expect(
             machine.responseHeadReceived(Self.unauthorized, now: at(0.1))
-                == .reportRejection(Self.session, Self.token1, canWait: true)
+                == .reportRejection(Self.session, generation: 1, canWait: true)
         )
         _ = machine.rejectionAnswered(.send(Self.token2), now: at(0.1))
         _ = machine.upstreamReady(isReused: false, now: at(0.2))
@@ -534,7 +534,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 .switchProtocols(
                     switching,
                     record,
-                    accepted: AcceptedToken(session: Self.session, token: Self.token1),
+                    accepted: AcceptedToken(session: Self.session, generation: 1),
                     releasesReplayBytes: 0
                 ),
                 .shutDownUpstreamWrite,
