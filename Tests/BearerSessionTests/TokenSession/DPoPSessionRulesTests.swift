@@ -32,13 +32,21 @@ import Testing
     @Test func aDPoPBoundTokenWithDPoPOffIsRefusedNamingTheFix() {
         let clock = ManualTimerScheduler()
         let json = #"{"access_token":"dpop-bound","token_type":"DPoP","expires_in":600}"#
-        let source = CommandTokenSource(argv: ["/bin/echo", json], timeout: .seconds(5))
+        // The command runs on this thread when the stepped loop settles, so the session's answer to
+        // it (status, log line, the parked request's give-up timer) is in place when it returns.
+        let loop = EventLoop.stepped(clock: ManualTimeSource())
+        let source = CommandTokenSource(
+            argv: ["/bin/echo", json],
+            timeout: .seconds(5),
+            pool: BlockingWorkPool(settlingOn: loop)
+        )
         let logs = LogSink(capturing: ())
         let session = TokenSessionTests.session(clock, nil, logs: logs) { $0.accessToken = nil }
         session.reconfigure(TokenSupply(settings: SessionSettings(name: "default"), source: source, store: nil))
         let waiter = FailureWaiter()
         #expect(TokenSessionTests.describe(session.tokenForRequest(loop: clock, waiter: waiter)) == "parked 1")
-        #expect(waitUntil { session.status.failure != nil }, "the command ran")
+        loop.runUntilQuiescent()
+        #expect(session.status.failure != nil, "the command ran")
         clock.advance(by: .seconds(5))
         #expect(
             waiter.answers == [
