@@ -1,3 +1,5 @@
+import BearerHTTP
+
 /// Decodes header blocks (RFC 7541 §3, §6) against one connection direction's dynamic table.
 ///
 /// Two bounds make it safe against a hostile encoder: the dynamic table never grows past the
@@ -38,7 +40,7 @@ package struct HPACKDecoder: Sendable {
     }
 
     package mutating func decode(_ block: [UInt8]) throws(HPACKError) -> HeaderList {
-        try block.withUnsafeBytes { raw in Result { () throws(HPACKError) in try self.decode(raw) } }.get()
+        try block.withUnsafeBytesTypedThrows { (raw) throws(HPACKError) in try self.decode(raw) }
     }
 
     /// Decodes one whole header block into a list.
