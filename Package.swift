@@ -62,7 +62,8 @@ let package = Package(
         // BearerTestSupport: `waitUntil`, the one bounded wait for an event.
         .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore", "BearerTestSupport"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
-        .testTarget(name: "BearerHTTP2Tests", dependencies: ["BearerHTTP2", "BearerCore"]),
+        // BearerTestSupport: the seeded generator of the connection machine's randomized tests.
+        .testTarget(name: "BearerHTTP2Tests", dependencies: ["BearerHTTP2", "BearerCore", "BearerTestSupport"]),
         // BearerTestSupport and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerTestSupport", "COpenSSL"]),
         // BearerDemo: a mock API to serve forged leaves; COpenSSL: the forged leaves' extensions.

@@ -26,7 +26,6 @@ package enum HTTP2ConnectionError: Error, Equatable, Sendable {
     case rapidReset
     case settingsFlood
     case pingFlood
-    case streamClosed(HTTP2FrameType, UInt32)
 
     package var code: HTTP2ErrorCode {
         switch self {
@@ -36,7 +35,6 @@ package enum HTTP2ConnectionError: Error, Equatable, Sendable {
             .enhanceYourCalm
         case .compression: .compressionError
         case .flowControlWindowExceeded, .windowOverflow: .flowControlError
-        case .streamClosed: .streamClosed
         case .badPreface, .streamIDRequired, .streamIDForbidden, .paddingTooLong, .zeroWindowIncrement, .pushPromise,
             .continuationExpected, .unexpectedContinuation, .firstFrameNotSettings, .streamIDNotIncreasing,
             .evenStreamIDFromClient, .frameOnIdleStream:
@@ -61,7 +59,7 @@ package enum HTTP2ConnectionError: Error, Equatable, Sendable {
         case .headerBlockTooLarge(let limit): "header block larger than \(limit) bytes (max_header_bytes)"
         case .compression(let error): error.message
         case .firstFrameNotSettings: "the first frame after the preface is not SETTINGS"
-        case .streamIDNotIncreasing(let stream): "stream \(stream) opened after a higher-numbered stream"
+        case .streamIDNotIncreasing(let stream): "HEADERS on stream \(stream), not above every stream opened before"
         case .evenStreamIDFromClient(let stream): "client opened stream \(stream), an even (server) number"
         case .frameOnIdleStream(let type, let stream): "\(type) frame on stream \(stream), which is idle"
         case .flowControlWindowExceeded: "DATA beyond the connection's flow-control window"
@@ -69,7 +67,6 @@ package enum HTTP2ConnectionError: Error, Equatable, Sendable {
         case .rapidReset: "streams opened and reset faster than allowed (rapid reset)"
         case .settingsFlood: "too many SETTINGS frames awaiting acknowledgement"
         case .pingFlood: "too many PING frames"
-        case .streamClosed(let type, let stream): "\(type) frame on stream \(stream) after it was closed"
         }
     }
 }

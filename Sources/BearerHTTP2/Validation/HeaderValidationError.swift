@@ -24,6 +24,7 @@ package enum HeaderValidationError: Error, Equatable, Sendable {
     case invalidStatus
     case invalidContentLength
     case contentLengthMismatch(declared: Int, received: Int)
+    case trailersWithoutEndStream
 
     package var message: String {
         switch self {
@@ -48,6 +49,7 @@ package enum HeaderValidationError: Error, Equatable, Sendable {
         case .invalidContentLength: "malformed content-length"
         case .contentLengthMismatch(let declared, let received):
             "content-length \(declared) disagrees with the \(received) bytes of DATA"
+        case .trailersWithoutEndStream: "trailers (a second HEADERS) that do not end the stream"
         }
     }
 }
