@@ -13,6 +13,8 @@ let package = Package(
         // CBearerLinux: naming threads (the log writer's, the loops').
         .target(name: "BearerCore", dependencies: ["CBearerLinux"]),
         .target(name: "BearerHTTP", dependencies: ["BearerCore"]),
+        // HTTP/2 as values (HPACK, frames, header validation), no I/O; BearerHTTP: the field-name table.
+        .target(name: "BearerHTTP2", dependencies: ["BearerCore", "BearerHTTP"]),
         .target(name: "BearerIO", dependencies: ["BearerCore", "CBearerLinux", "COpenSSL"]),
         // BearerIO: PEM keys (the TLS layer's) and atomic file writes, for the CA's and the DPoP key's files;
         // BearerHTTP: the host patterns a CA's name constraints permit, the origins DPoP nonces belong to.
@@ -64,6 +66,8 @@ let package = Package(
         // BearerTestSupport: `waitUntil`, the one bounded wait for an event.
         .testTarget(name: "BearerCoreTests", dependencies: ["BearerCore", "BearerTestSupport"]),
         .testTarget(name: "BearerHTTPTests", dependencies: ["BearerHTTP"]),
+        // BearerTestSupport: the seeded generator of the connection machine's randomized tests.
+        .testTarget(name: "BearerHTTP2Tests", dependencies: ["BearerHTTP2", "BearerCore", "BearerTestSupport"]),
         // BearerTestSupport and COpenSSL: the TLS tests drive the server side with OpenSSL's own client.
         .testTarget(name: "BearerIOTests", dependencies: ["BearerIO", "BearerTestSupport", "COpenSSL"]),
         // BearerDemo: a mock API to serve forged leaves; COpenSSL: the forged leaves' extensions.

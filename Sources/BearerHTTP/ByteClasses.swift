@@ -24,12 +24,12 @@ enum ByteClass {
 }
 
 extension UInt8 {
-    @inline(__always) var isTokenCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.token != 0 }
-    @inline(__always) var isFieldValueCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.fieldValue != 0 }
-    @inline(__always) var isTargetCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.target != 0 }
-    @inline(__always) var isDigit: Bool { self >= 0x30 && self <= 0x39 }
+    @inline(__always) package var isTokenCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.token != 0 }
+    @inline(__always) package var isFieldValueCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.fieldValue != 0 }
+    @inline(__always) package var isTargetCharacter: Bool { ByteClass.table[Int(self)] & ByteClass.target != 0 }
+    @inline(__always) package var isDigit: Bool { self >= 0x30 && self <= 0x39 }
     @inline(__always) var isOptionalWhitespace: Bool { self == 0x20 || self == 0x09 }
-    @inline(__always) var asciiLowercased: UInt8 { (self >= 0x41 && self <= 0x5A) ? self | 0x20 : self }
+    @inline(__always) package var asciiLowercased: UInt8 { (self >= 0x41 && self <= 0x5A) ? self | 0x20 : self }
 
     /// The value of a hexadecimal digit, or nil.
     @inline(__always) var hexDigitValue: Int? {
@@ -56,7 +56,11 @@ enum ASCII {
 
 /// Compares bytes with an ASCII string ignoring case; `lowercase` must already be lower case.
 @inline(__always)
-func equalsCaseInsensitive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+package func equalsCaseInsensitive(
+    _ bytes: UnsafeRawBufferPointer,
+    _ range: Range<Int>,
+    _ lowercase: StaticString
+) -> Bool {
     let count = lowercase.utf8CodeUnitCount
     guard range.count == count else { return false }
     let expected = lowercase.utf8Start
@@ -69,7 +73,7 @@ func equalsCaseInsensitive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>,
 }
 
 @inline(__always)
-func equalsCaseInsensitive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: [UInt8]) -> Bool {
+package func equalsCaseInsensitive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: [UInt8]) -> Bool {
     guard range.count == lowercase.count else { return false }
     var index = 0
     while index < lowercase.count {
@@ -81,7 +85,7 @@ func equalsCaseInsensitive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>,
 
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` keeping the body's typed error (the standard one only rethrows `any Error`).
-    func withUnsafeBytesTypedThrows<Result, Failure: Error>(
+    package func withUnsafeBytesTypedThrows<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         let outcome: Swift.Result<Result, Failure> = self.withUnsafeBytes { raw in

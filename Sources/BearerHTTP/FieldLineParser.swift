@@ -78,7 +78,7 @@ func skipPlainValueBytes(_ bytes: UnsafeRawBufferPointer, from start: Int, end: 
 }
 
 /// Calls `body` with the range of each non-empty element of a comma-separated field value, trimmed.
-func forEachListElement(
+package func forEachListElement(
     _ bytes: UnsafeRawBufferPointer,
     _ value: Range<Int>,
     _ body: (Range<Int>) throws(HTTPParseError) -> Void

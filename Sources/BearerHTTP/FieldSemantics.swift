@@ -99,7 +99,7 @@ struct FieldSemantics {
 }
 
 /// Parses a Content-Length element: ASCII digits only, at most 18 of them (no overflow possible).
-func parseContentLength(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) throws(HTTPParseError) -> Int {
+package func parseContentLength(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) throws(HTTPParseError) -> Int {
     guard !range.isEmpty, range.count <= 18 else { throw .invalidContentLength }
     var value = 0
     for index in range {

@@ -28,7 +28,7 @@ package enum KnownFieldName: UInt8, Equatable, Sendable {
     case secFetchSite
     case idempotencyKey
 
-    init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
+    package init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
         func matches(_ name: StaticString) -> Bool { equalsCaseInsensitive(bytes, range, name) }
         switch range.count {
         case 2: self = matches("te") ? .te : .other

@@ -5,7 +5,7 @@
 package enum HTTPMethod: Equatable, Sendable {
     case get, head, post, put, delete, patch, options, trace, connect, other
 
-    init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
+    package init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
         // Methods are case-sensitive (RFC 9110 §9.1).
         func matches(_ name: StaticString) -> Bool {
             guard range.count == name.utf8CodeUnitCount else { return false }

@@ -38,18 +38,6 @@ import Testing
     }
 }
 
-/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One seeded run of random events against the state machine and a model of the requests.
 struct RandomSessionRun {
     /// Waiters are the model's request ids; observers are not used.

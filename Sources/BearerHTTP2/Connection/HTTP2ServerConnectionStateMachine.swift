@@ -1,0 +1,427 @@
+/// The server side of one HTTP/2 connection (RFC 9113 §3–§6) as a value: parser events and the
+/// exchange's progress in, actions out; no I/O, no clock.
+///
+/// It owns what must be shared by every stream: both HPACK contexts (a header block is decoded even
+/// for a stream about to be refused, or the tables drift apart), the streams' states and both
+/// directions' flow-control windows, the peer's settings, and the defences as counters with bounds:
+/// - REFUSED_STREAM past SETTINGS_MAX_CONCURRENT_STREAMS;
+/// - rapid reset (CVE-2023-44487, and streams the client makes the server reset): a budget of
+///   `maxRapidResets` spent by each stream that ends in a reset and earned back by each that
+///   completes, so that cancelling now and then is free and a flood of opened-and-reset streams
+///   meets GOAWAY ENHANCE_YOUR_CALM, with no clock needed;
+/// - SETTINGS and PING floods: acknowledgements owed and not yet flushed (`outboundFlushed`) are
+///   bounded, so a client that sends and never reads cannot grow the write queue;
+/// - header blocks (CONTINUATION floods, HPACK bombs) are bounded by the parser and the decoder with
+///   `maxHeaderBytes`.
+/// Timeouts (SETTINGS ack, idle, a zero window held forever) are the owner's, which has the clock.
+package struct HTTP2ServerConnectionStateMachine: Sendable {
+    /// Valid transitions: awaitingPreface → awaitingSettings → open → draining → closed; any → closed
+    /// on a connection error.
+    enum State: Equatable, Sendable {
+        case awaitingPreface
+        /// The preface arrived; the client's first frame must be SETTINGS (§3.4).
+        case awaitingSettings
+        case open
+        /// GOAWAY was sent or received: streams up to `lastStreamID` finish, no new one starts.
+        case draining(lastStreamID: UInt32)
+        case closed
+    }
+
+    package let configuration: Configuration
+    private(set) var state = State.awaitingPreface
+    private(set) var streams: [UInt32: HTTP2StreamState] = [:]
+    /// The highest stream id the client opened (or tried to): ids above it are idle.
+    private(set) var highestStreamID: UInt32 = 0
+    private(set) var peerSettings = HTTP2Settings()
+    private var decoder: HPACKDecoder
+    private var encoder = HPACKEncoder()
+    private var connectionSendWindow = HTTP2FlowControlWindow(size: HTTP2.defaultInitialWindowSize)
+    private var connectionReceiveWindow: HTTP2FlowControlWindow
+    private var resetBudget: Int
+    private var pendingAcknowledgements = 0
+    /// Streams this side reset lately, whose in-flight frames are ignored (§5.1 "closed"), oldest first.
+    private var recentlyReset: [UInt32] = []
+
+    package init(configuration: Configuration = Configuration()) {
+        precondition(configuration.initialWindowSize >= HTTP2.defaultInitialWindowSize)
+        precondition(configuration.connectionWindowSize >= HTTP2.defaultInitialWindowSize)
+        self.configuration = configuration
+        self.decoder = HPACKDecoder(maxHeaderListSize: configuration.maxHeaderBytes)
+        self.connectionReceiveWindow = HTTP2FlowControlWindow(size: configuration.connectionWindowSize)
+        self.resetBudget = configuration.maxRapidResets
+    }
+
+    /// Streams open or half-closed: what SETTINGS_MAX_CONCURRENT_STREAMS counts (§5.1.2).
+    package var activeStreamCount: Int { self.streams.count }
+
+    /// The client's SETTINGS_MAX_FRAME_SIZE: the largest frame the serializer may write to it.
+    package var peerMaxFrameSize: Int { self.peerSettings.maxFrameSize }
+
+    // MARK: Events from the client
+
+    /// An event of the frame parser arrived (`HTTP2FrameParser.next`); a DATA frame's data is the
+    /// event's payload.
+    package mutating func received(_ event: HTTP2FrameParserEvent) -> Action {
+        switch event.kind {
+        case .needMore:
+            return .nothing
+        case .preface:
+            guard self.state == .awaitingPreface else { preconditionFailure("Invalid state: \(self.state)") }
+            self.state = .awaitingSettings
+            let opening = self.configuration.connectionWindowSize - HTTP2.defaultInitialWindowSize
+            var frames: [HTTP2Frame] = [.settings(self.configuration.settings)]
+            if opening > 0 { frames.append(.windowUpdate(streamID: 0, increment: opening)) }
+            return .write(frames)
+        case .streamError(let error):
+            return self.streamFailed(error)
+        case .frame(let frame):
+            switch self.state {
+            case .awaitingPreface:
+                preconditionFailure("Invalid state: a frame before the preface (the parser reads the preface first)")
+            case .closed:
+                return .nothing
+            case .awaitingSettings:
+                guard case .settings = frame else { return self.connectionFailed(.firstFrameNotSettings) }
+                self.state = .open
+            case .open, .draining:
+                break
+            }
+            return self.frameReceived(frame, dataLength: event.payload?.count ?? 0)
+        }
+    }
+
+    /// The parser threw: the connection ends with GOAWAY.
+    package mutating func connectionFailed(_ error: HTTP2ConnectionError) -> Action {
+        if self.state == .closed { return .nothing }
+        self.state = .closed
+        self.streams.removeAll()
+        let goAway = HTTP2Frame.goAway(
+            lastStreamID: self.highestStreamID,
+            code: error.code,
+            debugData: Array(error.message.utf8)
+        )
+        return .closeConnection(write: [goAway])
+    }
+
+    private mutating func frameReceived(_ frame: HTTP2Frame, dataLength: Int) -> Action {
+        switch frame {
+        case .data(let streamID, let endStream, let length):
+            return self.dataReceived(streamID, endStream: endStream, flowControlled: length, data: dataLength)
+        case .headers(let headers):
+            return self.headersReceived(headers)
+        case .priority:
+            return .nothing
+        case .rstStream(let streamID, _):
+            return self.resetReceived(streamID)
+        case .settings(let settings):
+            return self.settingsReceived(settings)
+        case .settingsAck:
+            return .nothing
+        case .ping(let ack, let data):
+            if ack { return .nothing }
+            return self.acknowledge(.ping(ack: true, opaqueData: data), flood: .pingFlood)
+        case .goAway:
+            if case .open = self.state { self.state = .draining(lastStreamID: self.highestStreamID) }
+            return self.streams.isEmpty ? self.close(write: []) : .nothing
+        case .windowUpdate(let streamID, let increment):
+            return self.windowUpdateReceived(streamID, increment: increment)
+        }
+    }
+
+    private mutating func headersReceived(_ frame: HTTP2HeadersFrame) -> Action {
+        let list: HeaderList
+        do {
+            list = try self.decoder.decode(frame.block)
+        } catch {
+            return self.connectionFailed(.compression(error))
+        }
+        let streamID = frame.streamID
+        if frame.dependsOnItself { return self.streamFailed(HTTP2StreamError(streamID: streamID, .dependsOnItself)) }
+        if let stream = self.streams[streamID] {
+            return self.trailersReceived(streamID, stream, list, endStream: frame.endStream)
+        }
+        if streamID <= self.highestStreamID {
+            // A HEADERS that opens no new stream: in flight towards a stream this side reset, or one
+            // past a GOAWAY, is ignored; anything else reuses a closed stream's id (§5.1.1).
+            if self.recentlyReset.contains(streamID) { return .nothing }
+            if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
+            return self.connectionFailed(.streamIDNotIncreasing(streamID))
+        }
+        if streamID % 2 == 0 { return self.connectionFailed(.evenStreamIDFromClient(streamID)) }
+        self.highestStreamID = streamID
+        if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
+        if self.streams.count >= self.configuration.maxConcurrentStreams {
+            self.noteReset(streamID)
+            return .write([.rstStream(streamID: streamID, code: .refusedStream)])
+        }
+        let head: HTTP2RequestHead
+        do {
+            head = try HTTP2RequestHead(validating: list)
+        } catch {
+            return self.streamFailed(HTTP2StreamError(streamID: streamID, .malformed(error)))
+        }
+        let stream = HTTP2StreamState(
+            phase: frame.endStream ? .halfClosedRemote : .open,
+            sendWindow: HTTP2FlowControlWindow(size: self.peerSettings.initialWindowSize),
+            receiveWindow: HTTP2FlowControlWindow(size: self.configuration.initialWindowSize),
+            contentLength: ContentLengthCheck(declared: head.contentLength)
+        )
+        if frame.endStream {
+            do {
+                try stream.contentLength.streamEnded()
+            } catch {
+                return self.streamFailed(HTTP2StreamError(streamID: streamID, .malformed(error)))
+            }
+        }
+        self.streams[streamID] = stream
+        return .startRequest(streamID: streamID, head: head, endStream: frame.endStream)
+    }
+
+    /// A second HEADERS on a stream: trailers, which must end the stream (§8.1).
+    private mutating func trailersReceived(
+        _ streamID: UInt32,
+        _ stream: HTTP2StreamState,
+        _ list: HeaderList,
+        endStream: Bool
+    ) -> Action {
+        guard stream.isReceiving else {
+            return self.streamFailed(HTTP2StreamError(streamID: streamID, .closed(.headers)))
+        }
+        do throws(HeaderValidationError) {
+            guard endStream else { throw .trailersWithoutEndStream }
+            try validateTrailers(list)
+            try stream.contentLength.streamEnded()
+        } catch {
+            return self.streamFailed(HTTP2StreamError(streamID: streamID, .malformed(error)))
+        }
+        self.remoteEnded(streamID)
+        return .forwardTrailers(streamID: streamID, trailers: list)
+    }
+
+    private mutating func dataReceived(_ streamID: UInt32, endStream: Bool, flowControlled: Int, data: Int) -> Action {
+        guard self.connectionReceiveWindow.consume(flowControlled) else {
+            return self.connectionFailed(.flowControlWindowExceeded)
+        }
+        guard var stream = self.streams[streamID] else {
+            if streamID > self.highestStreamID { return self.connectionFailed(.frameOnIdleStream(.data, streamID)) }
+            let credit = self.releaseConnection(flowControlled)
+            let action = self.frameOnClosedStream(streamID, .data)
+            return Self.adding(credit, to: action)
+        }
+        guard stream.isReceiving else {
+            let credit = self.releaseConnection(flowControlled)
+            return Self.adding(credit, to: self.streamFailed(HTTP2StreamError(streamID: streamID, .closed(.data))))
+        }
+        guard stream.receiveWindow.consume(flowControlled) else {
+            let credit = self.releaseConnection(flowControlled)
+            let error = HTTP2StreamError(streamID: streamID, .flowControlWindowExceeded)
+            return Self.adding(credit, to: self.streamFailed(error))
+        }
+        do {
+            try stream.contentLength.dataReceived(data)
+            if endStream { try stream.contentLength.streamEnded() }
+        } catch {
+            let credit = self.releaseConnection(flowControlled)
+            return Self.adding(credit, to: self.streamFailed(HTTP2StreamError(streamID: streamID, .malformed(error))))
+        }
+        // Padding is consumed at once; the data itself when the exchange is done with it.
+        let padding = flowControlled - data
+        var write: [HTTP2Frame] = []
+        if padding > 0, let increment = stream.receiveWindow.release(padding) {
+            write.append(.windowUpdate(streamID: streamID, increment: increment))
+        }
+        self.streams[streamID] = stream
+        write += self.releaseConnection(padding)
+        if endStream { self.remoteEnded(streamID) }
+        return .forwardRequestData(streamID: streamID, count: data, endStream: endStream, write: write)
+    }
+
+    private mutating func resetReceived(_ streamID: UInt32) -> Action {
+        if streamID > self.highestStreamID { return self.connectionFailed(.frameOnIdleStream(.rstStream, streamID)) }
+        guard self.streams.removeValue(forKey: streamID) != nil else { return .nothing }
+        if let action = self.spendResetBudget() { return action }
+        if case .draining = self.state, self.streams.isEmpty { return self.close(write: []) }
+        return .cancelRequest(streamID: streamID, write: [])
+    }
+
+    private mutating func settingsReceived(_ settings: [HTTP2Setting]) -> Action {
+        for setting in settings {
+            if setting.identifier == .initialWindowSize {
+                // Every stream's send window moves by the change, and may go negative (§6.9.2).
+                let delta = Int(setting.value) - self.peerSettings.initialWindowSize
+                for streamID in Array(self.streams.keys) {
+                    guard self.streams[streamID]!.sendWindow.grow(by: delta) else {
+                        return self.connectionFailed(.windowOverflow)
+                    }
+                }
+            }
+            if setting.identifier == .headerTableSize { self.encoder.setMaxTableSize(Int(setting.value)) }
+            self.peerSettings.apply(setting)
+        }
+        return self.acknowledge(.settingsAck, flood: .settingsFlood)
+    }
+
+    private mutating func windowUpdateReceived(_ streamID: UInt32, increment: Int) -> Action {
+        if streamID == 0 {
+            guard self.connectionSendWindow.grow(by: increment) else { return self.connectionFailed(.windowOverflow) }
+            return .resumeSending(write: [])
+        }
+        if streamID > self.highestStreamID {
+            return self.connectionFailed(.frameOnIdleStream(.windowUpdate, streamID))
+        }
+        guard self.streams[streamID] != nil else { return .nothing }
+        guard self.streams[streamID]!.sendWindow.grow(by: increment) else {
+            return self.streamFailed(HTTP2StreamError(streamID: streamID, .windowOverflow))
+        }
+        return .resumeSending(write: [])
+    }
+
+    // MARK: Events from the exchanges
+
+    /// The exchange forwarded `count` bytes of a stream's request body: credit goes back to the
+    /// client, in batches. Never called, the windows close and the client stops (backpressure).
+    package mutating func requestDataConsumed(streamID: UInt32, count: Int) -> Action {
+        var write: [HTTP2Frame] = []
+        if self.streams[streamID]?.isReceiving == true,
+            let increment = self.streams[streamID]!.receiveWindow.release(count)
+        {
+            write.append(.windowUpdate(streamID: streamID, increment: increment))
+        }
+        write += self.releaseConnection(count)
+        return write.isEmpty ? .nothing : .write(write)
+    }
+
+    /// Encodes a response head (or trailers, after the head) for a stream. A stream reset meanwhile
+    /// takes nothing more: the exchange's late output is dropped.
+    package mutating func sendHeaders(streamID: UInt32, _ list: HeaderList, endStream: Bool) -> Action {
+        guard let stream = self.streams[streamID] else { return .nothing }
+        precondition(stream.isSending, "Invalid state: HEADERS for stream \(streamID) after its END_STREAM")
+        var block: [UInt8] = []
+        self.encoder.encode(list, into: &block)
+        let frame = HTTP2Frame.headers(HTTP2HeadersFrame(streamID: streamID, endStream: endStream, block: block))
+        return endStream ? self.localEnded(streamID, write: [frame]) : .write([frame])
+    }
+
+    /// How many bytes of response data the stream may send in its next DATA frame now.
+    package func sendableByteCount(streamID: UInt32) -> Int {
+        guard let stream = self.streams[streamID], stream.isSending else { return 0 }
+        return max(0, min(self.connectionSendWindow.size, stream.sendWindow.size, self.peerSettings.maxFrameSize))
+    }
+
+    /// A DATA frame of `count` bytes (at most `sendableByteCount`) is being written.
+    package mutating func dataSent(streamID: UInt32, count: Int, endStream: Bool) -> Action {
+        guard self.streams[streamID] != nil else { return .nothing }
+        precondition(count == 0 || count <= self.sendableByteCount(streamID: streamID), "DATA past the window")
+        _ = self.connectionSendWindow.consume(count)
+        _ = self.streams[streamID]!.sendWindow.consume(count)
+        return endStream ? self.localEnded(streamID, write: []) : .nothing
+    }
+
+    /// The exchange failed (the upstream broke): the stream is reset with `code`.
+    package mutating func resetStream(streamID: UInt32, code: HTTP2ErrorCode) -> Action {
+        guard self.streams.removeValue(forKey: streamID) != nil else { return .nothing }
+        self.noteReset(streamID)
+        let write: [HTTP2Frame] = [.rstStream(streamID: streamID, code: code)]
+        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        return .write(write)
+    }
+
+    /// Graceful shutdown (SIGTERM, drain): GOAWAY naming the last stream accepted; the streams in
+    /// flight finish, and the connection closes after the last one.
+    package mutating func startDraining() -> Action {
+        guard case .open = self.state else { return .nothing }
+        self.state = .draining(lastStreamID: self.highestStreamID)
+        let goAway = HTTP2Frame.goAway(lastStreamID: self.highestStreamID, code: .noError, debugData: [])
+        return self.streams.isEmpty ? self.close(write: [goAway]) : .write([goAway])
+    }
+
+    /// Everything written so far reached the socket: owed acknowledgements no longer pile up.
+    package mutating func outboundFlushed() {
+        self.pendingAcknowledgements = 0
+    }
+
+    // MARK: Helpers
+
+    private mutating func acknowledge(_ frame: HTTP2Frame, flood: HTTP2ConnectionError) -> Action {
+        self.pendingAcknowledgements += 1
+        if self.pendingAcknowledgements > self.configuration.maxPendingAcknowledgements {
+            return self.connectionFailed(flood)
+        }
+        return .write([frame])
+    }
+
+    /// A stream error: RST_STREAM, the exchange (if any) cancelled, the reset budget spent.
+    private mutating func streamFailed(_ error: HTTP2StreamError) -> Action {
+        let wasActive = self.streams.removeValue(forKey: error.streamID) != nil
+        self.noteReset(error.streamID)
+        if let action = self.spendResetBudget() { return action }
+        let write: [HTTP2Frame] = [.rstStream(streamID: error.streamID, code: error.code)]
+        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        return wasActive ? .cancelRequest(streamID: error.streamID, write: write) : .write(write)
+    }
+
+    /// A frame for a stream that is closed: ignored if this side reset it lately (the client may
+    /// not have seen the reset yet), else STREAM_CLOSED (§5.1).
+    private mutating func frameOnClosedStream(_ streamID: UInt32, _ type: HTTP2FrameType) -> Action {
+        if self.recentlyReset.contains(streamID) { return .nothing }
+        if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
+        return self.streamFailed(HTTP2StreamError(streamID: streamID, .closed(type)))
+    }
+
+    private mutating func spendResetBudget() -> Action? {
+        self.resetBudget -= 1
+        return self.resetBudget < 0 ? self.connectionFailed(.rapidReset) : nil
+    }
+
+    private mutating func noteReset(_ streamID: UInt32) {
+        if self.recentlyReset.count >= 64 { self.recentlyReset.removeFirst() }
+        self.recentlyReset.append(streamID)
+    }
+
+    private mutating func remoteEnded(_ streamID: UInt32) {
+        switch self.streams[streamID]?.phase {
+        case .open: self.streams[streamID]!.phase = .halfClosedRemote
+        case .halfClosedLocal: self.completed(streamID)
+        case .halfClosedRemote, nil: preconditionFailure("Invalid state: stream \(streamID) ended twice")
+        }
+    }
+
+    private mutating func localEnded(_ streamID: UInt32, write: [HTTP2Frame]) -> Action {
+        switch self.streams[streamID]?.phase {
+        case .open: self.streams[streamID]!.phase = .halfClosedLocal
+        case .halfClosedRemote: self.completed(streamID)
+        case .halfClosedLocal, nil: preconditionFailure("Invalid state: stream \(streamID) ended twice")
+        }
+        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        return write.isEmpty ? .nothing : .write(write)
+    }
+
+    /// Both sides ended the stream: it closes, and earns back one reset of the budget.
+    private mutating func completed(_ streamID: UInt32) {
+        self.streams.removeValue(forKey: streamID)
+        self.resetBudget = min(self.resetBudget + 1, self.configuration.maxRapidResets)
+    }
+
+    private mutating func releaseConnection(_ count: Int) -> [HTTP2Frame] {
+        guard count > 0, let increment = self.connectionReceiveWindow.release(count) else { return [] }
+        return [.windowUpdate(streamID: 0, increment: increment)]
+    }
+
+    private mutating func close(write: [HTTP2Frame]) -> Action {
+        self.state = .closed
+        return .closeConnection(write: write)
+    }
+
+    /// `action` with connection credit written first.
+    private static func adding(_ credit: [HTTP2Frame], to action: Action) -> Action {
+        guard !credit.isEmpty else { return action }
+        switch action {
+        case .nothing: return .write(credit)
+        case .write(let frames): return .write(credit + frames)
+        case .cancelRequest(let streamID, let frames): return .cancelRequest(streamID: streamID, write: credit + frames)
+        case .closeConnection(let frames): return .closeConnection(write: credit + frames)
+        case .startRequest, .forwardRequestData, .forwardTrailers, .resumeSending:
+            preconditionFailure("Invalid state: credit added to \(action)")
+        }
+    }
+}
