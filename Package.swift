@@ -9,6 +9,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "CBearerLinux"),
+        // The commit `--version` names, which the BuildCommit plugin writes before each build.
+        .target(name: "BearerBuildInfo", plugins: ["BuildCommit"]),
+        .plugin(name: "BuildCommit", capability: .buildTool()),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // CBearerLinux: naming threads (the log writer's, the loops').
         .target(name: "BearerCore", dependencies: ["CBearerLinux"]),
@@ -41,7 +44,7 @@ let package = Package(
             name: "BearerCLI",
             dependencies: [
                 "BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession", "BearerProxy",
-                "BearerDemo",
+                "BearerDemo", "BearerBuildInfo",
             ]
         ),
         .executableTarget(name: "bearer-proxy", dependencies: ["BearerCLI", "BearerCore"]),

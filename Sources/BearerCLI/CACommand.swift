@@ -2,7 +2,7 @@ import BearerConfig
 import BearerCore
 import BearerCrypto
 import BearerHTTP
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// `bearer-proxy ca [--config FILE] [--renew] [--bundle]`: prints the absolute path of ca.pem (or,

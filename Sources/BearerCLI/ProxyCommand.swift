@@ -1,3 +1,4 @@
+import BearerBuildInfo
 import BearerConfig
 import BearerCore
 import BearerDemo
@@ -46,7 +47,7 @@ enum ProxyCommand: Command {
 
     static func run(_ options: Options) -> Int32 {
         if options.isVersion {
-            Console.write("bearer-proxy \(bearerProxyVersion)\n", to: STDOUT_FILENO)
+            Console.write("bearer-proxy \(bearerProxyVersion) (commit \(BuildInfo.commit))\n", to: STDOUT_FILENO)
             return 0
         }
         return options.isCheck ? Self.check(options) : Self.serve(options)

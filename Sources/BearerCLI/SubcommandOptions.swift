@@ -1,5 +1,5 @@
 import BearerConfig
-import Foundation
+import FoundationEssentials
 
 /// What every subcommand's options hold: the proxy's config file it reads (`--config`, else the
 /// default one), under the flags' settings.

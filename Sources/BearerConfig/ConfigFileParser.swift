@@ -1,4 +1,4 @@
-import Foundation
+import BearerCore
 
 /// One `key = value` setting and where it came from.
 package struct ConfigEntry: Equatable, Sendable {
@@ -148,7 +148,7 @@ package enum ConfigFileParser {
                 message: "expected 'key = value' (the line is not shown: it may hold a secret)\(header)"
             )
         }
-        let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+        let key = line[..<equals].trimmingBlanks()
         guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
             throw ConfigurationError(
                 place: place,
@@ -156,7 +156,7 @@ package enum ConfigFileParser {
                 message: "invalid key '\(Self.preview(key))' (keys are lower_case_with_underscores)"
             )
         }
-        var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        var value = line[line.index(after: equals)...].trimmingBlanks()
         if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") {
             value = String(value.dropFirst().dropLast())
         } else if Self.hasTrailingComment(value) {
@@ -184,7 +184,7 @@ package enum ConfigFileParser {
         guard value.contains("${") else { return }
         var result = ""
         var rest = Substring(value)
-        while let start = rest.range(of: "${") {
+        while let start = rest.firstRange(of: "${") {
             result += rest[..<start.lowerBound]
             guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
                 throw ConfigurationError(place: place, key: key, message: "unterminated '${' (expected ${NAME})")
@@ -215,7 +215,7 @@ package enum ConfigFileParser {
 
     /// The line without its surrounding blanks and a Windows line end.
     static func trimmed(_ rawLine: Substring) -> String {
-        rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        rawLine.trimmingBlanks(and: ["\r"])
     }
 
     static func preview(_ text: String) -> String {

@@ -1,6 +1,5 @@
 import BearerHTTP
 import BearerIO
-import Foundation
 
 /// The rules between sessions (docs/sessions.md, "Several APIs in one proxy"): each request has one session,
 /// so no two sessions may claim one host, mount or listener; each session keeps its own tokens, so no
@@ -110,7 +109,7 @@ extension Configuration {
     /// `BEARER_PROXY_URL_<NAME>`: the name upper-cased, `-` as `_` (what `bearer-proxy env` and
     /// `run` export for a named session, so two names must not make one variable).
     package static func urlVariable(of session: String) -> String {
-        "BEARER_PROXY_URL_" + session.uppercased().replacingOccurrences(of: "-", with: "_")
+        "BEARER_PROXY_URL_" + session.uppercased().replacing("-", with: "_")
     }
 
     /// The first pattern of `mine` that can match a host one of `theirs` matches.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reads the config file, applies flags over it, and checks what must be set.
 package enum ConfigurationLoader {

@@ -1,5 +1,4 @@
 import BearerCore
-import Foundation
 
 /// A JSON request body with `{{name}}` placeholders (`token_body`, `login_body`).
 ///
@@ -45,7 +44,7 @@ package struct JSONTemplate: Equatable, Sendable {
         }
         let template = JSONTemplate(checked: text, placeholders: names)
         let sample = template.render { _ in "x" }
-        guard (try? JSONSerialization.jsonObject(with: Data(sample))) is [String: Any] else {
+        guard JSONText.object(sample) != nil else {
             return .failure(
                 JSONTemplateError(
                     #"is not a JSON object once its placeholders are filled in (put them inside quotes: "{{refresh_token}}")"#
@@ -103,9 +102,9 @@ package struct JSONTemplate: Equatable, Sendable {
     private static func pieces(_ text: String) -> [Piece] {
         var pieces: [Piece] = []
         var rest = Substring(text)
-        while let open = rest.range(of: "{{"), let close = rest[open.upperBound...].range(of: "}}") {
+        while let open = rest.firstRange(of: "{{"), let close = rest[open.upperBound...].firstRange(of: "}}") {
             pieces.append(.literal(String(rest[..<open.lowerBound])))
-            pieces.append(.placeholder(rest[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespaces)))
+            pieces.append(.placeholder(rest[open.upperBound..<close.lowerBound].trimmingBlanks()))
             rest = rest[close.upperBound...]
         }
         pieces.append(.literal(String(rest)))

@@ -1,6 +1,5 @@
 import BearerCore
 import BearerHTTP
-import Foundation
 
 /// Where the session store is and how to log in to it: `session_store`.
 ///
@@ -42,7 +41,7 @@ package struct RedisEndpoint: Equatable, Sendable, CustomStringConvertible {
     package var description: String {
         var userInfo = ""
         if let username = self.username {
-            userInfo = (username.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? username)
+            userInfo = PercentEncoding.encode(username, keeping: PercentEncoding.isUserAllowed)
             userInfo += self.password == nil ? "@" : ":<redacted>@"
         } else if self.password != nil {
             userInfo = ":<redacted>@"
@@ -77,11 +76,11 @@ package struct RedisEndpoint: Equatable, Sendable, CustomStringConvertible {
             authority = authority[authority.index(after: at)...]
             let colon = userInfo.firstIndex(of: ":")
             let user = userInfo[..<(colon ?? userInfo.endIndex)]
-            guard let decodedUser = String(user).removingPercentEncoding else {
+            guard let decodedUser = PercentEncoding.decode(user) else {
                 return .failure(URLParseError("has an invalid percent-encoding in its user name"))
             }
             if let colon {
-                guard let decoded = String(userInfo[userInfo.index(after: colon)...]).removingPercentEncoding,
+                guard let decoded = PercentEncoding.decode(userInfo[userInfo.index(after: colon)...]),
                     !decoded.isEmpty
                 else {
                     return .failure(URLParseError("has an empty or badly percent-encoded password"))

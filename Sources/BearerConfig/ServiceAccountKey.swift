@@ -2,7 +2,7 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
-import Foundation
+import Glibc
 
 /// A Google-style service-account key file (`"type": "service_account"`): who the account is, the
 /// key it signs with, and where it gets tokens. All a config needs for a JWT bearer grant: iss =
@@ -29,7 +29,7 @@ package struct ServiceAccountKey: Sendable {
         func failure(_ reason: String) -> PEMPrivateKey.LoadError {
             PEMPrivateKey.LoadError(path: path, reason: reason)
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
+        guard let object = JSONText.object(bytes) else {
             throw failure("is not a JSON object (expected a service-account key file as the console downloads it)")
         }
         guard let type = object["type"] as? String, type == "service_account" else {

@@ -1,7 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
-import Foundation
+import Glibc
 
 /// The value grammars of the config file and flags, read and written in one place, so that what
 /// `--check` and the error messages print is what the parser reads back. Each parser returns nil on
@@ -67,7 +67,7 @@ package enum ValueParsers {
 
     /// A comma-separated list, elements trimmed, empty elements dropped.
     static func list(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        text.split(separator: ",").map { $0.trimmingBlanks() }.filter { !$0.isEmpty }
     }
 
     /// A comma list of `host`, `host:port` or `*.domain`: the patterns, or what was expected of the

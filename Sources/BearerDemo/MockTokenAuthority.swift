@@ -1,5 +1,5 @@
 import BearerCore
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The tokens a mock token server issued and a mock upstream accepts: the shared truth of the mocks.
@@ -71,10 +71,10 @@ package final class MockTokenAuthority: Sendable {
     static func subject(of token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = String(parts[1]).replacing("-", with: "+").replacing("_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let object = JSONText.object(data)
         else { return nil }
         return object["sub"] as? String
     }

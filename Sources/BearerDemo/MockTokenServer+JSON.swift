@@ -1,5 +1,5 @@
 import BearerCore
-import Foundation
+import FoundationEssentials
 
 /// An app backend's own JSON auth endpoints: `POST /api/auth/login` with a username and password,
 /// `POST /api/auth/refresh` with a refresh token, `POST /api/auth/logout`, answering in camelCase or
@@ -48,7 +48,7 @@ extension MockTokenServer {
     package var refreshCallCount: Int { self.refreshCalls.load(ordering: .relaxed) }
 
     func handleJSON(_ request: MockRequest) -> MockResponse {
-        let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any]
+        let object = JSONText.object(request.body)
         let fields = (object ?? [:]).compactMapValues { $0 as? String }
         let presented = fields["refresh_token"] ?? fields["refreshToken"]
         if request.path == Self.jsonLogoutPath {
@@ -101,7 +101,7 @@ extension MockTokenServer {
             case .lifetime: expiry = (isCamel ? "expiresIn" : "expires_in", lifetime)
             case .epochSeconds: expiry = (isCamel ? "expiresAt" : "expires_at", Int(expiresAt.timeIntervalSince1970))
             case .rfc3339:
-                expiry = (isCamel ? "expiresAt" : "expires_at", ISO8601DateFormatter().string(from: expiresAt))
+                expiry = (isCamel ? "expiresAt" : "expires_at", expiresAt.ISO8601Format())
             }
         }
         if shape.usesCustomFields {
@@ -116,7 +116,6 @@ extension MockTokenServer {
             answer[isCamel ? "tokenType" : "token_type"] = "Bearer"
             if shape.isEnveloped { answer = ["data": answer, "success": true] }
         }
-        let data = (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data()
-        return .json(200, String(decoding: data, as: UTF8.self), headers: [("Cache-Control", "no-store")])
+        return .json(200, JSONText.text(of: answer), headers: [("Cache-Control", "no-store")])
     }
 }

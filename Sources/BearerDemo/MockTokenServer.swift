@@ -1,6 +1,6 @@
 import BearerCore
 import BearerIO
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A mock OAuth2 token endpoint (RFC 6749): refresh_token, client_credentials and password grants,
@@ -347,8 +347,7 @@ package final class MockTokenServer: Sendable {
         if let expiresIn = settings.expiresIn { object["expires_in"] = expiresIn }
         if let refreshToken { object["refresh_token"] = refreshToken }
         if let scope { object["scope"] = scope }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return .json(200, String(decoding: data, as: UTF8.self), headers: [("Cache-Control", "no-store")])
+        return .json(200, JSONText.text(of: object), headers: [("Cache-Control", "no-store")])
     }
 
     package static func clientCredentials(_ request: MockRequest, _ form: [String: String]) -> (String?, String?) {
@@ -356,8 +355,8 @@ package final class MockTokenServer: Sendable {
             let decoded = Data(base64Encoded: String(header.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
             let colon = decoded.firstIndex(of: ":")
         {
-            let id = String(decoded[..<colon]).removingPercentEncoding
-            let secret = String(decoded[decoded.index(after: colon)...]).removingPercentEncoding
+            let id = PercentEncoding.decode(decoded[..<colon])
+            let secret = PercentEncoding.decode(decoded[decoded.index(after: colon)...])
             return (id, secret)
         }
         return (form["client_id"], form["client_secret"])
@@ -368,7 +367,7 @@ package final class MockTokenServer: Sendable {
         String(decoding: body, as: UTF8.self).split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts[0] == name else { return nil }
-            return parts.count > 1 ? parts[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+            return parts.count > 1 ? PercentEncoding.decode(parts[1].replacing("+", with: " ")) : ""
         }
     }
 
@@ -377,7 +376,7 @@ package final class MockTokenServer: Sendable {
         for pair in body.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             let decode = { (text: String) in
-                text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? text
+                PercentEncoding.decode(text.replacing("+", with: " ")) ?? text
             }
             form[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
         }
@@ -387,8 +386,8 @@ package final class MockTokenServer: Sendable {
     /// An unsigned JWT whose payload carries `sub` (the authority's token) and `exp`.
     package static func jwt(subject: String, expiresIn: Int) -> String {
         func encode(_ json: String) -> String {
-            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            Data(json.utf8).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_")
+                .replacing("=", with: "")
         }
         let exp = Int(Date().timeIntervalSince1970) + expiresIn
         return encode(#"{"alg":"none","typ":"JWT"}"#) + "." + encode(#"{"sub":"\#(subject)","exp":\#(exp)}"#) + ".sig"

@@ -1,6 +1,5 @@
 import BearerCore
 import BearerIO
-import Foundation
 import Synchronization
 
 /// A mock API: checks the bearer token, records what it received, and answers by path.
@@ -223,7 +222,6 @@ package final class MockUpstream: Sendable {
             "headers": request.headers.map { [$0.name, $0.value] },
             "body_bytes": request.body.count,
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        return JSONText.text(of: object)
     }
 }

@@ -1,5 +1,5 @@
 import BearerCrypto
-import Foundation
+import FoundationEssentials
 
 /// Just enough of RFC 6455 for the mocks and the tests: the handshake's accept value, and frames.
 package enum WebSocketFrames {

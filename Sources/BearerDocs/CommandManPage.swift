@@ -42,7 +42,10 @@ enum CommandManPage {
                 }
             }
         }
-        lines += [".SH SEE ALSO", "\\fBbearer\\-proxy.conf\\fR(5)"]
+        lines += [
+            ".SH SEE ALSO", "\\fBbearer\\-proxy.conf\\fR(5)", ".PP",
+            "The guides these pages name (docs/NAME.md) are in /usr/share/doc/bearer\\-proxy/docs where the package is installed, and in docs/ of the source.",
+        ]
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -60,6 +60,8 @@ enum ConfigurationManPage {
             "Every key, commented out, with the smallest working configuration switched on.",
             ".SH SEE ALSO",
             "\\fBbearer\\-proxy\\fR(1)",
+            ".PP",
+            "The guides these pages name (docs/NAME.md) are in /usr/share/doc/bearer\\-proxy/docs where the package is installed, and in docs/ of the source.",
         ]
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,3 +1,5 @@
+import BearerCore
+
 /// An `inject_hosts` entry: which hosts get the token.
 ///
 /// `host` matches that host on any port, `host:port` only that port, `*.domain` any subdomain of
@@ -8,7 +10,7 @@ package enum HostPattern: Equatable, Sendable, CustomStringConvertible {
     case subdomains(of: String)
 
     package static func parse(_ text: String) -> HostPattern? {
-        let text = trimmingBlanks(text)
+        let text = text.trimmingBlanks()
         if text.hasPrefix("*.") {
             let domain = text.dropFirst(2)
             guard !domain.isEmpty, let (host, port) = splitHostPort(domain), port == nil else { return nil }
@@ -35,14 +37,4 @@ package enum HostPattern: Equatable, Sendable, CustomStringConvertible {
         case .subdomains(let domain): "*.\(domain)"
         }
     }
-}
-
-/// `text` without the tabs and Unicode space separators (category Zs) at its ends: what Foundation's
-/// `trimmingCharacters(in: .whitespaces)` removes, in a module that does without Foundation.
-private func trimmingBlanks(_ text: String) -> String {
-    let isBlank = { (scalar: Unicode.Scalar) in scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
-    let scalars = text.unicodeScalars
-    guard let first = scalars.firstIndex(where: { !isBlank($0) }), let last = scalars.lastIndex(where: { !isBlank($0) })
-    else { return "" }
-    return String(scalars[first...last])
 }

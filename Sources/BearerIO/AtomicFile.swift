@@ -62,6 +62,19 @@ package enum AtomicFile {
         fsync(fd)
     }
 
+    /// `mkdir -p` with mode 0700 for the folders it makes (XDG Base Directory: data folders are 0700):
+    /// the CA's, the DPoP key's and a login's refresh-token file's. The error names the folder that
+    /// could not be made.
+    package static func createFolders(_ folder: String) throws(WriteError) {
+        var prefix = folder.hasPrefix("/") ? "" : "."
+        for component in folder.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw WriteError(path: prefix, reason: String(cString: strerror(errno)))
+            }
+        }
+    }
+
     /// The folder `path` lives in: "." for a bare name, "/" for a file at the root.
     package static func folder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

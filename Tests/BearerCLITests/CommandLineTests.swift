@@ -42,6 +42,7 @@ import Testing
                        bearer-proxy ca [--config <file>] [--renew] [--bundle]
                        bearer-proxy env [--config <file>] [--listen <addr>]
                        bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
+                       bearer-proxy completions <shell>
 
                 OPTIONS:
                   --config <file>         Read settings from <file> (key = value lines; see proxy.conf.example);
@@ -72,6 +73,8 @@ import Testing
                                           for clients of the proxy: eval "$(bearer-proxy env)".
                   run                     Run a program behind a proxy of its own, started for it on a free
                                           port and stopped when it exits. See 'bearer-proxy run --help'.
+                  completions             Print a completion script for bash, zsh or fish, e.g.
+                                          source <(bearer-proxy completions bash).
 
                 Flags override settings from the config file.
 

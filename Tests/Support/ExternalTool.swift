@@ -84,6 +84,10 @@ package struct ExternalTool: Sendable {
     package static let pythonRequests = ExternalTool.pythonModule("requests", package: "python3-requests")
     /// The formatter `man` uses, which checks the man pages (`groff -ww`: every warning).
     package static let groff = ExternalTool.named("groff", orIn: ["/usr/bin"], package: "groff-base")
+    /// The shells whose completion scripts `bearer-proxy completions` writes (`CompletionsTests`).
+    package static let bash = ExternalTool.named("bash", orIn: ["/usr/bin", "/bin"], package: "bash")
+    package static let zsh = ExternalTool.named("zsh", orIn: ["/usr/bin", "/bin"], package: "zsh")
+    package static let fish = ExternalTool.named("fish", orIn: ["/usr/bin"], package: "fish")
     /// The system's CA certificates where OpenSSL finds them on Debian.
     package static let systemCAStore = ExternalTool.at(
         "/etc/ssl/certs/ca-certificates.crt",

@@ -7,6 +7,8 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
     case missingValue(String)
     /// `--demo xml`: the argument after `--demo` names its variant.
     case unknownDemo(String)
+    /// `completions tcsh`: an operand that is none of its words.
+    case unknownChoice(String, of: String, choices: [String])
     /// `bearer-proxy run` with nothing to run.
     case missingCommand
 
@@ -18,6 +20,8 @@ package enum CommandLineError: Error, Equatable, Sendable, CustomStringConvertib
         case .missingValue(let option): "Missing value for '\(option)'"
         case .unknownDemo(let name):
             "Unknown demo variant '\(name)': the only one is json (--demo json: a JSON login backend); plain --demo runs OAuth2"
+        case .unknownChoice(let given, let what, let choices):
+            "Unknown \(what) '\(given)': one of \(choices.joined(separator: ", "))"
         case .missingCommand: "Missing the command to run, after '--'"
         }
     }

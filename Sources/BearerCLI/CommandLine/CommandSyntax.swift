@@ -13,6 +13,9 @@ package struct CommandSyntax: Sendable {
     package var usage: [String]
     /// In the order the help lists them.
     package var flags: [Flag]
+    /// `completions <shell>`: the one argument that is no flag, and what it may be; nil when the
+    /// command takes none.
+    package var operand: Flag.Value?
     /// `run`: the arguments after its flags (after `--`, or from the first one that is no flag) are
     /// the program to run, and there must be one.
     package var takesProgram = false

@@ -6,6 +6,8 @@ import BearerConfig
 package struct ParsedArguments: Sendable {
     /// Each flag given, by its name, with its value, in order.
     private(set) var given: [(name: String, value: String?)] = []
+    /// `completions`' `<shell>`: the command's operand, when it takes one.
+    package private(set) var operand: String?
     /// `run`'s program and its arguments.
     package private(set) var program: [String] = []
     /// The settings the flags put over the file's, in order, each placed at its flag:
@@ -23,6 +25,10 @@ package struct ParsedArguments: Sendable {
             }
             guard let flag = syntax.flag(named: argument) else {
                 if argument.hasPrefix("-") { throw syntax.unknownOption(argument) }
+                if syntax.operand != nil && self.operand == nil {
+                    self.operand = argument
+                    continue
+                }
                 guard syntax.takesProgram else { throw .unexpectedArgument(argument) }
                 // The program, as with `env` and `sudo`: what follows is its own.
                 self.program = Array(arguments[(index - 1)...])

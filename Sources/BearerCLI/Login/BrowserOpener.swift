@@ -1,6 +1,6 @@
 import BearerCore
 import BearerIO
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Opens a URL in the user's browser with `xdg-open` (Linux desktops) or `open` (macOS), when one

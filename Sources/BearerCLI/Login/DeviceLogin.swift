@@ -1,7 +1,7 @@
 import BearerCore
 import BearerHTTP
 import BearerSession
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The OAuth2 device authorization grant (RFC 8628): the user enters a short code on another
@@ -109,7 +109,7 @@ struct DeviceLogin {
             }
             return .failure(.unreachable("the device authorization endpoint answered \(response.status)"))
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+        guard let object = JSONText.object(response.body),
             let deviceCode = object["device_code"] as? String,
             let userCode = object["user_code"] as? String,
             // Some providers (Google) say verification_url.
@@ -121,7 +121,7 @@ struct DeviceLogin {
                 )
             )
         }
-        let expiresIn = TokenEndpointResponse.number(object["expires_in"]) ?? 600
+        let expiresIn = JSONText.number(object["expires_in"]) ?? 600
         return .success(
             Authorization(
                 deviceCode: Secret(deviceCode),
@@ -129,7 +129,7 @@ struct DeviceLogin {
                 verificationURI: oneLine(verificationURI),
                 verificationURIComplete: (object["verification_uri_complete"] as? String).map { oneLine($0) },
                 expiresIn: .milliseconds(Int64(max(expiresIn, 1) * 1000)),
-                interval: TokenEndpointResponse.number(object["interval"]).map {
+                interval: JSONText.number(object["interval"]).map {
                     .milliseconds(Int64(max($0, 0) * 1000))
                 }
             )

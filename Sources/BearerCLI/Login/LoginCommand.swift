@@ -1,7 +1,8 @@
 import BearerConfig
 import BearerCore
+import BearerIO
 import BearerSession
-import Foundation
+import FoundationEssentials
 
 /// `bearer-proxy login`: obtains a first refresh token the way the configuration says, stores it in
 /// refresh_token_file (atomically, mode 0600, under the same lock as the proxy's refreshes), and
@@ -95,19 +96,11 @@ enum LoginCommand: Command {
                 )
             )
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory,
-                    withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700]
-                )
-            } catch {
-                return .failure(
-                    .cannotStore("\(directory): cannot create the directory: \(error.localizedDescription)")
-                )
-            }
+        let directory = AtomicFile.folder(of: path)
+        do throws(AtomicFile.WriteError) {
+            try AtomicFile.createFolders(directory)
+        } catch {
+            return .failure(.cannotStore("\(error.path): cannot create the directory: \(error.reason)"))
         }
         do throws(RefreshTokenStore.StoreError) {
             let store = try RefreshTokenStore(token: nil, path: path)
@@ -123,7 +116,7 @@ enum LoginCommand: Command {
         var lifetime = token.expiresIn?.seconds
         if lifetime == nil, let exp = JWTExpiry.expiry(of: token.accessToken.reveal()) { lifetime = exp - now }
         let expiry = lifetime.map { seconds in
-            let at = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: now + seconds))
+            let at = Date(timeIntervalSince1970: now + seconds).ISO8601Format()
             return "The access token expires in \(humanDuration(seconds)) (\(at))"
         }
         return

@@ -1,5 +1,5 @@
+import BearerCore
 import BearerSession
-import Foundation
 
 /// Judges a request that reached the loopback redirect listener (RFC 8252 §7.3): the one callback
 /// that belongs to this login ends it; anything else is refused and the listener keeps waiting, so
@@ -71,7 +71,7 @@ struct LoopbackCallback: Sendable {
         var values: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
-                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+                PercentEncoding.decode($0.replacing("+", with: " ")) ?? String($0)
             }
             if values[parts[0]] == nil { values[parts[0]] = parts.count > 1 ? parts[1] : "" }
         }
@@ -80,6 +80,6 @@ struct LoopbackCallback: Sendable {
 }
 
 func escapeHTML(_ text: String) -> String {
-    text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-        .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
+        .replacing("\"", with: "&quot;")
 }

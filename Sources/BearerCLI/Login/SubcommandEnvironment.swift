@@ -3,7 +3,7 @@ import BearerCore
 import BearerCrypto
 import BearerIO
 import BearerSession
-import Foundation
+import FoundationEssentials
 
 /// What `login` and `logout` set up before they talk to an endpoint: the session's settings, the
 /// keys its files hold, the refresh token file it names, and an event loop of their own for the one

@@ -3,7 +3,8 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The environment that points a program's HTTP clients at a proxy: what `bearer-proxy env` prints
 /// and `bearer-proxy run` gives its program (docs/wrapping.md, "Wrapping a program"). Never a token: only an

@@ -1,6 +1,6 @@
 import BearerConfig
 import BearerIO
-import Foundation
+import FoundationEssentials
 
 /// `bearer-proxy env [--config FILE] [--listen ADDR]`: the export lines of `ClientEnvironment` for
 /// the configured proxy, on stdout, for `eval "$(bearer-proxy env)"`. Exit 1 with one line on failure.

@@ -2,7 +2,7 @@ import BearerConfig
 import BearerCore
 import BearerIO
 import BearerProxy
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// `bearer-proxy run [--config FILE] [<options>] -- CMD [ARG…]`: the config's proxy, started, drained

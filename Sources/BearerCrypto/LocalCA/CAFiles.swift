@@ -119,12 +119,10 @@ package struct CAFiles {
     /// `mkdir -p` with mode 0700 for what it makes (XDG Base Directory: data folders are 0700). Also
     /// the DPoP key's folder.
     static func createDirectory(_ directory: String) throws(LocalCAError) {
-        var prefix = ""
-        for component in directory.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw .cannotCreate(path: prefix, reason: errnoDescription())
-            }
+        do throws(AtomicFile.WriteError) {
+            try AtomicFile.createFolders(directory)
+        } catch {
+            throw .cannotCreate(path: error.path, reason: error.reason)
         }
     }
 

@@ -1,7 +1,7 @@
 import BearerHTTP
 import BearerIO
 import COpenSSL
-import Foundation
+import FoundationEssentials
 
 /// The local CA in memory: the root clients trust, and the intermediate that signs the leaves (with
 /// its key). The root's key is not here: it existed only inside `make`, and nobody can issue another
@@ -99,7 +99,7 @@ package struct LocalCA: Sendable {
         var tag = [UInt8](repeating: 0, count: 4)
         _ = RAND_bytes(&tag, Int32(tag.count))
         let day = Date(timeIntervalSince1970: TimeInterval(now)).ISO8601Format(.iso8601.year().month().day())
-        return "\(day) " + tag.map { String(format: "%02x", $0) }.joined()
+        return "\(day) " + tag.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 
     /// Throws for the first pattern that the root's or the intermediate's constraints do not permit.

@@ -1,7 +1,6 @@
 import BearerCore
 import BearerHTTP
 import BearerIO
-import Foundation
 
 /// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
 /// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
@@ -164,20 +163,18 @@ final class AdminConnection: StreamConnectionDelegate {
         var object = hasDefaultSession ? Self.status(of: runtime.sessions[0]) : [:]
         object["open_connections"] = runtime.openConnections.load(ordering: .relaxed)
         if runtime.namesSessions {
-            object["default_session"] = hasDefaultSession ? runtime.sessions[0].name : NSNull()
+            object["default_session"] = hasDefaultSession ? runtime.sessions[0].name : JSONNull()
             var sessions: [String: Any] = [:]
             for session in runtime.shownSessions {
                 var fields = Self.status(of: session)
-                fields["mount"] = session.settings.mount ?? NSNull()
+                fields["mount"] = session.settings.mount ?? JSONNull()
                 let listeners = self.server.sessionListeners(session)
-                fields["listen"] = listeners.isEmpty ? NSNull() : listeners.joined(separator: ", ")
+                fields["listen"] = listeners.isEmpty ? JSONNull() : listeners.joined(separator: ", ")
                 sessions[session.name] = fields
             }
             object["sessions"] = sessions
         }
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self) + "\n"
+        return JSONText.text(of: object, pretty: true) + "\n"
     }
 
     /// A session's `/status` fields: never a token.
@@ -189,14 +186,14 @@ final class AdminConnection: StreamConnectionDelegate {
             "parked_requests": status.parked,
             "upstream": session.settings.upstream?.description ?? "",
         ]
-        object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? NSNull()
+        object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? JSONNull()
         object["token_expires_at"] =
-            status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? NSNull()
+            status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? JSONNull()
         object["last_refresh"] =
             status.lastRefreshOutcome.map { outcome -> Any in
                 ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
-            } ?? NSNull()
-        object["failure"] = status.failure ?? NSNull()
+            } ?? JSONNull()
+        object["failure"] = status.failure ?? JSONNull()
         // The key's thumbprint is public (RFC 7638): what a server binds tokens to, never the key.
         object["dpop"] =
             session.dpop.map {
@@ -208,7 +205,7 @@ final class AdminConnection: StreamConnectionDelegate {
             object["session_store"] =
                 [
                     "store": store.store, "name": store.name, "state": store.state, "subscribed": store.isSubscribed,
-                    "generation": store.generation, "last_error": store.lastError ?? NSNull(),
+                    "generation": store.generation, "last_error": store.lastError ?? JSONNull(),
                 ] as [String: Any]
         }
         return object
@@ -231,10 +228,9 @@ final class AdminConnection: StreamConnectionDelegate {
                     )
                 case .failed(let failure):
                     let body = ["outcome": "failed", "error": failure.shortName, "message": failure.message]
-                    let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
                     connection.respond(
                         failure.status,
-                        String(decoding: data, as: UTF8.self) + "\n",
+                        JSONText.text(of: body) + "\n",
                         contentType: "application/json"
                     )
                 }
@@ -274,10 +270,9 @@ final class AdminConnection: StreamConnectionDelegate {
                     let body: [String: Any] = [
                         "logged_out": true, "revoked": false, "revocation_error": reason.description,
                     ]
-                    let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
                     connection.respond(
                         502,
-                        String(decoding: data, as: UTF8.self) + "\n",
+                        JSONText.text(of: body) + "\n",
                         contentType: "application/json"
                     )
                 }

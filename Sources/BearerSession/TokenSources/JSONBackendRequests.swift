@@ -1,7 +1,6 @@
 import BearerConfig
 import BearerCore
 import BearerHTTP
-import Foundation
 
 /// The requests of a JSON backend: refresh (token_body to token_url), login (login_body to login_url)
 /// and logout (token_body's shape to logout_url), each `Content-Type: application/json`.
@@ -54,7 +53,7 @@ package struct JSONBackendRequests: Sendable {
         guard var text else { return nil }
         for secret in Array(self.values.values) + extra {
             let value = secret.reveal()
-            if value.count >= 4 { text = text.replacingOccurrences(of: value, with: "<redacted>") }
+            if value.count >= 4 { text = text.replacing(value, with: "<redacted>") }
         }
         return text
     }

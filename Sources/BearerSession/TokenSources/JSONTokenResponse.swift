@@ -1,6 +1,6 @@
 import BearerConfig
 import BearerCore
-import Foundation
+import FoundationEssentials
 
 /// Reads the answers of JSON login and refresh endpoints: `{"accessToken": …, "refreshToken": …,
 /// "expiresIn": …}` in camelCase or snake_case, at the top level or inside `{"data": …}`.
@@ -41,7 +41,7 @@ package enum JSONTokenResponse {
     }
 
     static func parseToken(_ body: [UInt8], fields: JSONTokenFields, now: Double) -> FetchedToken? {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)),
+        guard let json = JSONText.parse(body),
             let accessToken = self.string(at: fields.token, names: self.tokenNames, in: json),
             !accessToken.contains(where: { $0.isWhitespace })
         else { return nil }
@@ -96,7 +96,7 @@ package enum JSONTokenResponse {
     /// seconds from now. A time already past is no expiry at all (a clock apart, not a dead token).
     static func lifetime(_ value: Any, isExpiry: Bool?, now: Double) -> Duration? {
         var seconds: Double?
-        if let number = TokenEndpointResponse.number(value) {
+        if let number = JSONText.number(value) {
             if isExpiry == false || (isExpiry == nil && number < 1e9) {
                 seconds = number
             } else {
@@ -110,17 +110,14 @@ package enum JSONTokenResponse {
     }
 
     static func rfc3339(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
+            ?? (try? Date.ISO8601FormatStyle().parse(text))
     }
 
     /// `error` (a code), then `error_description` or `message`, at the top level, under `data`, or
     /// inside an `error` object.
     static func parseError(_ body: [UInt8]) -> (code: String?, description: String?) {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) else { return (nil, nil) }
+        guard let json = JSONText.parse(body) else { return (nil, nil) }
         var code: String?
         var description: String?
         var containers = self.containers(json)

@@ -1,5 +1,5 @@
 import BearerCore
-import Foundation
+import Glibc
 
 /// What a token source produced: a token, or why not.
 package enum TokenFetchOutcome: Sendable {
@@ -100,14 +100,14 @@ package enum TokenEndpointResponse {
     /// `{"access_token": …, "token_type": "Bearer", "expires_in": 3600, "refresh_token": …}`; a
     /// `token_type` of `DPoP` marks a DPoP-bound token, any other than those two is not usable.
     package static func parseTokenJSON(_ body: [UInt8]) -> FetchedToken? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+        guard let object = JSONText.object(body),
             let accessToken = object["access_token"] as? String, !accessToken.isEmpty,
             !accessToken.contains(where: { $0.isWhitespace })
         else { return nil }
         let type = (object["token_type"] as? String)?.lowercased() ?? "bearer"
         guard type == "bearer" || type == "dpop" else { return nil }
         var expiresIn: Duration?
-        if let seconds = Self.number(object["expires_in"]), seconds > 0 {
+        if let seconds = JSONText.number(object["expires_in"]), seconds > 0 {
             expiresIn = .milliseconds(Int64(seconds * 1000))
         }
         var refreshToken: Secret<String>?
@@ -123,7 +123,7 @@ package enum TokenEndpointResponse {
 
     /// `{"error": "invalid_grant", "error_description": "…"}`
     static func parseError(_ body: [UInt8]) -> (String, String?)? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+        guard let object = JSONText.object(body),
             let code = object["error"] as? String, !code.isEmpty
         else { return nil }
         return (self.errorCode(code), (object["error_description"] as? String).map { oneLine($0) })
@@ -139,22 +139,31 @@ package enum TokenEndpointResponse {
 
     /// Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
     static func parseRetryAfter(_ value: String, now: Double) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = value.trimmingBlanks()
         if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        let seconds = date.timeIntervalSince1970 - now
-        return .milliseconds(Int64(max(0, seconds) * 1000))
+        guard let date = self.parseHTTPDate(trimmed) else { return nil }
+        return .milliseconds(Int64(max(0, date - now) * 1000))
     }
 
-    package static func number(_ value: Any?) -> Double? {
-        switch value {
-        case let number as NSNumber: number.doubleValue
-        case let text as String: Double(text)
-        default: nil
-        }
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) as seconds since 1970.
+    static func parseHTTPDate(_ text: String) -> Double? {
+        let days = ["Mon,", "Tue,", "Wed,", "Thu,", "Fri,", "Sat,", "Sun,"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let words = text.split(separator: " ")
+        guard words.count == 6, days.contains(String(words[0])), words[5] == "GMT",
+            let day = Int(words[1]), let month = months.firstIndex(of: String(words[2])), let year = Int(words[3])
+        else { return nil }
+        let time = words[4].split(separator: ":", omittingEmptySubsequences: false).compactMap { Int($0) }
+        guard time.count == 3, (1...31).contains(day), (0...23).contains(time[0]), (0...59).contains(time[1]),
+            (0...60).contains(time[2])
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(time[0])
+        parts.tm_min = Int32(time[1])
+        parts.tm_sec = Int32(time[2])
+        return Double(timegm(&parts))
     }
 }

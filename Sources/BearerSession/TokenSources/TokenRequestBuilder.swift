@@ -1,7 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerHTTP
-import Foundation
+import FoundationEssentials
 
 /// Builds the form-encoded POSTs to the token endpoint for the configured grant (RFC 6749 §4.3, §4.4,
 /// §6; RFC 7523 §2.1), authenticated as the configured client (RFC 6749 §2.3.1, RFC 7523 §2.2,
@@ -135,16 +135,5 @@ package func formEncode(_ fields: [(String, String)]) -> String {
 }
 
 func formComponent(_ text: String) -> String {
-    var encoded = ""
-    for byte in text.utf8 {
-        let isUnreserved =
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
-        if isUnreserved {
-            encoded.unicodeScalars.append(Unicode.Scalar(byte))
-        } else {
-            encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-        }
-    }
-    return encoded
+    PercentEncoding.encode(text)
 }

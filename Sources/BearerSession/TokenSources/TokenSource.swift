@@ -3,7 +3,6 @@ import BearerCore
 import BearerHTTP
 import BearerIO
 import Dispatch
-import Foundation
 
 /// Where new tokens come from: the OAuth2 token endpoint or a command.
 package protocol TokenSource: Sendable {
