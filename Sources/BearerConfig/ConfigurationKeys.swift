@@ -148,6 +148,8 @@ extension Configuration {
         .tlsClientKey, .resource,
         // DPoP.
         .dpop, .dpopKeyFile,
+        // What a session's token may be used for.
+        .allow, .deny,
         // Named sessions only.
         .mount,
     ]

@@ -3,7 +3,7 @@ extension Configuration {
     /// reference and proxy.conf.example read (`KeyDocumentation`).
     package static let keyGroups: [KeyGroup] = [
         .smallest, .clients, .gettingTokens, .signedCredentials, .dpop, .jsonBackends, .firstToken, .fleet,
-        .access, .upstreamTLS, .interception, .running, .namedSessions,
+        .access, .rules, .upstreamTLS, .interception, .running, .namedSessions,
     ]
 }
 

@@ -52,6 +52,8 @@ package struct SessionSettings: Sendable {
     package var sessionName: String
     /// DPoP proofs (RFC 9449) and the session's key.
     package var dpop = DPoPSettings()
+    /// `allow` and `deny`: which requests may use the session's token.
+    package var rules = RequestRules()
 
     /// The defaults of the `[session NAME]` called `name`: no listener of its own unless it says so,
     /// its fleet key its name.

@@ -2,6 +2,7 @@ import BearerConfig
 import BearerCore
 import BearerCrypto
 import BearerSession
+import Synchronization
 
 /// One session as the running proxy holds it: its name, its token session, what its requests follow
 /// (refresh_on, replay_body_limit), and its place in every loop's token caches (docs/sessions.md, "Several APIs
@@ -27,6 +28,11 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     let dpop: DPoPProver?
     /// The name as the access log writes it.
     let logName: [UInt8]
+    /// `allow` and `deny`; nil when neither is set (no request is looked at).
+    let rules: RequestRules?
+    /// Requests its rules refused, by rule (`bearer_proxy_requests_refused_total`): few, and only on
+    /// a refusal, so a lock is no cost on the data path.
+    let refusals = Mutex<[String: Int]>([:])
 
     init(
         name: String,
@@ -45,6 +51,7 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         self.replayBodyLimit = settings.replayBodyLimit
         self.dpop = dpop
         self.logName = Array(name.utf8)
+        self.rules = settings.rules.isEmpty ? nil : settings.rules
     }
 
     /// The same session: names are unique among a proxy's sessions, and so are places.

@@ -37,7 +37,8 @@ import Testing
         var rootFile: String { self.caDirectory + "/ca.pem" }
         var url: String { "https://localhost:\(self.upstream.port)" }
 
-        init() throws {
+        /// `extra`: lines added to the config.
+        init(_ extra: String = "") throws {
             var settings = MockTokenServer.Settings()
             settings.clientID = "proxy-client"
             settings.clientSecret = "e2e-secret"
@@ -59,6 +60,7 @@ import Testing
                 grant_type = client_credentials
                 client_id = proxy-client
                 client_secret = e2e-secret
+                \(extra)
 
                 """
             _ = FileManager.default.createFile(atPath: self.config, contents: Data(text.utf8))

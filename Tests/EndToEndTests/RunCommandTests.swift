@@ -164,6 +164,39 @@ import Testing
         #expect(!run.standardError.contains("run-https-token-51e0"), "the token reached the log")
     }
 
+    /// `--only-inject-hosts`: the child reaches its API with the token, and another host not at all
+    /// (403 from the proxy; that host sees nothing).
+    @Test func onlyInjectHostsRefusesEveryOtherHost() throws {
+        let upstream = MockUpstream(group: e2eMockGroup, acceptedTokens: ["run-only-token-8c2e"])
+        try upstream.start()
+        defer { upstream.stop() }
+        let other = MockUpstream(group: e2eMockGroup, acceptedTokens: [])
+        try other.start()
+        defer { other.stop() }
+        let config = self.config(upstream: upstream.baseURL, "access_token = run-only-token-8c2e")
+        let child = self.write(
+            "only.py",
+            """
+            import os, sys, urllib.request, urllib.error
+            print(urllib.request.urlopen(os.environ["BEARER_PROXY_URL"] + "/own").status)
+            try:
+                urllib.request.urlopen(sys.argv[1] + "/elsewhere")
+                print("reached")
+            except urllib.error.HTTPError as error:
+                print(error.code)
+            """
+        )
+        let run = try self.run(
+            ["--config", config, "--only-inject-hosts", "--no-intercept", "--", Self.python, child, other.baseURL]
+        )
+        #expect(run.waitForExit() == 0, "stderr: \(run.standardError)")
+        #expect(run.standardOutput == "200\n403\n")
+        #expect(
+            upstream.requests.first { $0.target == "/own" }?.header("authorization") == "Bearer run-only-token-8c2e"
+        )
+        #expect(other.requests.isEmpty, "the other host saw nothing")
+    }
+
     /// The first run makes the local CA in the default place ($XDG_DATA_HOME here, never the
     /// developer's own): it says so once, naming the folder, the hosts the CA may vouch for and how
     /// other clients trust it; the next run loads that CA and says nothing.

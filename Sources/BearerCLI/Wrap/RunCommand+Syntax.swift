@@ -3,7 +3,7 @@ import BearerConfig
 extension RunCommand {
     struct Options: SubcommandOptions, Equatable {
         var configPath: String?
-        /// `--listen`, `--admin-listen`, `--no-intercept`, `--log-level`: settings over run's own and
+        /// `--listen`, `--admin-listen`, `--no-intercept`, `--only-inject-hosts`, `--log-level`: settings over run's own and
         /// the file's (`RunCommand.overrides`).
         var overrides: [ConfigEntry] = []
         /// The program and its arguments.
@@ -39,6 +39,12 @@ extension RunCommand {
         ),
         sets: Flag.Setting("tls_intercept", to: "off")
     )
+    static let onlyInjectHostsFlag = Flag(
+        "--only-inject-hosts",
+        help:
+            "Refuse requests and CONNECTs to every host that is\nnot an inject host of a session (other_hosts = deny)",
+        sets: Flag.Setting("other_hosts", to: "deny")
+    )
     static let logLevelFlag = Flag(
         "--log-level",
         value: Flag.Value("level", .choice(["error", "warn", "info", "debug"])),
@@ -56,7 +62,8 @@ extension RunCommand {
             """,
         usage: ["[--config <file>] [<options>] -- <command> [<argument> ...]"],
         flags: [
-            Self.configFlag, Self.listenFlag, Self.adminListenFlag, Self.noInterceptFlag, Self.logLevelFlag, .help,
+            Self.configFlag, Self.listenFlag, Self.adminListenFlag, Self.noInterceptFlag, Self.onlyInjectHostsFlag,
+            Self.logLevelFlag, .help,
         ],
         takesProgram: true,
         summary: """

@@ -64,15 +64,17 @@ enum RunCommand: Command {
     }
 
     /// run's settings over the file's: a free loopback port, interception on, the log at warn, no
-    /// admin listener; the flags given to run over those.
+    /// admin listener; the flags given to run over those, and `--only-inject-hosts` (other_hosts =
+    /// deny) over the file's other_hosts.
     static func overrides(_ options: Options) -> [ConfigEntry] {
         let byRun: [(ConfigurationKey, String)] = [
             (.listen, "127.0.0.1:0"), (.adminListen, "off"), (.tlsIntercept, "on"), (.logLevel, "warn"),
         ]
-        return byRun.map { key, value in
+        let settings = byRun.map { key, value in
             options.overrides.last { $0.key == key.name }
                 ?? ConfigEntry(key: key.name, value: value, place: "bearer-proxy run")
         }
+        return settings + options.overrides.filter { $0.key == ConfigurationKey.otherHosts.name }
     }
 
     /// A named session's own listener moves to a free loopback port as the main one does: a proxy of

@@ -30,6 +30,7 @@ enum MetricNames {
     static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
     static let dpopProofs = "bearer_proxy_dpop_proofs_total"
     static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
+    static let requestsRefused = "bearer_proxy_requests_refused_total"
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
@@ -195,6 +196,32 @@ func renderDPoPMetrics(_ sessions: [SessionFigures]) -> String {
             "Requests sent again because a server asked for a new DPoP nonce (use_dpop_nonce): never a refresh.",
             provers.map { ($0, $1.nonceRetries.load(ordering: .relaxed)) }
         )
+}
+
+/// Requests a session's `allow` or `deny` refused, by session and rule (the rule as the 403 names
+/// it: a label bounded by the config). Nothing for a proxy whose sessions have refused nothing yet.
+func renderRefusalMetrics(_ sessions: [(name: String, refusals: [String: Int])]) -> String {
+    let samples = sessions.flatMap { session in
+        session.refusals.sorted { $0.key < $1.key }.map { rule, count in
+            ("{session=\"\(labelValue(session.name))\",rule=\"\(labelValue(rule))\"}", count)
+        }
+    }
+    guard !samples.isEmpty else { return "" }
+    return counter(MetricNames.requestsRefused, "Requests refused by a session's allow or deny rule.", samples)
+}
+
+/// A label value as the text format escapes it: backslash, double quote and newline.
+private func labelValue(_ text: String) -> String {
+    var escaped = ""
+    for character in text {
+        switch character {
+        case "\\": escaped += "\\\\"
+        case "\"": escaped += "\\\""
+        case "\n": escaped += "\\n"
+        default: escaped.append(character)
+        }
+    }
+    return escaped
 }
 
 /// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than wait.

@@ -290,6 +290,9 @@ extension ClientConnection {
         if let refusal = error.connectRefusal {
             self.runtime.logger.warn("CONNECT refused", ["target": refusal.target, "reason": refusal.reason])
         }
+        if case .notAllowed(_, let session, let rule) = error {
+            session.refusals.withLock { $0[rule, default: 0] += 1 }
+        }
         if let record = response.record {
             self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, replayed: false)
         } else {

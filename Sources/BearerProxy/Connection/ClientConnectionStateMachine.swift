@@ -236,6 +236,11 @@ struct ClientConnectionStateMachine {
             self.state = .servedTunnelOpened(tunnel, since: now)
             return .acceptServedTunnel(RequestRecord(head: head, startedAt: now))
         case .forward(let target, let path):
+            if let session = target.session, let rules = session.rules,
+                let refusal = Self.ruleRefusal(head, path: path, session: session, rules: rules)
+            {
+                return self.refuse(refusal, record: RequestRecord(head: head, startedAt: now), closes: closes)
+            }
             closes = !head.wantsKeepAlive
             let body: Exchange.BodyCopy
             var reservation = 0
@@ -269,6 +274,27 @@ struct ClientConnectionStateMachine {
             }
             return .requestToken(session, reserving: reservation)
         }
+    }
+
+    /// The refusal of a request to `session` its `allow` or `deny` rules make, judged on the path the
+    /// client asked the API for (without a mount, before the upstream's prefix), before a token is
+    /// asked for or an upstream connection made.
+    private static func ruleRefusal(
+        _ head: RequestHead,
+        path: ForwardedPath,
+        session: NamedSession,
+        rules: RequestRules
+    ) -> ProxyError? {
+        let target: String
+        switch path {
+        case .prefixed(let range), .absolute(let range): target = range.isEmpty ? "/" : head.string(range)
+        case .asterisk: target = "*"
+        }
+        let method = head.string(head.methodRange)
+        let requestPath = RequestPath(target)
+        guard let rule = rules.refusal(method: method, path: requestPath) else { return nil }
+        let request = oneLine("\(method) \(requestPath)", limit: 200)
+        return .notAllowed(request: request, session: session, rule: rule)
     }
 
     private mutating func refuse(_ error: ProxyError, record: RequestRecord, closes: Bool) -> Action {

@@ -17,6 +17,8 @@ package enum ProxyError: Error, Equatable, Sendable {
     case connectToInjectHostOverTLS(String)
     /// CONNECT to a host not in inject_hosts with other_hosts = deny.
     case connectDenied(String)
+    /// A request a session's `allow` or `deny` refuses: the request line as judged, and the rule.
+    case notAllowed(request: String, session: NamedSession, rule: String)
     case upstreamConnectFailed(origin: String, reason: String)
     case upstreamResolveFailed(origin: String, reason: String)
     case upstreamClosed(origin: String)
@@ -47,7 +49,7 @@ package enum ProxyError: Error, Equatable, Sendable {
     package var status: Int {
         switch self {
         case .malformedRequest(let error): error.status
-        case .otherHostDenied, .hostRefused, .originRefused: 403
+        case .otherHostDenied, .hostRefused, .originRefused, .notAllowed: 403
         case .connectToInjectHostOverTLS, .connectDenied: 405
         case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
             .upstreamTLSFailed:
@@ -72,6 +74,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: bad request: \(error.message)"
         case .otherHostDenied(let origin):
             "bearer-proxy: requests to \(origin) are refused (other_hosts = deny and it is not in inject_hosts)"
+        case .notAllowed(let request, let session, let rule):
+            "bearer-proxy: \(request) is not allowed for session \(session.name) (\(rule))"
         case .hostRefused(let host):
             "bearer-proxy: Host '\(oneLine(host, limit: 100))' is not one this proxy answers to; add it to accept_hosts if you trust it"
         case .originRefused(let origin):
@@ -119,7 +123,7 @@ package enum ProxyError: Error, Equatable, Sendable {
             )
         case .connectDenied(let origin):
             (origin, "other_hosts = deny and it is not in inject_hosts")
-        case .malformedRequest, .otherHostDenied, .hostRefused, .originRefused, .upstreamConnectFailed,
+        case .malformedRequest, .otherHostDenied, .notAllowed, .hostRefused, .originRefused, .upstreamConnectFailed,
             .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed, .upstreamConnectTimeout,
             .upstreamTimeout, .upstreamTLSFailed, .requestHeadTimeout, .requestBodyTimeout, .overCapacity,
             .noSessionForPath, .session:
@@ -132,6 +136,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         switch self {
         case .malformedRequest: "malformed_request"
         case .otherHostDenied: "other_host_denied"
+        case .notAllowed: "not_allowed"
         case .hostRefused: "host_refused"
         case .originRefused: "origin_refused"
         case .connectToInjectHostOverTLS: "connect_tls_to_inject_host"

@@ -326,6 +326,8 @@ import Testing
                   --admin-listen <addr>   Serve the admin endpoints there (default: off)
                   --no-intercept          Leave tls_intercept off (default: on, so https:// requests to the
                                           inject hosts get the token; the program trusts the local CA).
+                  --only-inject-hosts     Refuse requests and CONNECTs to every host that is
+                                          not an inject host of a session (other_hosts = deny)
                   --log-level <level>     error, warn, info or debug (default: warn: the program's output is
                                           what you read).
                   -h, --help              Show help information.
