@@ -148,6 +148,8 @@ extension Configuration {
         .tlsClientKey, .resource,
         // DPoP.
         .dpop, .dpopKeyFile,
+        // Discovery (RFC 8414).
+        .issuer,
         // Named sessions only.
         .mount,
     ]

@@ -1,0 +1,106 @@
+import BearerCore
+import BearerDemo
+import BearerIO
+import BearerTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `issuer` instead of the endpoint keys, against Authlib (a real authorization server): the
+/// binary reads the metadata, gets a token from the endpoint it names and serves the API; `--check`
+/// shows what it discovered and where; each failure is one line and exit status 1.
+@Suite(.requires(.pythonAuthlib)) struct DiscoveryTests {
+    static func config(issuer: String, upstream: String, server: AuthlibServer) -> String {
+        temporaryFile(
+            """
+            upstream = \(upstream)
+            issuer = \(issuer)
+            client_id = \(server.clientID)
+            client_secret = \(server.clientSecret)
+
+            """
+        )
+    }
+
+    @Test func issuerAloneGetsATokenAndServesTheAPI() throws {
+        let server = try AuthlibServer(mode: .rfc8414, issuerPath: "/tenant")
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = Self.config(issuer: server.issuer, upstream: upstream.baseURL, server: server)
+        let proxy = try ProxyProcess(["--config", config, "--listen", "127.0.0.1:0"])
+        let port = try tcpPort(of: try #require(proxy.waitUntilListening()))
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: port)!,
+            "GET /items HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+        )
+        #expect(response.status == 200, "\(response.text)")
+        let issued = try server.issuedTokens()
+        #expect(issued.count == 1)
+        #expect(upstream.requests.last?.header("authorization") == "Bearer \(issued.last ?? "-")")
+        proxy.signal(SIGTERM)
+        #expect(proxy.waitForExit() == 0)
+    }
+
+    @Test(arguments: [AuthlibServer.Mode.rfc8414, .openID])
+    func checkShowsTheDiscoveredEndpointsAndTheirSource(mode: AuthlibServer.Mode) throws {
+        let server = try AuthlibServer(mode: mode, issuerPath: "/tenant")
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", server: server)
+        let result = try ProxyProcess.run(["--check", "--config", config])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let origin = "http://127.0.0.1:\(server.port)"
+        let source =
+            mode == .rfc8414
+            ? "\(origin)/.well-known/oauth-authorization-server/tenant"
+            : "\(origin)/tenant/.well-known/openid-configuration"
+        for line in [
+            "issuer = \(server.issuer)",
+            "token_url = \(origin)/token  # discovered from \(source)",
+            "revocation_url = \(origin)/revoke  # discovered from \(source)",
+            "client_auth = basic  # discovered from \(source)",
+            "authorization_url = (not set)",
+        ] {
+            #expect(result.stdout.contains("\n\(line)\n"), "missing \(line)")
+        }
+        #expect(!result.stdout.contains(server.clientSecret))
+    }
+
+    @Test func noMetadataAtEitherAddressNamesBoth() throws {
+        let server = try AuthlibServer(mode: .none, issuerPath: "/tenant")
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", server: server)
+        for arguments in [["--check", "--config", config], ["--config", config, "--listen", "127.0.0.1:0"]] {
+            let result = try ProxyProcess.run(arguments)
+            #expect(result.status == 1)
+            let origin = "http://127.0.0.1:\(server.port)"
+            #expect(
+                result.stderr.hasSuffix(
+                    "issuer: no authorization server metadata at \(origin)/.well-known/oauth-authorization-server/tenant (404) nor at \(origin)/tenant/.well-known/openid-configuration (404)\n"
+                ),
+                "\(result.stderr)"
+            )
+            #expect(result.stderr.filter { $0 == "\n" }.count == 1, "\(result.stderr)")
+        }
+    }
+
+    @Test func anIssuerMismatchNamesBoth() throws {
+        let server = try AuthlibServer(mode: .mismatch)
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", server: server)
+        let result = try ProxyProcess.run(["--check", "--config", config])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: \(config):2: issuer: the metadata at http://127.0.0.1:\(server.port)/.well-known/oauth-authorization-server names '\(server.issuer)/other', not the configured '\(server.issuer)' (they must be equal, RFC 8414 §3.3)\n"
+        )
+    }
+
+    @Test func anHTTPEndpointOnAnotherMachineIsRefused() throws {
+        let server = try AuthlibServer(mode: .remoteHTTP)
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", server: server)
+        let result = try ProxyProcess.run(["--check", "--config", config])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: \(config):2: issuer: the metadata at http://127.0.0.1:\(server.port)/.well-known/oauth-authorization-server cannot be used: token_endpoint 'http://auth.example.net/token' is http:// to another machine (only https://, or http:// on a loopback address)\n"
+        )
+    }
+}
