@@ -162,6 +162,7 @@ struct ProxyBuilder {
         server.startAccepting()
         if let admin { server.startAdmin(on: admin) }
         Self.logStart(of: server)
+        Self.logDiscovery(of: server)
         for session in sessions { session.tokens.start() }
         return server
     }

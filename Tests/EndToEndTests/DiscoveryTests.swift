@@ -10,16 +10,19 @@ import Testing
 /// binary reads the metadata, gets a token from the endpoint it names and serves the API; `--check`
 /// shows what it discovered and where; each failure is one line and exit status 1.
 @Suite(.requires(.pythonAuthlib)) struct DiscoveryTests {
+    /// A config file with `issuer` and the client Authlib knows, and no endpoint key.
     static func config(issuer: String, upstream: String, server: AuthlibServer) -> String {
-        temporaryFile(
-            """
-            upstream = \(upstream)
-            issuer = \(issuer)
-            client_id = \(server.clientID)
-            client_secret = \(server.clientSecret)
+        temporaryFile(Self.configText(issuer: issuer, upstream: upstream, server: server))
+    }
 
-            """
-        )
+    static func configText(issuer: String, upstream: String, server: AuthlibServer) -> String {
+        """
+        upstream = \(upstream)
+        issuer = \(issuer)
+        client_id = \(server.clientID)
+        client_secret = \(server.clientSecret)
+
+        """
     }
 
     @Test func issuerAloneGetsATokenAndServesTheAPI() throws {
@@ -102,5 +105,44 @@ import Testing
             result.stderr
                 == "Error: \(config):2: issuer: the metadata at http://127.0.0.1:\(server.port)/.well-known/oauth-authorization-server cannot be used: token_endpoint 'http://auth.example.net/token' is http:// to another machine (only https://, or http:// on a loopback address)\n"
         )
+    }
+
+    /// SIGHUP reads the metadata again: a new issuer's token endpoint serves the next token; an issuer
+    /// without metadata changes nothing and is one error line.
+    @Test func sighupReadsTheMetadataAgain() throws {
+        let first = try AuthlibServer(mode: .rfc8414)
+        let second = try AuthlibServer(mode: .openID, issuerPath: "/next")
+        let missing = try AuthlibServer(mode: .none)
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = Self.config(issuer: first.issuer, upstream: upstream.baseURL, server: first)
+        let proxy = try ProxyProcess(["--config", config, "--listen", "127.0.0.1:0"])
+        let port = try tcpPort(of: try #require(proxy.waitUntilListening()))
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        let get = "GET /items HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+        #expect(try httpRequest(address, get).status == 200)
+        #expect(try first.issuedTokens().count == 1)
+
+        try Self.configText(issuer: second.issuer, upstream: upstream.baseURL, server: second)
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        proxy.signal(SIGHUP)
+        #expect(waitUntil { (try? second.issuedTokens().count) == 1 }, "\(proxy.standardError)")
+        #expect(try httpRequest(address, get).status == 200)
+        #expect(upstream.requests.last?.header("authorization") == "Bearer \(try second.issuedTokens().first ?? "-")")
+
+        try Self.configText(issuer: missing.issuer, upstream: upstream.baseURL, server: missing)
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        proxy.signal(SIGHUP)
+        #expect(proxy.stop() == 0)
+        let reloads = proxy.standardError.split(separator: "\n").filter { $0.contains(" SIGHUP: ") }
+        #expect(reloads.count == 3, "\(reloads)")
+        #expect(
+            reloads.last?.contains(
+                "error SIGHUP: the new configuration cannot be applied; the running one stays error=\"\(config):2: issuer: no authorization server metadata at"
+            ) == true,
+            "\(reloads)"
+        )
+        #expect(try second.issuedTokens().count == 1)
     }
 }
