@@ -31,18 +31,32 @@ import Testing
         try upstream.start()
         defer { upstream.stop() }
         let config = Self.config(issuer: server.issuer, upstream: upstream.baseURL, server: server)
+        try Self.expectServes(config: config, upstream: upstream, server: server, tokensIssued: 1)
+    }
+
+    /// A proxy started on `config` answers 200 with Authlib's newest token upstream, the
+    /// `tokensIssued`th it issued, and stops cleanly.
+    static func expectServes(
+        config: String,
+        upstream: MockUpstream,
+        server: AuthlibServer,
+        tokensIssued: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let proxy = try ProxyProcess(["--config", config, "--listen", "127.0.0.1:0"])
-        let port = try tcpPort(of: try #require(proxy.waitUntilListening()))
+        let port = try tcpPort(of: try #require(proxy.waitUntilListening(), sourceLocation: sourceLocation))
         let response = try httpRequest(
             SocketAddress(ipAddress: "127.0.0.1", port: port)!,
             "GET /items HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
         )
-        #expect(response.status == 200, "\(response.text)")
+        #expect(response.status == 200, "\(response.text)", sourceLocation: sourceLocation)
         let issued = try server.issuedTokens()
-        #expect(issued.count == 1)
-        #expect(upstream.requests.last?.header("authorization") == "Bearer \(issued.last ?? "-")")
-        proxy.signal(SIGTERM)
-        #expect(proxy.waitForExit() == 0)
+        #expect(issued.count == tokensIssued, sourceLocation: sourceLocation)
+        #expect(
+            upstream.requests.last?.header("authorization") == "Bearer \(issued.last ?? "-")",
+            sourceLocation: sourceLocation
+        )
+        #expect(proxy.stop() == 0, "\(proxy.standardError)", sourceLocation: sourceLocation)
     }
 
     @Test(arguments: [AuthlibServer.Mode.rfc8414, .openID])
@@ -61,7 +75,7 @@ import Testing
             "token_url = \(origin)/token  # discovered from \(source)",
             "revocation_url = \(origin)/revoke  # discovered from \(source)",
             "client_auth = basic  # discovered from \(source)",
-            "authorization_url = (not set)",
+            "device_authorization_url = (not set)",
         ] {
             #expect(result.stdout.contains("\n\(line)\n"), "missing \(line)")
         }
@@ -127,9 +141,15 @@ import Testing
         try Self.configText(issuer: second.issuer, upstream: upstream.baseURL, server: second)
             .write(toFile: config, atomically: true, encoding: .utf8)
         proxy.signal(SIGHUP)
-        #expect(waitUntil { (try? second.issuedTokens().count) == 1 }, "\(proxy.standardError)")
-        #expect(try httpRequest(address, get).status == 200)
-        #expect(upstream.requests.last?.header("authorization") == "Bearer \(try second.issuedTokens().first ?? "-")")
+        #expect(waitUntil { (try? second.issuedTokens().count) == 1 })
+        // The refresh SIGHUP forced ends when the proxy has the answer, a moment after Authlib sent it.
+        let secondToken = try #require(try second.issuedTokens().first)
+        #expect(
+            waitUntil {
+                (try? httpRequest(address, get).status) == 200
+                    && upstream.requests.last?.header("authorization") == "Bearer \(secondToken)"
+            }
+        )
 
         try Self.configText(issuer: missing.issuer, upstream: upstream.baseURL, server: missing)
             .write(toFile: config, atomically: true, encoding: .utf8)
@@ -144,5 +164,33 @@ import Testing
             "\(reloads)"
         )
         #expect(try second.issuedTokens().count == 1)
+    }
+
+    /// `login` reads the metadata too: with `issuer` alone it logs in at the discovered authorization
+    /// endpoint (PKCE, which Authlib requires) and token endpoint, and the proxy then serves the API
+    /// with a token refreshed from the stored refresh token.
+    @Test func loginWithIssuerAloneThenTheProxyServes() throws {
+        let server = try AuthlibServer(mode: .rfc8414)
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let tokenFile = temporaryDirectory() + "/refresh-token"
+        let config = temporaryFile(
+            Self.configText(issuer: server.issuer, upstream: upstream.baseURL, server: server)
+                + "refresh_token_file = \(tokenFile)\n"
+        )
+        let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
+        let authorize = "http://127.0.0.1:\(server.port)/authorize?"
+        #expect(waitUntil { login.standardOutput.contains(authorize) })
+        let url = try #require(word(startingWith: authorize, in: login.standardOutput))
+        let authorization = try browse(url)
+        #expect(authorization.status == 302, "\(authorization.text)")
+        let callback = try #require(authorization.header("location"))
+        #expect(try browse(callback).status == 200)
+        #expect(login.waitForExit() == 0, "\(login.standardError)")
+        let stored = try String(contentsOfFile: tokenFile, encoding: .utf8)
+        #expect(stored.hasPrefix("authlib-refresh-"))
+
+        try Self.expectServes(config: config, upstream: upstream, server: server, tokensIssued: 2)
     }
 }

@@ -4,7 +4,9 @@ import Glibc
 
 /// A real authorization server that nobody here wrote: Authlib (Debian's python3-authlib) behind
 /// Python's http.server on a 127.0.0.1 port, serving RFC 8414 metadata where Authlib's own
-/// `get_well_known_url` puts it and a client_credentials token endpoint.
+/// `get_well_known_url` puts it, a token endpoint for client_credentials, refresh_token and the
+/// authorization code with PKCE (S256, required), and an authorization endpoint that approves at
+/// once for a loopback redirect URI (the test plays the browser).
 ///
 /// The test binds the port and hands the listening socket to Python as its standard input, so the
 /// server is reachable the moment it starts and no output is waited for. Ended by its PID.
@@ -71,7 +73,8 @@ package final class AuthlibServer: @unchecked Sendable {
         from urllib.parse import parse_qsl
         from authlib.oauth2 import AuthorizationServer, OAuth2Request
         from authlib.oauth2.rfc6749 import ClientMixin
-        from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant
+        from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, ClientCredentialsGrant, RefreshTokenGrant
+        from authlib.oauth2.rfc7636 import CodeChallenge
         from authlib.oauth2.rfc6750 import BearerTokenGenerator
         from authlib.oauth2.rfc8414 import AuthorizationServerMetadata, get_well_known_url
 
@@ -79,22 +82,56 @@ package final class AuthlibServer: @unchecked Sendable {
         issuer, mode = settings["issuer"], settings["mode"]
         origin = issuer.split("/", 3)[0] + "//" + issuer.split("/", 3)[2]
         issued = []
+        codes, refresh_tokens = {}, {}
+
+        class Code:
+            def __init__(self, request):
+                self.redirect_uri, self.scope = request.redirect_uri, request.scope
+                self.code_challenge = request.data.get("code_challenge")
+                self.code_challenge_method = request.data.get("code_challenge_method")
+            def get_redirect_uri(self): return self.redirect_uri
+            def get_scope(self): return self.scope
+
+        class CodeGrant(AuthorizationCodeGrant):
+            def save_authorization_code(self, code, request): codes[code] = Code(request)
+            def query_authorization_code(self, code, client): return codes.get(code)
+            def delete_authorization_code(self, authorization_code):
+                for code in [c for c, v in codes.items() if v is authorization_code]: del codes[code]
+            def authenticate_user(self, authorization_code): return "alice"
+
+        class Refresh:
+            def __init__(self, scope): self.scope = scope
+            def get_scope(self): return self.scope
+            def get_expires_in(self): return 3600
+            def is_expired(self): return False
+            def is_revoked(self): return False
+            def check_client(self, client): return True
+
+        class RefreshGrant(RefreshTokenGrant):
+            INCLUDE_NEW_REFRESH_TOKEN = True
+            def authenticate_refresh_token(self, refresh_token): return refresh_tokens.get(refresh_token)
+            def authenticate_user(self, credential): return "alice"
+            def revoke_old_credential(self, credential):
+                for token in [t for t, v in refresh_tokens.items() if v is credential]: del refresh_tokens[token]
 
         class Client(ClientMixin):
             def get_client_id(self): return settings["client_id"]
             def get_default_redirect_uri(self): return None
             def get_allowed_scope(self, scope): return scope
-            def check_redirect_uri(self, uri): return False
+            def check_redirect_uri(self, uri): return uri.startswith("http://127.0.0.1:")
             def check_client_secret(self, secret): return secret == settings["client_secret"]
             def check_endpoint_auth_method(self, method, endpoint):
                 return method in ("client_secret_basic", "client_secret_post")
-            def check_response_type(self, response_type): return False
-            def check_grant_type(self, grant_type): return grant_type == "client_credentials"
+            def check_response_type(self, response_type): return response_type == "code"
+            def check_grant_type(self, grant_type):
+                return grant_type in ("client_credentials", "authorization_code", "refresh_token")
 
         class Server(AuthorizationServer):
             def query_client(self, client_id):
                 return Client() if client_id == settings["client_id"] else None
-            def save_token(self, token, request): issued.append(token["access_token"])
+            def save_token(self, token, request):
+                issued.append(token["access_token"])
+                if "refresh_token" in token: refresh_tokens[token["refresh_token"]] = Refresh(token.get("scope"))
             def send_signal(self, name, *args, **kwargs): pass
             def create_oauth2_request(self, request): return request
             def create_json_request(self, request): return request
@@ -102,14 +139,20 @@ package final class AuthlibServer: @unchecked Sendable {
 
         server = Server()
         server.register_grant(ClientCredentialsGrant)
+        server.register_grant(CodeGrant, [CodeChallenge(required=True)])
+        server.register_grant(RefreshGrant)
         server.register_token_generator(
-            "default", BearerTokenGenerator(lambda *args, **kwargs: "authlib-" + secrets.token_urlsafe(16)))
+            "default", BearerTokenGenerator(
+                lambda *args, **kwargs: "authlib-" + secrets.token_urlsafe(16),
+                lambda *args, **kwargs: "authlib-refresh-" + secrets.token_urlsafe(16)))
 
         metadata = AuthorizationServerMetadata({
             "issuer": issuer + "/other" if mode == "mismatch" else issuer,
             "token_endpoint": "http://auth.example.net/token" if mode == "remote-http" else origin + "/token",
             "revocation_endpoint": origin + "/revoke",
-            "grant_types_supported": ["client_credentials", "refresh_token"],
+            "authorization_endpoint": origin + "/authorize",
+            "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
             "response_types_supported": ["code"],
         })
@@ -137,6 +180,9 @@ package final class AuthlibServer: @unchecked Sendable {
                     self.answer(200, dict(metadata))
                 elif self.path == "/issued":
                     self.answer(200, issued)
+                elif self.path.startswith("/authorize?"):
+                    request = OAuth2Request("GET", origin + self.path, None, self.headers)
+                    self.answer(*server.create_authorization_response(request, grant_user="alice"))
                 else:
                     self.answer(404, {"error": "not_found"})
 
@@ -150,6 +196,13 @@ package final class AuthlibServer: @unchecked Sendable {
                 self.answer(*server.create_token_response(request))
 
             def log_message(self, format, *args): pass
+
+            def handle_one_request(self):
+                # A mistake here is an answer the test sees (500), not a connection left hanging.
+                try:
+                    super().handle_one_request()
+                except Exception as error:
+                    self.answer(500, {"error": "server_error", "error_description": repr(error)})
 
         listener = socket.socket(fileno=0)
         listener.setblocking(True)

@@ -11,19 +11,22 @@ package enum AuthorizationServerDiscovery {
     /// Same-origin redirects followed at most; one to another origin is never followed.
     static let maximumRedirects = 3
 
-    /// `configuration` with every session that has an `issuer` filled from its metadata. Each
-    /// session's requests leave through `connector(index)`, on a loop of their own that is gone when
-    /// this returns. Blocks: never call it on an event loop.
+    /// `configuration` with every session that has an `issuer` (or only the one called `only`) filled
+    /// from its metadata. Each session's requests leave through `connector(index)`, on a loop of
+    /// their own that is gone when this returns. Blocks: never call it on an event loop.
     package static func fill(
         _ configuration: Configuration,
+        only: String? = nil,
         connector: (Int) -> OutboundConnector
     ) throws(DiscoveryError) -> Configuration {
-        guard configuration.sessions.contains(where: { $0.issuer != nil }) else { return configuration }
+        let discovers = { (session: SessionSettings) in session.issuer != nil && (only ?? session.name) == session.name
+        }
+        guard configuration.sessions.contains(where: discovers) else { return configuration }
         let group = EventLoopGroup(count: 1, name: "bearer-discovery")
         defer { group.shutdown() }
         var filled = configuration
         for (index, session) in configuration.sessions.enumerated() {
-            guard let issuer = session.issuer else { continue }
+            guard discovers(session), let issuer = session.issuer else { continue }
             let places = configuration.places(of: session.name)
             let place = "\(places[.issuer] ?? places.whole): \(ConfigurationKey.issuer)"
             let caller = EndpointCaller(
@@ -39,8 +42,12 @@ package enum AuthorizationServerDiscovery {
     }
 
     /// `fill` through the kernel's network with each session's endpoint TLS (ca_file, without a client
-    /// certificate: metadata is public): for `--check` and SIGHUP, which have no proxy's connectors.
-    package static func fill(_ configuration: Configuration) throws(DiscoveryError) -> Configuration {
+    /// certificate: metadata is public): for `--check`, SIGHUP, `login` and `logout`, which have no
+    /// proxy's connectors.
+    package static func fill(
+        _ configuration: Configuration,
+        only: String? = nil
+    ) throws(DiscoveryError) -> Configuration {
         let process = configuration.process
         var connectors: [OutboundConnector] = []
         for session in configuration.sessions {
@@ -51,7 +58,7 @@ package enum AuthorizationServerDiscovery {
                 throw DiscoveryError(description: error.description)
             }
         }
-        return try Self.fill(configuration) { connectors[$0] }
+        return try Self.fill(configuration, only: only) { connectors[$0] }
     }
 
     /// The first well-known address that answers 200 with a document, and that document checked.
