@@ -2,6 +2,7 @@ import BearerConfig
 import BearerCore
 import BearerIO
 import BearerProxy
+import BearerSession
 import Glibc
 
 extension ProxyCommand {
@@ -57,6 +58,12 @@ extension ProxyCommand {
                 "# --demo: the mock API and token server listen on free loopback ports, new ones each run\n",
                 to: STDOUT_FILENO
             )
+        }
+        do throws(DiscoveryError) {
+            configuration = try AuthorizationServerDiscovery.fill(configuration)
+        } catch {
+            writeStandardError("Error: \(error)\n")
+            return 1
         }
         Console.write(ConfigurationLoader.report(configuration), to: STDOUT_FILENO)
         let warnings = configuration.warnings

@@ -150,6 +150,8 @@ extension Configuration {
         .dpop, .dpopKeyFile,
         // What a session's token may be used for.
         .allow, .deny,
+        // Discovery (RFC 8414).
+        .issuer,
         // Named sessions only.
         .mount,
     ]

@@ -54,10 +54,16 @@ extension ProxyServer {
         return outcome
     }
 
-    /// Applies `new` (checked like at start) as far as it can change while the proxy serves: every
+    /// Applies `loaded` (checked like at start, each `issuer`'s metadata read again) as far as it can change while the proxy serves: every
     /// session's token supply, `log_level`, `access_log`. Everything it needs is made first, so that a
     /// failure changes nothing.
-    package func reload(to new: Configuration) -> ReloadOutcome {
+    package func reload(to loaded: Configuration) -> ReloadOutcome {
+        let new: Configuration
+        do throws(DiscoveryError) {
+            new = try AuthorizationServerDiscovery.fill(loaded)
+        } catch {
+            return .refused(error.description)
+        }
         let running = self.configurationInForce.withLock { $0 }
         let reload = ConfigurationReload(running: running, new: new)
         var supplies: [(TokenSession, TokenSupply)] = []

@@ -82,6 +82,8 @@ package struct ExternalTool: Sendable {
     package static let pythonWebSockets = ExternalTool.pythonModule("websockets", package: "python3-websockets")
     /// The HTTP client most Python programs use.
     package static let pythonRequests = ExternalTool.pythonModule("requests", package: "python3-requests")
+    /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).
+    package static let pythonAuthlib = ExternalTool.pythonModule("authlib", package: "python3-authlib")
     /// The formatter `man` uses, which checks the man pages (`groff -ww`: every warning).
     package static let groff = ExternalTool.named("groff", orIn: ["/usr/bin"], package: "groff-base")
     /// The shells whose completion scripts `bearer-proxy completions` writes (`CompletionsTests`).
