@@ -158,6 +158,40 @@ import Testing
         #expect(client["uid"] as? Int == Int(getuid()))
     }
 
+    /// logrotate's way: the file is renamed, SIGUSR1 makes the proxy open the path again. Every
+    /// exchange is in exactly one of the two files, whichever side of the rotation it ended on.
+    @Test func userSignalOneAfterARenameStartsANewFileAndLosesNothing() throws {
+        let folder = temporaryDirectory()
+        let path = folder + "/audit.jsonl"
+        let setup = try UnixSocketProxy("audit_log = \(path)")
+        var sent: [String] = []
+        func send(_ count: Int) throws {
+            for _ in 0..<count {
+                let target = "/whoami/\(sent.count)"
+                #expect(try setup.get(target).status == 200, "\(target)")
+                sent.append(target)
+            }
+        }
+        try send(5)
+        #expect(rename(path, path + ".1") == 0)
+        setup.proxy.signal(SIGUSR1)
+        // The new file appears when the proxy opened it (an event in the file system, not a log line).
+        #expect(waitUntil { access(path, F_OK) == 0 }, "SIGUSR1 did not open the path again")
+        // Each loop moves to the new file as soon as it runs the change: requests until one is there.
+        #expect(
+            waitUntil {
+                (try? send(1)) != nil && ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains("\n")
+            }
+        )
+        #expect(setup.proxy.stop() == 0, "SIGUSR1 is not a stop")
+        let rotated = try Self.records(path + ".1").compactMap { $0["path"] as? String }
+        let current = try Self.records(path).compactMap { $0["path"] as? String }
+        #expect((rotated + current).sorted() == sent.sorted(), "every exchange once")
+        #expect(rotated.count >= 5 && !current.isEmpty)
+        var status = stat()
+        #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+    }
+
     /// A file the proxy cannot write: one warning, the lines counted as dropped, and every request
     /// still answered.
     @Test(arguments: ["/dev/full", "/proc/bearer-proxy-audit/unwritable.jsonl"])
