@@ -88,6 +88,16 @@ import Testing
         }
         var status = stat()
         #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+
+        // `bearer-proxy audit FILE` sums it up: a's row, the other host's, and the refusal by rule.
+        let summary = try ProxyProcess.run(["audit", path])
+        #expect(summary.status == 0, "\(summary.stderr)")
+        let lines = summary.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+        #expect(lines.first?.hasPrefix("\(path): 4 requests, ") == true, "\(summary.stdout)")
+        let aHost = proxy["a"].upstream.baseURL.replacing("http://", with: "")
+        #expect(lines.contains("a \(aHost) 3 1 1 1 200:2 403:1"), "\(summary.stdout)")
+        #expect(lines.contains { $0.hasPrefix("- ") && $0.contains(" 1 0 0 0 \(otherHost.status):1") })
+        #expect(lines.contains("a 1 allow = GET /whoami, GET /v1/*, POST /v1/items"), "\(summary.stdout)")
     }
 
     /// One API behind a proxy listening on TCP and on a unix socket, with `extra` lines.
