@@ -6,7 +6,8 @@ import BearerSession
 import Glibc
 
 extension ProxyCommand {
-    /// Runs the proxy until SIGTERM or SIGINT; SIGHUP re-reads the config (`SignalWatcher`).
+    /// Runs the proxy until SIGTERM or SIGINT; SIGHUP re-reads the config, SIGUSR1 reopens the audit
+    /// log (`SignalWatcher`).
     static func serve(_ options: Options) -> Int32 {
         // Before anything is created, so that a signal at any moment finds what it must clean up.
         let signals = SignalWatcher.start(wrapsProgram: false)
@@ -19,7 +20,7 @@ extension ProxyCommand {
         }
         guard let proxy = RunningProxy.start(configuration, signals: signals) else { return 1 }
         let server = proxy.server
-        signals.serving(logger: proxy.logger) {
+        signals.serving(logger: proxy.logger, reopen: { server.reopenAuditLog() }) {
             _ = server.reloadConfiguration(
                 file: ConfigurationLoader.configFile(for: options.configurationSource),
                 isDemo: options.isDemo

@@ -109,6 +109,7 @@ struct ProxyBuilder {
 
         // Nothing below fails.
         self.logWarnings()
+        let auditLog = AuditLogFile.open(process.auditLog, logger: self.logger)
         let loops = self.startLoops(group)
         let connector = OutboundConnector(
             network: self.network,
@@ -149,6 +150,7 @@ struct ProxyBuilder {
             sessions: sessions,
             connector: connector,
             accessLog: accessLog,
+            auditLog: auditLog,
             interceptCertificates: interceptCertificates,
             logger: self.logger
         )

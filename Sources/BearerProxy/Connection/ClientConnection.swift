@@ -28,6 +28,11 @@ final class ClientConnection {
     @exclusivity(unchecked) private var needsAnotherPass = false
     /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
     @exclusivity(unchecked) var eventCount = 0
+    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line.
+    lazy var auditClient = AuditLogBuffer.Client(
+        socket: self.stream.socketDescriptor,
+        isUnix: self.machine.isFromUnixSocket
+    )
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
