@@ -161,6 +161,12 @@ package enum AuthorizationServerDiscovery {
         fill(\.login.deviceAuthorizationURL, .deviceAuthorizationURL, metadata.deviceAuthorizationEndpoint)
         fill(\.revocationURL, .revocationURL, metadata.revocationEndpoint)
         session.registrationURL = session.registrationURL ?? metadata.registrationEndpoint
+        // A client a login registered (RFC 7591) and kept beside the refresh token.
+        if session.clientID == nil, let file = session.refreshTokenFile, let endpoint = session.registrationURL,
+            let registered = RegisteredClient.stored(besides: file, for: endpoint.description)
+        {
+            session.clientID = registered.clientID
+        }
         if places[.grantType] == nil, let offered = metadata.grantTypes {
             let grant = session.effectiveGrantType.formValue
             guard offered.contains(grant) else {
