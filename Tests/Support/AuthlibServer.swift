@@ -42,7 +42,17 @@ package final class AuthlibServer: @unchecked Sendable {
     package let clientSecret = "authlib-secret-1"
     private let pid: pid_t
 
-    package init(mode: Mode, issuerPath: String = "", registration: Registration = .none) throws {
+    /// The protected resource this server also describes (RFC 9728 metadata at
+    /// `/.well-known/oauth-protected-resource/api`, naming this issuer): `resource` says which resource
+    /// the document names, so that a mismatch can be shown.
+    package var resourceURL: String { "http://127.0.0.1:\(self.port)/api" }
+
+    package init(
+        mode: Mode,
+        issuerPath: String = "",
+        registration: Registration = .none,
+        resource: String? = nil
+    ) throws {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         defer { Socket.close(fd) }
         self.port = Socket.localAddress(fd)!.port!
@@ -50,6 +60,7 @@ package final class AuthlibServer: @unchecked Sendable {
         let settings = [
             "mode": mode.rawValue, "issuer": self.issuer, "client_id": self.clientID,
             "client_secret": self.clientSecret, "registration": registration.rawValue,
+            "resource": resource ?? "http://127.0.0.1:\(self.port)/api",
         ]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: settings), as: UTF8.self)
         self.pid = try spawnProcess(
@@ -233,6 +244,8 @@ package final class AuthlibServer: @unchecked Sendable {
             def do_GET(self):
                 if wellknown is not None and self.path == wellknown:
                     self.answer(200, dict(metadata))
+                elif self.path == "/.well-known/oauth-protected-resource/api":
+                    self.answer(200, {"resource": settings["resource"], "authorization_servers": [issuer]})
                 elif self.path == "/issued":
                     self.answer(200, issued)
                 elif self.path == "/registered":
