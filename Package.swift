@@ -9,7 +9,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "CBearerLinux"),
-        // The commit `--version` names, which the BuildCommit plugin writes before each build.
+        // The commit `--version` names, which the BuildCommit plugin writes whenever HEAD moves.
         .target(name: "BearerBuildInfo", plugins: ["BuildCommit"]),
         .plugin(name: "BuildCommit", capability: .buildTool()),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
