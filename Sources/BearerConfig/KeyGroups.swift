@@ -134,6 +134,16 @@ extension KeyGroup {
                 `--check` warns about it and start-up logs the same warning. Never in production.
                 """
             ),
+            KeyDocumentation(
+                .http2,
+                "on or off",
+                """
+                on: a client connection whose first bytes are the HTTP/2 connection preface is served as HTTP/2 \
+                with prior knowledge (RFC 9113 §3.3), on every listener; each stream is routed, gets the token \
+                and is replayed after a refresh as an HTTP/1.1 request is. off: HTTP/1.1 only; a preface gets a \
+                400 and a log line naming this key.
+                """
+            ),
         ]
     )
 

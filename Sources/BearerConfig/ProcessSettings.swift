@@ -35,6 +35,8 @@ package struct ProcessSettings: Sendable {
     // Upstream TLS.
     package var caFile: String?
     package var tlsInsecureSkipVerify = false
+    /// A client connection opening with the HTTP/2 preface is served as HTTP/2 (prior knowledge).
+    package var http2 = true
 
     /// A fleet's shared session: where it lives, and what a proxy does when it cannot be reached.
     package var sessionStore = SessionStoreSettings()

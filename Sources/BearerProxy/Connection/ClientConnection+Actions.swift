@@ -363,7 +363,8 @@ extension ClientConnection {
             status: status,
             bodyBytes: bytes,
             duration: duration,
-            replayed: replayed
+            replayed: replayed,
+            isHTTP2: self.servesHTTP2Stream
         )
     }
 }

@@ -28,6 +28,12 @@ final class ClientConnection {
     @exclusivity(unchecked) private var needsAnotherPass = false
     /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
     @exclusivity(unchecked) var eventCount = 0
+    /// The client's first bytes were compared with the HTTP/2 preface (a stream's own exchange never is).
+    @exclusivity(unchecked) var isProtocolDecided: Bool
+    /// The client spoke HTTP/2: this connection only owns the stream and its accounting from then on.
+    @exclusivity(unchecked) var http2: HTTP2Connection?
+    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
+    let servesHTTP2Stream: Bool
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
@@ -40,9 +46,17 @@ final class ClientConnection {
     let loop: EventLoop
 
     /// `listenerSession`: accepted on that session's own listener.
-    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool, listenerSession: NamedSession? = nil) {
+    init(
+        stream: StreamConnection,
+        context: LoopContext,
+        isFromUnixSocket: Bool,
+        listenerSession: NamedSession? = nil,
+        servesHTTP2Stream: Bool = false
+    ) {
         let runtime = context.runtime
         self.stream = stream
+        self.servesHTTP2Stream = servesHTTP2Stream
+        self.isProtocolDecided = servesHTTP2Stream
         self.context = context
         self.loop = context.loop
         self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
@@ -70,12 +84,14 @@ final class ClientConnection {
 
     /// Shutting down: an idle connection closes now; a busy one closes once its response is out.
     func drain() {
+        if let http2 = self.http2 { return http2.drain() }
         self.run(self.machine.drainRequested(hasPendingWrites: self.stream.pendingWriteBytes > 0))
         self.pump()
     }
 
     /// Stopping at once: the connection and everything it holds is closed.
     func closeNow() {
+        self.http2?.closeStreams()
         self.run(self.machine.clientClosed())
     }
 
@@ -84,6 +100,7 @@ final class ClientConnection {
     /// Parses and forwards whatever the state allows now, from both sides, then settles reading,
     /// flushing and the timer. Re-entered (a callback during an action), it only asks for another pass.
     func pump() {
+        if let http2 = self.http2 { return http2.pump() }
         if self.isPumping {
             self.needsAnotherPass = true
             return
@@ -100,6 +117,7 @@ final class ClientConnection {
             passes += 1
         } while self.needsAnotherPass && !self.machine.isClosed && passes < 16
         self.isPumping = false
+        if let http2 = self.http2 { return http2.pump() }
         if self.needsAnotherPass && !self.machine.isClosed {
             // Still work to do after many passes: finish it on this loop turn's end, letting other
             // connections run first.
@@ -181,6 +199,7 @@ extension ClientConnection: StreamConnectionDelegate {
     }
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        self.http2?.closeStreams()
         if let error { self.runtime.logger.debug("client connection failed", ["error": error.description]) }
         self.run(self.machine.clientClosed(tlsFailure: error?.tlsFailure))
     }
