@@ -2,10 +2,12 @@ import BearerConfig
 import BearerCore
 import BearerIO
 import BearerProxy
+import BearerSession
 import Glibc
 
 extension ProxyCommand {
-    /// Runs the proxy until SIGTERM or SIGINT; SIGHUP re-reads the config (`SignalWatcher`).
+    /// Runs the proxy until SIGTERM or SIGINT; SIGHUP re-reads the config, SIGUSR1 reopens the audit
+    /// log (`SignalWatcher`).
     static func serve(_ options: Options) -> Int32 {
         // Before anything is created, so that a signal at any moment finds what it must clean up.
         let signals = SignalWatcher.start(wrapsProgram: false)
@@ -18,7 +20,7 @@ extension ProxyCommand {
         }
         guard let proxy = RunningProxy.start(configuration, signals: signals) else { return 1 }
         let server = proxy.server
-        signals.serving(logger: proxy.logger) {
+        signals.serving(logger: proxy.logger, reopen: { server.reopenAuditLog() }) {
             _ = server.reloadConfiguration(
                 file: ConfigurationLoader.configFile(for: options.configurationSource),
                 isDemo: options.isDemo
@@ -57,6 +59,12 @@ extension ProxyCommand {
                 "# --demo: the mock API and token server listen on free loopback ports, new ones each run\n",
                 to: STDOUT_FILENO
             )
+        }
+        do throws(DiscoveryError) {
+            configuration = try AuthorizationServerDiscovery.fill(configuration)
+        } catch {
+            writeStandardError("Error: \(error)\n")
+            return 1
         }
         Console.write(ConfigurationLoader.report(configuration), to: STDOUT_FILENO)
         let warnings = configuration.warnings

@@ -5,8 +5,9 @@ import Glibc
 /// own, or `bearer-proxy run`'s, which has a program to pass signals on to.
 ///
 /// The proxy: a signal during start-up ends the process at once (nothing is in flight); serving,
-/// the first SIGTERM/SIGINT asks for the drain and SIGHUP re-reads the config; draining, a second
-/// SIGTERM/SIGINT exits at once (status 1).
+/// the first SIGTERM/SIGINT asks for the drain, SIGHUP re-reads the config and SIGUSR1 opens the
+/// audit log's file again (logrotate's `postrotate`); draining, a second SIGTERM/SIGINT exits at once
+/// (status 1), and SIGUSR1 still reopens (the last exchanges are audited too).
 ///
 /// `run`: signals sent to it with kill(2) are meant for the program and are passed on; `run` keeps
 /// serving until the program exits. A signal the kernel sent to the whole foreground process group
@@ -38,6 +39,8 @@ struct SignalStateMachine {
         case stop
         /// Re-read the config file and apply it.
         case reload
+        /// Open the audit log's file again (after logrotate moved it).
+        case reopenLogs
         /// Pass the signal on to the program.
         case forward(Int32, to: pid_t)
         /// The program is being started: the signal is kept for it.
@@ -65,13 +68,18 @@ struct SignalStateMachine {
         switch self.state {
         case .starting:
             if self.wrapsProgram { return .exit(status: 128 + signal.number, saying: nil) }
-            return signal.number == SIGHUP ? .none : .exit(status: 0, saying: .signalDuringStartUp)
+            // A rotation while the proxy starts: the file it is about to open is the new one.
+            if signal.number == SIGHUP || signal.number == SIGUSR1 { return .none }
+            return .exit(status: 0, saying: .signalDuringStartUp)
         case .serving:
             if signal.number == SIGHUP { return .reload }
+            if signal.number == SIGUSR1 { return .reopenLogs }
             self.state = .stopping
             return .stop
         case .stopping:
-            return signal.number == SIGHUP ? .none : .exit(status: 1, saying: .secondSignal)
+            if signal.number == SIGHUP { return .none }
+            if signal.number == SIGUSR1 { return .reopenLogs }
+            return .exit(status: 1, saying: .secondSignal)
         case .spawning(var pending, let shares):
             if shares && signal.isFromKernel { return .none }
             pending.append(signal)

@@ -14,8 +14,8 @@ import Glibc
 /// that record: so a signal is sent while its PID is still the program's (alive or a zombie), never to
 /// a process that got the PID after it (`SignalWatcher+Program`).
 final class SignalWatcher: Sendable {
-    /// What the proxy takes: the three a service manager and a shell's user send.
-    static let proxySignals = [SIGTERM, SIGINT, SIGHUP]
+    /// What the proxy takes: the three a service manager and a shell's user send, and logrotate's SIGUSR1.
+    static let proxySignals = [SIGTERM, SIGINT, SIGHUP, SIGUSR1]
     /// What `run` takes and passes on: the proxy's three, and SIGQUIT, SIGUSR1 and SIGUSR2, whose
     /// default would end `run` under its program's feet (a JVM prints its threads on SIGQUIT and goes on).
     static let programSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
@@ -23,8 +23,8 @@ final class SignalWatcher: Sendable {
     let socketFiles = UnixSocketFiles()
     let machine: Locked<SignalStateMachine>
     private let stopRequested = DispatchSemaphore(value: 0)
-    /// SIGHUP's work and the log, once the proxy serves.
-    private let serving = Locked<(reload: @Sendable () -> Void, logger: Logger)?>(nil)
+    /// SIGHUP's and SIGUSR1's work and the log, once the proxy serves.
+    private let serving = Locked<(reload: @Sendable () -> Void, reopen: @Sendable () -> Void, logger: Logger)?>(nil)
     private let startupLogger = Logger(level: .info, sink: .standardError)
 
     private init(wrapsProgram: Bool) {
@@ -51,9 +51,13 @@ final class SignalWatcher: Sendable {
     }
 
     /// The proxy (without a program) is up: SIGTERM and SIGINT now stop it gracefully, SIGHUP runs
-    /// `reload`.
-    func serving(logger: Logger, reload: @escaping @Sendable () -> Void) {
-        self.serving.withLock { $0 = (reload, logger) }
+    /// `reload`, SIGUSR1 `reopen`.
+    func serving(
+        logger: Logger,
+        reopen: @escaping @Sendable () -> Void,
+        reload: @escaping @Sendable () -> Void
+    ) {
+        self.serving.withLock { $0 = (reload, reopen, logger) }
         self.machine.withLock { $0.proxyStarted() }
     }
 
@@ -85,6 +89,8 @@ final class SignalWatcher: Sendable {
             self.stopRequested.signal()
         case .reload:
             self.serving.withLock { $0?.reload }?()
+        case .reopenLogs:
+            self.serving.withLock { $0?.reopen }?()
         case .forward, .keep, .none:
             break
         }

@@ -163,7 +163,7 @@ extension Configuration {
     }
 
     /// localhost, 127.0.0.0/8 or ::1 (hosts come without brackets): traffic that never leaves this machine.
-    static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         let host = host.lowercased()
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
         guard case .ipv4 = SocketAddress(ipAddress: host, port: 0) else { return false }

@@ -77,11 +77,21 @@ package struct Configuration: Sendable {
     }
 }
 
-/// Where the per-request access log goes.
+/// Where the per-request access log goes (and the audit log: the same three choices).
 package enum AccessLogDestination: Equatable, Sendable, CustomStringConvertible {
     case off
     case standardError
     case file(String)
+
+    /// `off`, `stderr` or a path (`~` expanded); nil for an empty value.
+    init?(parsing value: String) {
+        switch value {
+        case "off": self = .off
+        case "stderr": self = .standardError
+        case "": return nil
+        default: self = .file(ValueParsers.expandingHome(value))
+        }
+    }
 
     package var description: String {
         switch self {

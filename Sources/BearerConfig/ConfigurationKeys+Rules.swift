@@ -23,6 +23,19 @@ extension ConfigurationKey {
         return nil
     }
 
+    /// `audit_log`: what every request did with the credential, one JSON line each.
+    package static let auditLog = ConfigurationKey(
+        "audit_log",
+        of: ProcessSettings.self,
+        show: { $0.auditLog.description }
+    ) { value, process in
+        guard let destination = AccessLogDestination(parsing: value) else {
+            return "expected off, stderr or a file path"
+        }
+        process.auditLog = destination
+        return nil
+    }
+
     /// A comma list of `METHOD PATH` patterns, at least one (an empty `allow` is most likely a
     /// `${VAR}` that expanded to nothing, and would refuse everything without saying why).
     private static func requestPatterns(_ value: String) -> (patterns: [RequestPattern], mistake: String?) {

@@ -149,7 +149,9 @@ extension Configuration {
         // DPoP.
         .dpop, .dpopKeyFile,
         // What a session's token may be used for.
-        .allow, .deny,
+        .allow, .deny, .auditLog,
+        // Discovery (RFC 8414).
+        .issuer,
         // Named sessions only.
         .mount,
     ]
@@ -279,12 +281,10 @@ extension ConfigurationKey {
     ) {
         value,
         process in
-        switch value {
-        case "off": process.accessLog = .off
-        case "stderr": process.accessLog = .standardError
-        case "": return "expected off, stderr or a file path"
-        default: process.accessLog = .file(ValueParsers.expandingHome(value))
+        guard let destination = AccessLogDestination(parsing: value) else {
+            return "expected off, stderr or a file path"
         }
+        process.accessLog = destination
         return nil
     }
 

@@ -31,6 +31,21 @@ extension KeyGroup {
                 The same patterns as `allow`.
                 """
             ),
+            KeyDocumentation(
+                .auditLog,
+                "off, stderr, or a file path",
+                example: "/var/log/bearer-proxy/audit.jsonl",
+                """
+                One JSON object per line per request, whatever `log_level` says: time, session, client (its \
+                address, or a unix socket peer's pid and uid), method, scheme, host, path (query values \
+                replaced by `…`), protocol, status, bytes in and out, duration, the token's generation (never \
+                the token), whether it waited for a refresh and was replayed, and the rules' decision. A file \
+                is appended to, created 0600, and opened again on SIGUSR1 (logrotate's `postrotate`); one that \
+                cannot be opened or written is one warning, and its lines are dropped and counted \
+                (`bearer_proxy_audit_lines_dropped_total`). `bearer-proxy audit FILE` sums one up. Process-wide; \
+                a change takes a restart.
+                """
+            ),
         ]
     )
 }

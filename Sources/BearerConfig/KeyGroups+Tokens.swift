@@ -9,6 +9,18 @@ extension KeyGroup {
             """,
         keys: [
             KeyDocumentation(
+                .issuer,
+                "URL: https:// (http:// only on a loopback address)",
+                example: "https://auth.example.com",
+                """
+                The authorization server. At start, at `--check` and on SIGHUP its metadata is read (RFC 8414 \
+                `/.well-known/oauth-authorization-server`, then OpenID Connect \
+                `/.well-known/openid-configuration`) and fills `token_url`, `authorization_url`, \
+                `device_authorization_url` and `revocation_url` where the file leaves them unset; its `issuer` \
+                must equal this value exactly. See docs/token-sources.md, "Discovery".
+                """
+            ),
+            KeyDocumentation(
                 .tokenURL,
                 "URL: http:// or https://",
                 example: "https://auth.example.com/oauth/token",

@@ -23,6 +23,8 @@ package struct ProcessSettings: Sendable {
     package var shutdownTimeout: Duration = .seconds(10)
     package var adminListen: ListenAddressSpec?
     package var accessLog: AccessLogDestination = .off
+    /// One JSON line per exchange, for who used the credential for what (`audit_log`).
+    package var auditLog: AccessLogDestination = .off
     /// How long a token call (and the requests parked behind it) may take, in every session.
     package var refreshTimeout: Duration = .seconds(30)
     package var replayMemoryLimit: Int = 256 << 20

@@ -19,6 +19,12 @@ package struct SessionSettings: Sendable {
     package var mount: String?
     package var accessToken: Secret<String>?
     package var revocationURL: HTTPURL?
+    /// `issuer`: the authorization server whose metadata fills the endpoint keys left unset.
+    package var issuer: Issuer?
+    /// The registration endpoint (RFC 7591) the metadata named, for a login without client_id.
+    package var registrationURL: HTTPURL?
+    /// What discovery set, and from where (nil: nothing was discovered).
+    package var discovered: DiscoveredKeys?
 
     // The token session.
     package var refreshToken: Secret<String>?

@@ -47,13 +47,25 @@ package final class LogWriter: Sendable {
     /// Signalled once per waiting `flush` when the writer found the queue empty.
     private let emptied = DispatchSemaphore(value: 0)
     private let dropped = Atomic<Int>(0)
+    /// Called once, on the thread that counts them, when lines are first lost: a log whose lines
+    /// cannot say so themselves (the audit log, every line of which is JSON) says it elsewhere.
+    private let firstLoss: Locked<(@Sendable () -> Void)?>
+    /// Lost lines are noted in the stream (`dropNotice`), unless `whenFirstLosingLines` reports them.
+    private let notesLossInline: Bool
 
     /// Starts the writer's thread. `closesDescriptor`: the descriptor is the writer's own (an access
     /// log file), closed once `finish()` has let the thread write what was queued.
-    package init(fileDescriptor: Int32, capacity: Int = LogWriter.defaultCapacity, closesDescriptor: Bool) {
+    package init(
+        fileDescriptor: Int32,
+        capacity: Int = LogWriter.defaultCapacity,
+        closesDescriptor: Bool,
+        whenFirstLosingLines: (@Sendable () -> Void)? = nil
+    ) {
         self.fd = fileDescriptor
         self.capacity = capacity
         self.closesDescriptor = closesDescriptor
+        self.firstLoss = Locked(whenFirstLosingLines)
+        self.notesLossInline = whenFirstLosingLines == nil
         let thread = spawnThread(name: "log-writer") { self.run() }
         pthread_detach(thread)
     }
@@ -64,15 +76,17 @@ package final class LogWriter: Sendable {
     /// Queues whole lines, or drops and counts them when the queue is full. Never waits for the log.
     package func write(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
+        var isDropped = false
         let wakesWriter = self.queue.withLock { queue -> Bool in
             guard queue.pending.count + queue.inFlight + bytes.count <= self.capacity, !queue.isFinishing else {
                 let lines = Self.lineCount(bytes)
                 queue.droppedSinceAccepted += lines
                 self.dropped.add(lines, ordering: .relaxed)
+                isDropped = true
                 return false
             }
             let wasEmpty = queue.pending.isEmpty
-            if queue.droppedSinceAccepted > 0 {
+            if queue.droppedSinceAccepted > 0 && self.notesLossInline {
                 queue.pending += Self.dropNotice(lines: queue.droppedSinceAccepted).utf8
                 queue.droppedSinceAccepted = 0
             }
@@ -80,6 +94,16 @@ package final class LogWriter: Sendable {
             return wasEmpty
         }
         if wakesWriter { self.hasWork.signal() }
+        if isDropped { self.reportFirstLoss() }
+    }
+
+    /// Runs `whenFirstLosingLines` the first time lines are lost, outside every lock of the writer.
+    private func reportFirstLoss() {
+        let report = self.firstLoss.withLock { report in
+            defer { report = nil }
+            return report
+        }
+        report?()
     }
 
     /// Waits until everything queued is written, or `timeout` passed (a log nobody reads): before the
@@ -157,6 +181,7 @@ package final class LogWriter: Sendable {
                 let lines = Self.lineCount(UnsafeRawBufferPointer(rebasing: raw[written...]))
                 self.dropped.add(lines, ordering: .relaxed)
                 self.queue.withLock { $0.droppedSinceAccepted += lines }
+                self.reportFirstLoss()
             }
         }
     }

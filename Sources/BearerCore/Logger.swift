@@ -184,9 +184,20 @@ package final class LogSink: Sendable {
     private let destination: Destination
 
     /// `closesDescriptor`: the descriptor is the sink's own (an access log file), closed with it.
-    package init(fileDescriptor: Int32, capacity: Int = LogWriter.defaultCapacity, closesDescriptor: Bool = false) {
+    /// `whenFirstLosingLines`: see `LogWriter`.
+    package init(
+        fileDescriptor: Int32,
+        capacity: Int = LogWriter.defaultCapacity,
+        closesDescriptor: Bool = false,
+        whenFirstLosingLines: (@Sendable () -> Void)? = nil
+    ) {
         self.destination = .fileDescriptor(
-            LogWriter(fileDescriptor: fileDescriptor, capacity: capacity, closesDescriptor: closesDescriptor)
+            LogWriter(
+                fileDescriptor: fileDescriptor,
+                capacity: capacity,
+                closesDescriptor: closesDescriptor,
+                whenFirstLosingLines: whenFirstLosingLines
+            )
         )
     }
 

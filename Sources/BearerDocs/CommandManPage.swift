@@ -99,6 +99,13 @@ enum CommandManPage {
                     """
                 ),
                 Paragraph(
+                    "SIGUSR1",
+                    """
+                    Open the audit_log file again by its path, after logrotate moved it (its postrotate \
+                    script); lines already gathered go to the old file, later ones to the new.
+                    """
+                ),
+                Paragraph(
                     "run",
                     """
                     SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to bearer-proxy run are passed on \

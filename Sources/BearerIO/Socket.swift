@@ -97,6 +97,26 @@ package enum Socket {
         return SocketAddress(storage: storage)
     }
 
+    /// The address of the other end of a connected socket (for the audit log).
+    package static func peerAddress(_ fd: Int32) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard result == 0 else { return nil }
+        return SocketAddress(storage: storage)
+    }
+
+    /// The process and user at the other end of a unix socket, as the kernel recorded them when it
+    /// connected (SO_PEERCRED): the audit log's client, which a unix socket has no address for.
+    package static func peerCredentials(_ fd: Int32) -> (pid: Int32, uid: UInt32)? {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        guard cbl_peer_credentials(fd, &pid, &uid) == 0 else { return nil }
+        return (pid, uid)
+    }
+
     /// Half-closes: the peer reads the end of the stream after everything sent.
     static func shutdownWrite(_ fd: Int32) {
         _ = try? SystemCall.nonBlocking("shutdown") { Glibc.shutdown(fd, CBL_SHUT_WR) }

@@ -109,6 +109,8 @@ package final class StreamConnection: Selectable {
     package var isOpen: Bool { self.state == .open && !self.transport.isEstablishing }
     package var isClosed: Bool { self.state == .closed }
     package var isConnecting: Bool { self.state == .connecting || self.transport.isEstablishing }
+    /// The socket the stream runs over (nil: an in-memory pipe): to ask who the peer is, not to use.
+    package var socketDescriptor: Int32? { self.transport.socketDescriptor }
     package var pendingWriteBytes: Int { self.outbound.readableBytes + self.transport.pendingBytes }
 
     /// Bytes read and not yet consumed by the delegate; it consumes them in place.

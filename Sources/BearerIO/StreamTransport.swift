@@ -71,6 +71,16 @@ enum StreamTransport {
         }
     }
 
+    /// The socket under this transport (nil: an in-memory pipe), to ask who the peer is.
+    var socketDescriptor: Int32? {
+        switch self {
+        case .readiness(let readiness): readiness.fd
+        case .ring(let ring): ring.fd
+        case .memory: nil
+        case .tls(let tls): tls.belowSocketDescriptor
+        }
+    }
+
     /// The socket's pending error (0: none), read when a connect finished or the peer hung up.
     func pendingError() -> Int32 {
         switch self {

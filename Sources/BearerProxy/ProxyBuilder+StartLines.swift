@@ -68,6 +68,20 @@ extension ProxyBuilder {
         }
     }
 
+    /// What each session's `issuer` filled, and from which document: one line each.
+    static func logDiscovery(of server: ProxyServer) {
+        for session in server.runtime.sessions {
+            guard let discovered = session.settings.discovered else { continue }
+            server.runtime.logger.info(
+                "endpoints discovered",
+                [
+                    "session": session.name, "from": discovered.source,
+                    "keys": discovered.keys.sorted().joined(separator: ","),
+                ]
+            )
+        }
+    }
+
     /// Where a session's tokens come from, for the start-up lines.
     private static func tokens(of session: NamedSession) -> String {
         let settings = session.settings

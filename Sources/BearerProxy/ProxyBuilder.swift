@@ -20,7 +20,8 @@ import Glibc
 struct ProxyBuilder {
     typealias StartError = ProxyServer.StartError
 
-    private let configuration: Configuration
+    /// As loaded, then with the endpoints each session's `issuer` names filled in.
+    private var configuration: Configuration
     private let logger: Logger
     private let socketFiles: UnixSocketFiles
     /// Where the proxy listens, resolves and connects: the kernel's, or a test's memory network.
@@ -80,7 +81,7 @@ struct ProxyBuilder {
         group: EventLoopGroup?,
         tlsFactory: (any TLSConnectionFactory)?
     ) throws(StartError) -> ProxyServer {
-        let configuration = self.configuration
+        var configuration = self.configuration
         let process = configuration.process
         guard configuration.defaultSession.upstream != nil || !configuration.namedSessions.isEmpty else {
             throw StartError(description: "no upstream configured")
@@ -99,6 +100,7 @@ struct ProxyBuilder {
         } catch {
             throw StartError(description: error.description)
         }
+        configuration = try self.discoverEndpoints(tls: tlsFactory, endpointTLS: endpointTLS)
         let interceptCertificates = try self.startInterception()
         let accessLog = try Self.openAccessLog(process.accessLog)
         let admin = try process.adminListen.map { spec throws(StartError) in
@@ -107,6 +109,7 @@ struct ProxyBuilder {
 
         // Nothing below fails.
         self.logWarnings()
+        let auditLog = AuditLogFile.open(process.auditLog, logger: self.logger)
         let loops = self.startLoops(group)
         let connector = OutboundConnector(
             network: self.network,
@@ -147,6 +150,7 @@ struct ProxyBuilder {
             sessions: sessions,
             connector: connector,
             accessLog: accessLog,
+            auditLog: auditLog,
             interceptCertificates: interceptCertificates,
             logger: self.logger
         )
@@ -160,8 +164,27 @@ struct ProxyBuilder {
         server.startAccepting()
         if let admin { server.startAdmin(on: admin) }
         Self.logStart(of: server)
+        Self.logDiscovery(of: server)
         for session in sessions { session.tokens.start() }
         return server
+    }
+
+    /// The configuration with each `issuer`'s metadata read (through each session's way to its
+    /// endpoints), kept for what follows.
+    private mutating func discoverEndpoints(
+        tls: (any TLSConnectionFactory)?,
+        endpointTLS: [any TLSConnectionFactory]
+    ) throws(StartError) -> Configuration {
+        let network = self.network
+        let timeout = self.configuration.process.upstreamConnectTimeout
+        do throws(DiscoveryError) {
+            self.configuration = try AuthorizationServerDiscovery.fill(self.configuration) { index in
+                OutboundConnector(network: network, tls: tls ?? endpointTLS[index], connectTimeout: timeout)
+            }
+        } catch {
+            throw StartError(description: error.description)
+        }
+        return self.configuration
     }
 
     /// Every session's `listen`: the main listener's addresses (the default session's), then each

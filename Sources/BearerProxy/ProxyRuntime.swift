@@ -22,6 +22,11 @@ package final class ProxyRuntime: Sendable {
     private let accessLogSink: Locked<LogSink?>
     /// Lines the access logs SIGHUP replaced had dropped, so that the count never goes down.
     private let retiredDroppedLines = Atomic<Int>(0)
+    /// One JSON line per exchange, when audit_log is on. SIGUSR1 opens its file again (`reopenAuditLog`).
+    package var auditLog: LogSink? { self.auditLogSink.withLock { $0 } }
+    private let auditLogSink: Locked<LogSink?>
+    /// Lines the audit files SIGUSR1 replaced had dropped.
+    private let retiredDroppedAuditLines = Atomic<Int>(0)
     package let openConnections = Atomic<Int>(0)
     /// Wakes a drain when the last connection closes (`ProxyServer.drain`).
     let lastConnectionClosed = LastConnectionClosed()
@@ -48,16 +53,38 @@ package final class ProxyRuntime: Sendable {
         return sink.droppedLines + accessLog.droppedLines + retired
     }
 
+    /// Lines the audit log dropped (`bearer_proxy_audit_lines_dropped_total`); 0 when it is stderr,
+    /// whose losses are the log's.
+    var droppedAuditLines: Int {
+        let retired = self.retiredDroppedAuditLines.load(ordering: .relaxed)
+        guard let auditLog = self.auditLog, auditLog !== self.logger.sink else { return retired }
+        return auditLog.droppedLines + retired
+    }
+
+    /// Makes `sink` the audit log's from now on and returns the one it replaces (the loops' buffers
+    /// are moved by the server, `ProxyServer.reopenAuditLog`).
+    func replaceAuditLog(with sink: LogSink?) -> LogSink? {
+        self.replace(self.auditLogSink, with: sink, keepingDropsIn: self.retiredDroppedAuditLines)
+    }
+
     /// Makes `sink` the access log's from now on (nil: off) and returns the one it replaces; the
     /// loops' buffers are moved by the server (`ProxyServer.changeAccessLog`).
     func replaceAccessLog(with sink: LogSink?) -> LogSink? {
-        let old = self.accessLogSink.withLock { current in
+        self.replace(self.accessLogSink, with: sink, keepingDropsIn: self.retiredDroppedLines)
+    }
+
+    /// Puts `sink` in `slot` and returns what it held, whose dropped lines `retired` keeps (a sink
+    /// that is the log's own keeps counting them there).
+    private func replace(
+        _ slot: Locked<LogSink?>,
+        with sink: LogSink?,
+        keepingDropsIn retired: borrowing Atomic<Int>
+    ) -> LogSink? {
+        let old = slot.withLock { current in
             defer { current = sink }
             return current
         }
-        if let old, old !== self.logger.sink {
-            self.retiredDroppedLines.add(old.droppedLines, ordering: .relaxed)
-        }
+        if let old, old !== self.logger.sink { retired.add(old.droppedLines, ordering: .relaxed) }
         return old
     }
 
@@ -76,10 +103,12 @@ package final class ProxyRuntime: Sendable {
         sessions: [NamedSession],
         connector: OutboundConnector,
         accessLog: LogSink? = nil,
+        auditLog: LogSink? = nil,
         interceptCertificates: InterceptCertificates? = nil,
         logger: Logger
     ) {
         self.accessLogSink = Locked(accessLog)
+        self.auditLogSink = Locked(auditLog)
         self.interceptCertificates = interceptCertificates
         self.configuration = configuration
         self.router = router
@@ -109,6 +138,8 @@ final class LoopContext {
     /// This loop's access log lines, written in batches (nil: no access log). Replaced on the loop
     /// when SIGHUP moves the access log.
     @exclusivity(unchecked) var accessLog: AccessLogBuffer?
+    /// This loop's audit log lines (nil: no audit log). Replaced on the loop by SIGUSR1.
+    @exclusivity(unchecked) var auditLog: AuditLogBuffer?
     /// Each session as this loop's connections meet it (its token, kept without a lock while it
     /// stands), by `NamedSession.index`.
     let ports: [SessionPort]
@@ -121,6 +152,7 @@ final class LoopContext {
         self.accessLog = runtime.accessLog.map {
             AccessLogBuffer(sink: $0, loop: loop, namesSessions: runtime.namesSessions)
         }
+        self.auditLog = runtime.auditLog.map { AuditLogBuffer(sink: $0, loop: loop) }
         self.ports = runtime.sessions.map { SessionPort($0.tokens, loop: loop) }
     }
 }

@@ -54,10 +54,16 @@ extension ProxyServer {
         return outcome
     }
 
-    /// Applies `new` (checked like at start) as far as it can change while the proxy serves: every
+    /// Applies `loaded` (checked like at start, each `issuer`'s metadata read again) as far as it can change while the proxy serves: every
     /// session's token supply, `log_level`, `access_log`. Everything it needs is made first, so that a
     /// failure changes nothing.
-    package func reload(to new: Configuration) -> ReloadOutcome {
+    package func reload(to loaded: Configuration) -> ReloadOutcome {
+        let new: Configuration
+        do throws(DiscoveryError) {
+            new = try AuthorizationServerDiscovery.fill(loaded)
+        } catch {
+            return .refused(error.description)
+        }
         let running = self.configurationInForce.withLock { $0 }
         let reload = ConfigurationReload(running: running, new: new)
         var supplies: [(TokenSession, TokenSupply)] = []
@@ -115,19 +121,43 @@ extension ProxyServer {
         }
     }
 
+    /// SIGUSR1: opens the audit log's file again, by its path (logrotate moved the old one away, or a
+    /// file that could not be opened may be openable now). Lines already gathered go to the old file;
+    /// every later one to the new: none is lost, none written twice.
+    package func reopenAuditLog() {
+        let destination = self.configurationInForce.withLock { $0 }.process.auditLog
+        guard case .file = destination else { return }
+        let sink = AuditLogFile.open(destination, logger: self.runtime.logger)
+        _ = self.runtime.replaceAuditLog(with: sink)
+        self.onEveryLoop { context in
+            context.auditLog?.flush()
+            context.auditLog = sink.map { AuditLogBuffer(sink: $0, loop: context.loop) }
+        }
+        self.runtime.logger.info(
+            "SIGUSR1: the audit log was opened again",
+            ["\(ConfigurationKey.auditLog)": "\(destination)"]
+        )
+    }
+
     /// Moves every loop's access log buffer to `sink` (nil: off), each on its loop after writing out
     /// what it holds; returns once every loop has.
     private func changeAccessLog(to sink: LogSink?) {
         _ = self.runtime.replaceAccessLog(with: sink)
+        self.onEveryLoop { context in
+            context.accessLog?.flush()
+            context.accessLog = sink.map {
+                AccessLogBuffer(sink: $0, loop: context.loop, namesSessions: context.runtime.namesSessions)
+            }
+        }
+    }
+
+    /// Runs `change` on each loop, with that loop's context; returns once every loop has.
+    private func onEveryLoop(_ change: @escaping @Sendable (LoopContext) -> Void) {
         let done = DispatchSemaphore(value: 0)
         let contexts = self.contexts.withLock { $0 }
         for context in contexts {
             context.value.loop.execute {
-                let context = context.value
-                context.accessLog?.flush()
-                context.accessLog = sink.map {
-                    AccessLogBuffer(sink: $0, loop: context.loop, namesSessions: context.runtime.namesSessions)
-                }
+                change(context.value)
                 done.signal()
             }
         }

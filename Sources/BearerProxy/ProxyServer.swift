@@ -219,10 +219,15 @@ package final class ProxyServer: Sendable {
                 for context in self.contexts.withLock({ $0 }) where context.value.loop === loop {
                     for client in Array(context.value.clients.values) { client.closeNow() }
                     context.value.accessLog?.flush()
+                    context.value.auditLog?.flush()
                     context.value.pool.closeAll()
                 }
             }
         }
+        // Written by threads of their own, which the process's exit would cut short: the last
+        // exchanges' lines are on disk before it.
+        self.runtime.accessLog?.flush()
+        self.runtime.auditLog?.flush()
         for session in self.runtime.sessions { session.tokens.sessionStore?.stop() }
         self.closeListeningSockets()
         if self.ownsGroup { self.group.shutdown() }

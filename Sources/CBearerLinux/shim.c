@@ -27,3 +27,11 @@ int cbl_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path) {
 int cbl_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
+int cbl_peer_credentials(int fd, int32_t *pid, uint32_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
+}

@@ -42,6 +42,7 @@ import Testing
                        bearer-proxy ca [--config <file>] [--renew] [--bundle]
                        bearer-proxy env [--config <file>] [--listen <addr>]
                        bearer-proxy run [--config <file>] [<options>] -- <command> [<argument> ...]
+                       bearer-proxy audit <file>
                        bearer-proxy completions <shell>
 
                 OPTIONS:
@@ -73,6 +74,7 @@ import Testing
                                           for clients of the proxy: eval "$(bearer-proxy env)".
                   run                     Run a program behind a proxy of its own, started for it on a free
                                           port and stopped when it exits. See 'bearer-proxy run --help'.
+                  audit                   Sum up an audit log (audit_log = FILE) on one screen.
                   completions             Print a completion script for bash, zsh or fish, e.g.
                                           source <(bearer-proxy completions bash).
 

@@ -36,7 +36,7 @@ import Testing
         try "".write(toFile: "\(directory)/notes.txt", atomically: false, encoding: .utf8)
         #expect(
             try Self.bashCompletions(["bearer-proxy", ""], in: directory)
-                == ["ca", "completions", "env", "login", "logout", "run"]
+                == ["audit", "ca", "completions", "env", "login", "logout", "run"]
         )
         #expect(try Self.bashCompletions(["bearer-proxy", "--con"], in: directory) == ["--config"])
         #expect(try Self.bashCompletions(["bearer-proxy", "--log-level", "w"], in: directory) == ["warn"])

@@ -37,6 +37,25 @@ import Testing
         #expect(machine.signalReceived(Self.fromTerminal) == .exit(status: 1, saying: .secondSignal))
     }
 
+    /// logrotate's SIGUSR1: ignored while the proxy starts (the file it opens is the new one), the
+    /// audit log reopened while it serves and while it drains; never a stop.
+    @Test func userSignalOneReopensTheAuditLogAndNeverStops() {
+        let rotate = ReceivedSignal(number: SIGUSR1, isFromKernel: false, senderPID: 1)
+        var starting = SignalStateMachine(wrapsProgram: false)
+        #expect(starting.signalReceived(rotate) == .none)
+        #expect(starting.state == .starting)
+        var machine = SignalStateMachine(wrapsProgram: false)
+        machine.proxyStarted()
+        #expect(machine.signalReceived(rotate) == .reopenLogs)
+        #expect(machine.state == .serving)
+        #expect(machine.signalReceived(Self.fromKill) == .stop)
+        #expect(machine.signalReceived(rotate) == .reopenLogs)
+        #expect(machine.state == .stopping)
+        // `run`: the program's, passed on.
+        var running = self.running(sharesProcessGroup: false)
+        #expect(running.signalReceived(rotate) == .forward(SIGUSR1, to: 77))
+    }
+
     @Test func beforeTheProgramStartsASignalEndsRunWith128PlusItsNumber() {
         var machine = SignalStateMachine(wrapsProgram: true)
         #expect(machine.signalReceived(Self.fromKill) == .exit(status: 128 + SIGTERM, saying: nil))

@@ -9,12 +9,26 @@ import Testing
 @testable import BearerProxy
 
 @Suite struct ErrorPathTests {
-    /// A port on 127.0.0.1 where nothing listens.
+    /// A port on 127.0.0.1 where nothing listens, and nothing will: a socket bound to it that never
+    /// listens holds it for the rest of the run (a connection to it is refused), so that another
+    /// test's listener, given the same free port by the kernel, cannot answer in its place.
     static func deadPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #expect(fd >= 0, "socket: errno \(errno)")
+        let bound = SocketAddress(ipAddress: "127.0.0.1", port: 0)!.withSockAddr { Glibc.bind(fd, $0, $1) }
+        #expect(bound == 0, "bind: errno \(errno)")
+        heldPorts.withLock { $0.append(fd) }
+        return try #require(Socket.localAddress(fd)?.port)
+    }
+
+    /// The sockets `deadPort` holds, open until the process ends.
+    private static let heldPorts = Locked<[Int32]>([])
+
+    /// A port on 127.0.0.1 that was free a moment ago, for a test that listens on it itself.
+    static func freePort() throws -> Int {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
-        let port = Socket.localAddress(fd)!.port!
-        Socket.close(fd)
-        return port
+        defer { Socket.close(fd) }
+        return try #require(Socket.localAddress(fd)?.port)
     }
 
     @Test func answers502WhenTheUpstreamIsDown() throws {

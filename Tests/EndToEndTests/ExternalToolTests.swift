@@ -35,6 +35,10 @@ import Testing
             ExternalTool.pythonWebSockets.skipReason
                 == "needs /usr/bin/python3 with the websockets module (apt-get install python3-websockets)"
         )
+        #expect(
+            ExternalTool.pythonAuthlib.skipReason
+                == "needs /usr/bin/python3 with the authlib module (apt-get install python3-authlib)"
+        )
         #expect(ExternalTool.curl.skipReason == "needs /usr/bin/curl (apt-get install curl)")
         #expect(
             ExternalTool.systemCAStore.skipReason

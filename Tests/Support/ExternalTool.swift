@@ -86,6 +86,8 @@ package struct ExternalTool: Sendable {
     package static let h2load = ExternalTool.at("/usr/bin/h2load", package: "nghttp2-client")
     /// An HTTP/2 protocol stack for hand-made clients (resets, windows).
     package static let pythonH2 = ExternalTool.pythonModule("h2", package: "python3-h2")
+    /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).
+    package static let pythonAuthlib = ExternalTool.pythonModule("authlib", package: "python3-authlib")
     /// The formatter `man` uses, which checks the man pages (`groff -ww`: every warning).
     package static let groff = ExternalTool.named("groff", orIn: ["/usr/bin"], package: "groff-base")
     /// The shells whose completion scripts `bearer-proxy completions` writes (`CompletionsTests`).

@@ -50,7 +50,10 @@ extension Command {
 
 /// The subcommands, each named by the first argument.
 var subcommands: [any Command.Type] {
-    [LoginCommand.self, LogoutCommand.self, CACommand.self, EnvCommand.self, RunCommand.self, CompletionsCommand.self]
+    [
+        LoginCommand.self, LogoutCommand.self, CACommand.self, EnvCommand.self, RunCommand.self, AuditCommand.self,
+        CompletionsCommand.self,
+    ]
 }
 
 /// `bearer-proxy`: the subcommand the first argument names, else the proxy itself. The executable's

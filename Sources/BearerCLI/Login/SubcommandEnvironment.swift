@@ -5,8 +5,8 @@ import BearerIO
 import BearerSession
 import FoundationEssentials
 
-/// What `login` and `logout` set up before they talk to an endpoint: the session's settings, the
-/// keys its files hold, the refresh token file it names, and an event loop of their own for the one
+/// What `login` and `logout` set up before they talk to an endpoint: the session's settings (with
+/// what its `issuer`'s metadata fills), the keys its files hold, the refresh token file it names, and an event loop of their own for the one
 /// way out.
 struct SubcommandEnvironment {
     /// The session `--session` names (the default one without).
@@ -25,7 +25,7 @@ struct SubcommandEnvironment {
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
         }
-        let root: Configuration
+        var root: Configuration
         do throws(ConfigurationErrors) {
             root = try ConfigurationLoader.load(source)
         } catch {
@@ -33,6 +33,11 @@ struct SubcommandEnvironment {
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
         let name = session ?? Configuration.defaultSessionName
+        do throws(DiscoveryError) {
+            root = try AuthorizationServerDiscovery.fill(root, only: name)
+        } catch {
+            throw .notConfigured(error.description)
+        }
         guard let settings = root.session(named: name) else {
             let known = root.sessions.map(\.name).joined(separator: ", ")
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")

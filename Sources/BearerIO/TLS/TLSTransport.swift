@@ -207,6 +207,7 @@ final class TLSTransport {
     var belowReadsOnReadiness: Bool { self.lower.readsOnReadiness }
     func belowSetReceiving(_ wanted: Bool) { self.lower.setReceiving(wanted) }
     var belowRing: RingTransport? { self.lower.ring }
+    var belowSocketDescriptor: Int32? { self.lower.socketDescriptor }
     func belowPendingError() -> Int32 { self.lower.pendingError() }
     var belowWaitsForWritable: Bool { self.lower.waitsForWritable }
     func belowSendIfPossible(_ bytes: ByteBuffer) { self.lower.sendIfPossible(bytes) }

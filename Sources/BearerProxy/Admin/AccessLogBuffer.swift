@@ -14,8 +14,7 @@ final class AccessLogBuffer {
     private unowned(unsafe) let loop: EventLoop
     @exclusivity(unchecked) private var buffer = ByteBuffer()
     @exclusivity(unchecked) private var isFlushScheduled = false
-    /// `YYYY-MM-DDTHH:MM:SS.` for the second of the last line: formatted once per second.
-    @exclusivity(unchecked) private var secondPrefix: (second: Int, bytes: [UInt8]) = (-1, [])
+    @exclusivity(unchecked) private var timestamp = LogTimestamp()
     /// With named sessions each line says which session the request was for (`session=`).
     private let namesSessions: Bool
 
@@ -48,7 +47,7 @@ final class AccessLogBuffer {
         replayed: Bool,
         isHTTP2: Bool = false
     ) {
-        self.writeTimestamp()
+        self.timestamp.write(into: &self.buffer)
         self.buffer.writeStaticString(" info request method=")
         if let head {
             head.bytes.withUnsafeBytes { self.writeValue(UnsafeRawBufferPointer(rebasing: $0[head.methodRange])) }
@@ -89,6 +88,17 @@ final class AccessLogBuffer {
         self.buffer.writeDecimal(hundredths % 100)
         self.buffer.writeStaticString(replayed ? " replayed=yes" : " replayed=no")
         self.buffer.writeStaticString(isHTTP2 ? " protocol=h2\n" : " protocol=http/1.1\n")
+        self.lineEnded()
+    }
+
+    /// A line of another shape (the audit log's, `AuditLogBuffer`), batched the same way: `write`
+    /// writes it whole, newline included, after the time it is given.
+    func appendLine(_ write: (inout ByteBuffer, inout LogTimestamp) -> Void) {
+        write(&self.buffer, &self.timestamp)
+        self.lineEnded()
+    }
+
+    private func lineEnded() {
         if self.buffer.readableBytes >= Self.flushThreshold {
             self.flush()
         } else if !self.isFlushScheduled {
@@ -103,43 +113,6 @@ final class AccessLogBuffer {
         guard !self.buffer.isEmpty else { return }
         self.buffer.withUnsafeReadableBytes { self.sink.write(bytes: $0) }
         self.buffer.clear()
-    }
-
-    private func writeTimestamp() {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let second = Int(now.tv_sec)
-        if second != self.secondPrefix.second {
-            var seconds = time_t(second)
-            var parts = tm()
-            gmtime_r(&seconds, &parts)
-            var prefix = ByteBuffer()
-            func pad(_ value: Int32, _ width: Int) {
-                var digits = ByteBuffer()
-                digits.writeDecimal(Int(value))
-                for _ in digits.readableBytes..<width { prefix.writeByte(UInt8(ascii: "0")) }
-                prefix.writeBuffer(digits)
-            }
-            pad(parts.tm_year + 1900, 4)
-            prefix.writeByte(UInt8(ascii: "-"))
-            pad(parts.tm_mon + 1, 2)
-            prefix.writeByte(UInt8(ascii: "-"))
-            pad(parts.tm_mday, 2)
-            prefix.writeByte(UInt8(ascii: "T"))
-            pad(parts.tm_hour, 2)
-            prefix.writeByte(UInt8(ascii: ":"))
-            pad(parts.tm_min, 2)
-            prefix.writeByte(UInt8(ascii: ":"))
-            pad(parts.tm_sec, 2)
-            prefix.writeByte(UInt8(ascii: "."))
-            self.secondPrefix = (second, prefix.readableBytesArray)
-        }
-        self.buffer.writeBytes(self.secondPrefix.bytes)
-        let millis = Int(now.tv_nsec) / 1_000_000
-        if millis < 100 { self.buffer.writeByte(UInt8(ascii: "0")) }
-        if millis < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
-        self.buffer.writeDecimal(millis)
-        self.buffer.writeByte(UInt8(ascii: "Z"))
     }
 
     /// A logfmt value: as is when it is plain, else quoted with `"`, `\`, and control bytes escaped.

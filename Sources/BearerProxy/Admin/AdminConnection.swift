@@ -86,7 +86,10 @@ final class AdminConnection: StreamConnectionDelegate {
                 text += renderStoreMetrics(sessions)
                 text += renderDPoPMetrics(sessions)
                 text += renderRefusalMetrics(runtime.shownSessions.map { ($0.name, $0.refusals.withLock { $0 }) })
-                text += renderLogMetrics(droppedLines: runtime.droppedLogLines)
+                text += renderLogMetrics(
+                    droppedLines: runtime.droppedLogLines,
+                    droppedAuditLines: runtime.droppedAuditLines
+                )
                 text += renderInterceptMetrics(
                     leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0,
                     loops: loops

@@ -31,6 +31,7 @@ enum MetricNames {
     static let dpopProofs = "bearer_proxy_dpop_proofs_total"
     static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
     static let requestsRefused = "bearer_proxy_requests_refused_total"
+    static let auditLinesDropped = "bearer_proxy_audit_lines_dropped_total"
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
@@ -224,13 +225,19 @@ private func labelValue(_ text: String) -> String {
     return escaped
 }
 
-/// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than wait.
-func renderLogMetrics(droppedLines: Int) -> String {
+/// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than
+/// wait. The audit log's are counted apart: a gap in it is a gap in a record someone may rely on.
+func renderLogMetrics(droppedLines: Int, droppedAuditLines: Int) -> String {
     counter(
         MetricNames.logLinesDropped,
         "Log and access log lines dropped because the log was not taking them (see docs/operations.md).",
         droppedLines
     )
+        + counter(
+            MetricNames.auditLinesDropped,
+            "Audit log lines dropped because the audit file could not be opened or written.",
+            droppedAuditLines
+        )
 }
 
 /// TLS interception's figures (0 with tls_intercept off).

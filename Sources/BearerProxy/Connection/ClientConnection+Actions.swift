@@ -119,7 +119,12 @@ extension ClientConnection {
                 self.context.metrics.interceptedTunnels += 1
                 return
 
-            case .writeTunnelEstablished(let record), .acceptServedTunnel(let record):
+            case .writeTunnelEstablished(let record):
+                self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
+                self.recordCompletion(record, status: 200, bytes: 0, replayed: false, decision: .otherHost)
+                return
+
+            case .acceptServedTunnel(let record):
                 self.stream.withOutbound { $0.writeStaticString("HTTP/1.1 200 Connection established\r\n\r\n") }
                 self.recordCompletion(record, status: 200, bytes: 0, replayed: false)
                 return
@@ -294,7 +299,15 @@ extension ClientConnection {
             session.refusals.withLock { $0[rule, default: 0] += 1 }
         }
         if let record = response.record {
-            self.recordCompletion(record, status: error.status, bytes: error.message.utf8.count + 1, replayed: false)
+            let decision: AuditLogBuffer.Decision
+            switch error {
+            case .notAllowed(_, let session, let rule): decision = .refused(session: session, rule: rule)
+            case .session: decision = .noToken
+            case .otherHostDenied: decision = .otherHost
+            default: decision = Self.decision(record)
+            }
+            let bytes = error.message.utf8.count + 1
+            self.recordCompletion(record, status: error.status, bytes: bytes, replayed: false, decision: decision)
         } else {
             self.context.metrics.recordRequest(status: error.status, seconds: 0)
         }
@@ -347,12 +360,14 @@ extension ClientConnection {
 
     // MARK: Accounting
 
-    /// Counts a finished request and writes its access log line.
+    /// Counts a finished request and writes its access log and audit log lines. `decision`: what the
+    /// rules and sessions made of it, when the record alone does not say (`decision(_:)`).
     func recordCompletion(
         _ record: ClientConnectionStateMachine.RequestRecord,
         status: Int,
         bytes: Int,
-        replayed: Bool
+        replayed: Bool,
+        decision: AuditLogBuffer.Decision? = nil
     ) {
         let duration = self.loop.now - record.startedAt
         self.context.metrics.recordRequest(status: status, seconds: duration.seconds)
@@ -366,5 +381,20 @@ extension ClientConnection {
             replayed: replayed,
             isHTTP2: self.servesHTTP2Stream
         )
+        self.context.auditLog?.append(
+            record,
+            client: self.auditClient,
+            status: status,
+            bytesOut: bytes,
+            duration: duration,
+            replayed: replayed,
+            decision: decision ?? Self.decision(record)
+        )
+    }
+
+    /// A routed request to a host of no session went on without a token; the rest were allowed.
+    private static func decision(_ record: ClientConnectionStateMachine.RequestRecord) -> AuditLogBuffer.Decision {
+        if let target = record.target, target.session == nil { return .otherHost }
+        return .allowed
     }
 }

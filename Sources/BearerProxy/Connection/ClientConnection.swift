@@ -34,6 +34,11 @@ final class ClientConnection {
     @exclusivity(unchecked) var http2: HTTP2Connection?
     /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
     let servesHTTP2Stream: Bool
+    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line.
+    lazy var auditClient = AuditLogBuffer.Client(
+        socket: self.stream.socketDescriptor,
+        isUnix: self.machine.isFromUnixSocket
+    )
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024

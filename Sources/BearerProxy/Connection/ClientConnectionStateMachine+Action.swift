@@ -145,18 +145,25 @@ extension ClientConnectionStateMachine {
         }
     }
 
-    /// A request for the access log and the request metrics.
+    /// A request for the access log, the audit log and the request metrics.
     struct RequestRecord: Equatable {
         /// Nil when no complete head arrived (a head that timed out).
         var head: RequestHead?
         var startedAt: Instant
         /// Where it went, when it was routed.
         var target: Target?
+        /// The generation of the token it carried (nil: none), for the audit log; never the token.
+        var tokenGeneration: Int?
+        /// It waited in its session's queue for a refresh.
+        var waitedForToken = false
+        /// Request body bytes sent upstream (on the last connection it was sent on).
+        var bodyBytesIn = 0
 
-        init(head: RequestHead?, startedAt: Instant, target: Target? = nil) {
+        init(head: RequestHead?, startedAt: Instant, target: Target? = nil, tokenGeneration: Int? = nil) {
             self.head = head
             self.startedAt = startedAt
             self.target = target
+            self.tokenGeneration = tokenGeneration
         }
     }
 

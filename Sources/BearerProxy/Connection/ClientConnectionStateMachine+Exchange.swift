@@ -60,6 +60,7 @@ extension ClientConnectionStateMachine {
             return .connectUpstream(exchange.target.origin, allowReuse: true)
         case .wait(let ticket):
             exchange.phase = .waitingForToken(ticket, since: now)
+            exchange.hasWaitedForToken = true
             return .none
         case .fail(let failure):
             exchange.phase = .connecting
@@ -299,6 +300,7 @@ extension ClientConnectionStateMachine {
             case .wait(let ticket):
                 exchange.isReplay = true
                 exchange.phase = .waitingForToken(ticket, since: now)
+                exchange.hasWaitedForToken = true
                 return .discardResponse(reusable: reusable, next: .wait)
             case .fail(let failure):
                 // The refused response is not read further: its upstream connection closes with the exchange.

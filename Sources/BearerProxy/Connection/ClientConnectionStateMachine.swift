@@ -239,7 +239,8 @@ struct ClientConnectionStateMachine {
             if let session = target.session, let rules = session.rules,
                 let refusal = Self.ruleRefusal(head, path: path, session: session, rules: rules)
             {
-                return self.refuse(refusal, record: RequestRecord(head: head, startedAt: now), closes: closes)
+                let record = RequestRecord(head: head, startedAt: now, target: target)
+                return self.refuse(refusal, record: record, closes: closes)
             }
             closes = !head.wantsKeepAlive
             let body: Exchange.BodyCopy

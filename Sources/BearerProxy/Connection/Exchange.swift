@@ -31,6 +31,7 @@ struct Exchange {
         @exclusivity(unchecked) var isReplay = false
         // Beside the other Bool: in the padding before the Ints, the storage keeps its size.
         @exclusivity(unchecked) var hasRetriedForNonce = false
+        @exclusivity(unchecked) var hasWaitedForToken = false
         @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var forwardedBodyBytes = 0
 
@@ -70,6 +71,7 @@ struct Exchange {
             copy.attempts = self.attempts
             copy.forwardedBodyBytes = self.forwardedBodyBytes
             copy.hasRetriedForNonce = self.hasRetriedForNonce
+            copy.hasWaitedForToken = self.hasWaitedForToken
             return copy
         }
     }
@@ -190,6 +192,15 @@ struct Exchange {
         }
     }
 
+    /// The request waited in its session's queue (for a refresh) at least once: the audit log's `refreshed`.
+    var hasWaitedForToken: Bool {
+        get { self.storage.hasWaitedForToken }
+        set {
+            self.makeUnique()
+            self.storage.hasWaitedForToken = newValue
+        }
+    }
+
     /// Where the request is.
     enum Phase {
         /// Routed; the token session is being asked for the token (it answers at once).
@@ -291,7 +302,15 @@ struct Exchange {
     var wantsRequestBody: Bool { self.isSent && !self.isRequestComplete }
 
     var record: ClientConnectionStateMachine.RequestRecord {
-        .init(head: self.head, startedAt: self.startedAt, target: self.target)
+        var record = ClientConnectionStateMachine.RequestRecord(
+            head: self.head,
+            startedAt: self.startedAt,
+            target: self.target,
+            tokenGeneration: self.token?.generation
+        )
+        record.waitedForToken = self.hasWaitedForToken
+        record.bodyBytesIn = self.forwardedBodyBytes
+        return record
     }
 
     /// When the exchange gives up: a parked request after the token wait limit; a request body that

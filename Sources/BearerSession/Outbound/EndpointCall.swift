@@ -6,7 +6,8 @@ import BearerIO
 import Dispatch
 
 /// A request bearer-proxy makes on its own account: to a token, login, device authorization,
-/// revocation or logout endpoint. Always a POST with a body; the connection closes after the answer.
+/// revocation or logout endpoint (a POST with a body), or for an authorization server's metadata (a
+/// GET). The connection closes after the answer.
 package struct EndpointRequest: Sendable {
     package var url: HTTPURL
     var contentType: String
@@ -16,17 +17,22 @@ package struct EndpointRequest: Sendable {
     /// A token request: with dpop on it carries a DPoP proof (RFC 9449 §5), and a `use_dpop_nonce`
     /// answer is retried once with the nonce it gave.
     var isTokenRequest = false
+    /// `POST`, or `GET` (with an empty body: no Content-Type, no Content-Length).
+    var method = "POST"
+    /// The largest answer body taken; a longer one fails as `responseTooLarge`.
+    var maximumResponseBytes = 1 << 20
 
     /// The whole HTTP/1.1 message. Secret values in the body or fields are already revealed: these
     /// bytes go to the endpoint and nowhere else.
     var bytes: [UInt8] {
-        var head = "POST \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
+        var head = "\(self.method) \(self.url.pathPrefix.isEmpty ? "/" : self.url.pathPrefix) HTTP/1.1\r\n"
         head += "Host: \(self.url.origin.authority)\r\n"
-        head += "Content-Type: \(self.contentType)\r\n"
+        if self.method != "GET" { head += "Content-Type: \(self.contentType)\r\n" }
         head += "Accept: application/json\r\n"
         head += "User-Agent: bearer-proxy/\(bearerProxyVersion)\r\n"
         for (name, value) in self.fields { head += "\(name): \(value)\r\n" }
-        head += "Content-Length: \(self.body.count)\r\nConnection: close\r\n\r\n"
+        if self.method != "GET" { head += "Content-Length: \(self.body.count)\r\n" }
+        head += "Connection: close\r\n\r\n"
         return Array(head.utf8) + self.body
     }
 }
@@ -58,7 +64,7 @@ package struct EndpointCaller: Sendable {
         _ completion: @escaping @Sendable (Result<EndpointResponse, EndpointError>) -> Void
     ) {
         guard let dpop = self.dpop, request.isTokenRequest else {
-            self.send(request.bytes, to: request.url.origin, completion)
+            self.send(request.bytes, to: request.url.origin, limit: request.maximumResponseBytes, completion)
             return
         }
         self.send(request, proving: dpop, mayRetryForNonce: true, completion)
@@ -83,7 +89,7 @@ package struct EndpointCaller: Sendable {
         )
         var proved = request
         proved.fields.append(("DPoP", String(decoding: proof, as: UTF8.self)))
-        self.send(proved.bytes, to: origin) { result in
+        self.send(proved.bytes, to: origin, limit: request.maximumResponseBytes) { result in
             guard case .success(let response) = result, let nonce = response.header("dpop-nonce"),
                 dpop.nonces.remember(nonce, for: origin)
             else {
@@ -104,6 +110,7 @@ package struct EndpointCaller: Sendable {
     private func send(
         _ bytes: [UInt8],
         to origin: Origin,
+        limit: Int,
         _ completion: @escaping @Sendable (Result<EndpointResponse, EndpointError>) -> Void
     ) {
         EndpointClient.send(
@@ -112,6 +119,7 @@ package struct EndpointCaller: Sendable {
             on: self.loop,
             connector: self.connector,
             timeout: self.timeout,
+            maximumResponseBytes: limit,
             completion: completion
         )
     }

@@ -132,5 +132,7 @@ int cbl_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
 /// The child of `posix_spawn` closes every descriptor from `lowest` on (glibc 2.34's
 /// posix_spawn_file_actions_addclosefrom_np), after the dup2s onto 0, 1 and 2.
 int cbl_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int lowest);
+/// The process at the other end of unix socket `fd` when it connected (SO_PEERCRED): 0, or -1.
+int cbl_peer_credentials(int fd, int32_t *pid, uint32_t *uid);
 
 #endif

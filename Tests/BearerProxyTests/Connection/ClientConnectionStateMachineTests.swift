@@ -120,11 +120,13 @@ typealias Action = ClientConnectionStateMachine.Action
         replay: Bool = false,
         pools: Bool = true,
         closes: Bool = false,
-        startedAt: Double = 0
+        startedAt: Double = 0,
+        generation: Int? = 1,
+        bodyBytesIn: Int = 0
     ) -> Action {
         .finishExchange(
             .init(
-                record: .init(head: head, startedAt: at(startedAt), target: Self.upstreamTarget),
+                record: Self.record(head, startedAt: startedAt, generation: generation, bodyBytesIn: bodyBytesIn),
                 status: status,
                 bodyBytes: bytes,
                 replayed: replay,
@@ -133,6 +135,25 @@ typealias Action = ClientConnectionStateMachine.Action
                 closesConnection: closes
             )
         )
+    }
+
+    /// A request to the upstream as the audit log sees it: the token's generation, whether it waited.
+    static func record(
+        _ head: RequestHead,
+        startedAt: Double = 0,
+        generation: Int? = 1,
+        waited: Bool = false,
+        bodyBytesIn: Int = 0
+    ) -> ConnectionMachine.RequestRecord {
+        var record = ConnectionMachine.RequestRecord(
+            head: head,
+            startedAt: at(startedAt),
+            target: Self.upstreamTarget,
+            tokenGeneration: generation
+        )
+        record.waitedForToken = waited
+        record.bodyBytesIn = bodyBytesIn
+        return record
     }
 
     static func bytes(_ text: String, _ body: (UnsafeRawBufferPointer) -> Action) -> Action {
@@ -206,7 +227,17 @@ typealias Action = ClientConnectionStateMachine.Action
                 .endRequestBody(chunked: false),
                 Self.forward(Self.ok, .contentLength(2), generation: 2, releases: 10),
                 .forwardResponseBody(chunked: false),
-                Self.end(Self.post10, replay: true),
+                .finishExchange(
+                    .init(
+                        record: Self.record(Self.post10, generation: 2, waited: true, bodyBytesIn: 10),
+                        status: 200,
+                        bodyBytes: 2,
+                        replayed: true,
+                        writesChunkedEnd: false,
+                        poolsUpstream: true,
+                        closesConnection: false
+                    )
+                ),
             ]
         )
     }
@@ -361,7 +392,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 Self.send(Self.get, authorization: Self.line2),
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
                 .forwardResponseBody(chunked: false),
-                Self.end(Self.get, replay: true),
+                Self.end(Self.get, replay: true, generation: 2),
                 .requestToken(Self.session, reserving: 0),
             ]
         )
@@ -397,7 +428,7 @@ typealias Action = ClientConnectionStateMachine.Action
                         error: .session(failure),
                         closesConnection: false,
                         cancelsWaiter: ParkedRequest(session: Self.session, ticket: Ticket(9)),
-                        record: .init(head: Self.get, startedAt: at(0), target: Self.upstreamTarget),
+                        record: Self.record(Self.get, generation: nil, waited: true),
                         endsExchange: true
                     )
                 )
@@ -434,7 +465,7 @@ typealias Action = ClientConnectionStateMachine.Action
                     .init(
                         error: .upstreamClosed(origin: "api.test:8000"),
                         closesConnection: false,
-                        record: .init(head: Self.post10, startedAt: at(0), target: Self.upstreamTarget),
+                        record: Self.record(Self.post10, bodyBytesIn: 10),
                         endsExchange: true,
                         releasesReplayBytes: 10
                     )
@@ -525,7 +556,7 @@ typealias Action = ClientConnectionStateMachine.Action
         actions.append(machine.clientFinished())
         #expect(machine.clientInput == .none && machine.upstreamInput == .relay)
         actions.append(machine.relayUpstreamEnded(closed: false))
-        let record = ConnectionMachine.RequestRecord(head: head, startedAt: at(0), target: Self.upstreamTarget)
+        let record = Self.record(head)
         #expect(
             actions == [
                 .requestToken(Self.session, reserving: 0),
