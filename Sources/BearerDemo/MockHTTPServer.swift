@@ -88,6 +88,9 @@ package final class MockHTTPServer: Sendable {
     /// `http://127.0.0.1:PORT` (https when serving TLS)
     package var baseURL: String { "\(self.tls == nil ? "http" : "https")://127.0.0.1:\(self.port)" }
 
+    /// Connections accepted and not closed yet: a test sees the proxy let one go.
+    package var openConnections: Int { self.connections.withLock { $0.count } }
+
     func connectionClosed(_ connection: MockServerConnection) {
         self.connections.withLock { $0[ObjectIdentifier(connection)] = nil }
     }

@@ -1,0 +1,102 @@
+import BearerCore
+import BearerIO
+import BearerTestSupport
+import Dispatch
+import Glibc
+import Testing
+
+/// HTTP/2's own controls through the built binary: a stream a hand-made client (python3-h2) resets,
+/// and a shutdown's GOAWAY with a stream in flight (nghttp, which reads on after a GOAWAY).
+@Suite struct HTTP2StreamControlTests {
+    /// An HTTP/2 client run in the background, which the test steers: `resume()` sends the line it
+    /// waits for on its input.
+    final class Client: Sendable {
+        private let input = makeClosingPipe()
+        private let done = DispatchSemaphore(value: 0)
+        private let outcome = Locked<ProgramOutcome?>(nil)
+
+        /// A python3-h2 `script` after the shared opening, with the proxy's port as sys.argv[1].
+        convenience init(_ script: String, port: Int) {
+            self.init(program: [ExternalTool.pythonH2.program, "-c", Self.opening + script, String(port)])
+        }
+
+        init(program: [String]) {
+            let stdin = self.input.read
+            DispatchQueue.global().async { [outcome, done] in
+                let result = try? runProgram(program, stdin: stdin, timeout: .seconds(30))
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+        }
+
+        func resume() { _ = write(self.input.write, "\n", 1) }
+
+        /// Waits (bounded) for the client to end.
+        func finish() -> ProgramOutcome? {
+            close(self.input.write)
+            _ = self.done.wait(timeout: .now() + .seconds(40))
+            return self.outcome.withLock { $0 }
+        }
+
+        /// A connection with prior knowledge; `send(c)` writes what h2 has to send; `events(c)`
+        /// reads the next events (none: the proxy closed).
+        static let opening = """
+            import socket, sys, h2.connection, h2.config, h2.events
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+            c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            def send(c): s.sendall(c.data_to_send())
+            def events(c):
+                data = s.recv(65536)
+                return c.receive_data(data) if data else None
+            def get(c, stream, path):
+                headers = [(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "127.0.0.1:" + sys.argv[1])]
+                c.send_headers(stream, headers, end_stream=True)
+                send(c)
+
+            """
+    }
+
+    @Test(.requires(.pythonH2)) func aStreamTheClientResetsClosesItsUpstreamRequest() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup()
+        let client = Client(
+            """
+            get(c, 1, "/hang")
+            sys.stdin.readline()
+            c.reset_stream(1, error_code=8)
+            c.ping(b"12345678")
+            send(c)
+            while (found := events(c)) is not None:
+                if any(isinstance(e, h2.events.PingAckReceived) for e in found): sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """,
+            port: setup.port
+        )
+        #expect(waitUntil { setup.upstream.requests.count == 1 })
+        #expect(setup.upstream.server.openConnections == 1)
+        client.resume()
+        let outcome = client.finish()
+        #expect(outcome?.status == 0, "\(outcome?.standardError ?? "no outcome")")
+        #expect(waitUntil { setup.upstream.server.openConnections == 0 })
+        _ = setup.stop()
+    }
+
+    /// `nghttp` comes with h2load (nghttp2-client).
+    @Test(.requires(.h2load)) func aShutdownSendsGoawayAndFinishesTheStreamInFlight() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup()
+        let url = "http://127.0.0.1:\(setup.port)/slow/500"
+        let client = Client(program: ["/usr/bin/nghttp", "-v", "--timeout=20", url])
+        #expect(waitUntil { setup.upstream.requests.count == 1 })
+        setup.proxy.signal(SIGTERM)
+        let outcome = client.finish()
+        #expect(setup.proxy.waitForExit() == 0)
+        _ = setup.stop()
+        let frames = (outcome?.standardOutput ?? "").split(separator: "\n").filter { $0.contains("recv ") }
+        let goaway = frames.firstIndex { $0.contains("recv GOAWAY") }
+        let ended = frames.firstIndex { $0.contains("recv DATA") && $0.contains("flags=0x01") }
+        #expect(outcome?.status == 0, "\(outcome?.standardOutput ?? "no outcome")")
+        #expect(goaway != nil && ended != nil && goaway! < ended!, "\(frames)")
+        #expect(outcome?.standardOutput.contains("slow") == true)
+    }
+}
