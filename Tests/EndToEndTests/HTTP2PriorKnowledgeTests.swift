@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test(.requires(.curl)) func curlWithPriorKnowledgeGetsTheTokenOnTCPAndUnixListeners() throws {
-        let setup = try Setup()
+        let setup = try Setup("admin_listen = 127.0.0.1:0")
         let overTCP = try setup.curl([
             "--http2-prior-knowledge", "-w", "\n%{http_version}", "http://127.0.0.1:\(setup.port)/whoami",
         ])
@@ -59,7 +59,11 @@ import Testing
             "--http2-prior-knowledge", "-w", "\n%{http_version}", "--unix-socket", setup.socket,
             "http://localhost/whoami",
         ])
+        let admin = try #require(word(startingWith: "admin=", in: setup.proxy.standardError)?.dropFirst(6))
+        let metrics = try setup.curl(["http://\(admin)/metrics"]).standardOutput
         let stderr = setup.stop()
+        #expect(metrics.contains(#"bearer_proxy_requests_total{class="2xx",protocol="h2"} 2"#), "\(metrics)")
+        #expect(metrics.contains(#"bearer_proxy_requests_total{class="2xx",protocol="http/1.1"} 0"#))
         #expect(overTCP.status == 0, "\(overTCP.standardError)")
         #expect(overTCP.standardOutput.hasSuffix("\n2"), "\(overTCP.standardOutput)")
         #expect(overTCP.standardOutput.contains("generation 1") || overTCP.standardOutput.contains("mock-access-1"))

@@ -36,8 +36,8 @@ enum MetricNames {
 
 /// Per-loop counters. Confined to the loop (plain integers).
 struct LoopMetrics: Sendable {
-    /// Index 0: 1xx … 4: 5xx.
-    var requestsByClass = [Int](repeating: 0, count: 5)
+    /// Index 0: 1xx … 4: 5xx over HTTP/1.1, then 5 … 9 the same over HTTP/2.
+    var requestsByClass = [Int](repeating: 0, count: 10)
     var requestDuration = Histogram()
     var upstreamConnectErrors = 0
     var upstreamRejections = 0
@@ -50,8 +50,8 @@ struct LoopMetrics: Sendable {
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
 
-    mutating func recordRequest(status: Int, seconds: Double) {
-        let index = min(max(status / 100 - 1, 0), 4)
+    mutating func recordRequest(status: Int, seconds: Double, isHTTP2: Bool = false) {
+        let index = min(max(status / 100 - 1, 0), 4) + (isHTTP2 ? 5 : 0)
         self.requestsByClass[index] += 1
         self.requestDuration.record(seconds)
     }
@@ -90,9 +90,10 @@ struct SessionFigures {
 /// Renders a scrape: loop counters summed, session figures (each session's), gauges.
 func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnections: Int) -> String {
     var text =
-        "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
+        "# HELP \(MetricNames.requests) Requests answered to clients, by status class and protocol.\n# TYPE \(MetricNames.requests) counter\n"
     for (index, count) in loops.requestsByClass.enumerated() {
-        text += "\(MetricNames.requests){class=\"\(index + 1)xx\"} \(count)\n"
+        let label = index < 5 ? "http/1.1" : "h2"
+        text += "\(MetricNames.requests){class=\"\(index % 5 + 1)xx\",protocol=\"\(label)\"} \(count)\n"
     }
     text += loops.requestDuration.render(
         MetricNames.requestDuration,

@@ -49,8 +49,8 @@ import Testing
         #expect(response.status == 200)
         #expect(response.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = response.text
-        #expect(text.contains("bearer_proxy_requests_total{class=\"2xx\"} 2\n"))
-        #expect(text.contains("bearer_proxy_requests_total{class=\"4xx\"} 1\n"))
+        #expect(text.contains("bearer_proxy_requests_total{class=\"2xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(text.contains("bearer_proxy_requests_total{class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
         #expect(text.contains("bearer_proxy_token_refreshes_total{result=\"ok\"} 1\n"))
         #expect(text.contains("bearer_proxy_replays_total 1\n"))
         #expect(text.contains("bearer_proxy_upstream_401s_total 1\n"))
