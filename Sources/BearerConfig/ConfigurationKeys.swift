@@ -135,7 +135,7 @@ extension Configuration {
         .refreshTokenFile, .tokenURL, .grantType, .clientID, .clientSecret, .scope, .audience, .username,
         .password, .clientAuth, .tokenCommand, .refreshOn, .refreshSkew, .maxRefreshes, .refreshWindow,
         .refreshTimeout, .replayBodyLimit, .replayMemoryLimit, .acceptHosts, .acceptOrigins, .caFile,
-        .tlsInsecureSkipVerify, .http2,
+        .tlsInsecureSkipVerify, .http2, .maxConcurrentStreams,
         // JSON backends and `bearer-proxy login`.
         .tokenFormat, .tokenBody, .loginURL, .loginBody, .logoutURL, .tokenField, .refreshTokenField,
         .expiresField, .authorizationURL, .deviceAuthorizationURL, .redirectPort, .loginTimeout,
@@ -429,6 +429,7 @@ extension ConfigurationKey {
     }
 
     package static let http2 = switchKey("http2", \ProcessSettings.http2)
+    package static let maxConcurrentStreams = countKey("max_concurrent_streams", \ProcessSettings.maxConcurrentStreams)
 }
 
 /// The shapes of value most keys have, written once for either settings (the key path's root

@@ -144,6 +144,15 @@ extension KeyGroup {
                 400 and a log line naming this key.
                 """
             ),
+            KeyDocumentation(
+                .maxConcurrentStreams,
+                "a positive number",
+                """
+                The streams an HTTP/2 client may have open at once on one connection, advertised in the \
+                proxy's SETTINGS; a stream beyond it is refused with RST_STREAM REFUSED_STREAM, which a client \
+                retries.
+                """
+            ),
         ]
     )
 

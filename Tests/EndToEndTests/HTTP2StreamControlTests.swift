@@ -6,7 +6,8 @@ import Glibc
 import Testing
 
 /// HTTP/2's own controls through the built binary: a stream a hand-made client (python3-h2) resets,
-/// and a shutdown's GOAWAY with a stream in flight (nghttp, which reads on after a GOAWAY).
+/// one beyond max_concurrent_streams, and a shutdown's GOAWAY with a stream in flight (nghttp, which
+/// reads on after a GOAWAY).
 @Suite struct HTTP2StreamControlTests {
     /// An HTTP/2 client run in the background, which the test steers: `resume()` sends the line it
     /// waits for on its input.
@@ -80,6 +81,30 @@ import Testing
         #expect(outcome?.status == 0, "\(outcome?.standardError ?? "no outcome")")
         #expect(waitUntil { setup.upstream.server.openConnections == 0 })
         _ = setup.stop()
+    }
+
+    @Test(.requires(.pythonH2)) func aStreamBeyondMaxConcurrentStreamsIsRefused() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup("max_concurrent_streams = 1")
+        let client = Client(
+            """
+            get(c, 1, "/hang")
+            get(c, 3, "/whoami")
+            while (found := events(c)) is not None:
+                for e in found:
+                    if isinstance(e, h2.events.RemoteSettingsChanged):
+                        print("max", e.changed_settings[3].new_value, flush=True)
+                    if isinstance(e, h2.events.StreamReset):
+                        print("reset", e.stream_id, int(e.error_code), flush=True)
+                        sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """,
+            port: setup.port
+        )
+        let outcome = client.finish()
+        _ = setup.stop()
+        #expect(outcome?.standardOutput == "max 1\nreset 3 7\n", "\(outcome?.standardError ?? "no outcome")")
+        #expect(setup.upstream.requests.map(\.target) == ["/hang"])
     }
 
     /// `nghttp` comes with h2load (nghttp2-client).
