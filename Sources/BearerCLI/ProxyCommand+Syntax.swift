@@ -17,13 +17,13 @@ extension ProxyCommand {
         value: Flag.Value("addr", .address),
         help: "Client-facing address: HOST:PORT, [IPv6]:PORT or unix:/path",
         default: Flag.Default("127.0.0.1:8080", startsLine: true),
-        sets: Flag.Setting("listen")
+        sets: Flag.Setting(.listen)
     )
     static let upstreamFlag = Flag(
         "--upstream",
         value: Flag.Value("url", .url),
         help: "Target of origin-form requests: http(s)://host[:port][/prefix]",
-        sets: Flag.Setting("upstream")
+        sets: Flag.Setting(.upstream)
     )
     static let adminListenFlag = Flag(
         "--admin-listen",
@@ -33,14 +33,14 @@ extension ProxyCommand {
             there
             """,
         default: Flag.Default("off; with --demo: a free port on 127.0.0.1"),
-        sets: Flag.Setting("admin_listen")
+        sets: Flag.Setting(.adminListen)
     )
     static let logLevelFlag = Flag(
         "--log-level",
         value: Flag.Value("level", .choice(["error", "warn", "info", "debug"])),
         help: "error, warn, info or debug",
         default: Flag.Default("info"),
-        sets: Flag.Setting("log_level")
+        sets: Flag.Setting(.logLevel)
     )
     static let checkFlag = Flag(
         "--check",

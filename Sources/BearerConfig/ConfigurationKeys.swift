@@ -150,8 +150,8 @@ extension Configuration {
         .dpop, .dpopKeyFile,
         // What a session's token may be used for.
         .allow, .deny, .auditLog,
-        // Discovery (RFC 8414).
-        .issuer,
+        // Discovery (RFC 8414, RFC 9728).
+        .issuer, .resourceURL,
         // Named sessions only.
         .mount,
     ]

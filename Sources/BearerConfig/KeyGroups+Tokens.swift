@@ -21,6 +21,18 @@ extension KeyGroup {
                 """
             ),
             KeyDocumentation(
+                .resourceURL,
+                "URL: https:// (http:// only on a loopback address)",
+                example: "https://api.example.com/v2",
+                """
+                The protected resource (the API). Its metadata (RFC 9728 \
+                `/.well-known/oauth-protected-resource`, inserted before the URL's path) is read with the \
+                issuer's: its `resource` must equal this value exactly, its first `authorization_servers` \
+                entry is the `issuer` unless the file sets one, and the resource is sent as the RFC 8707 \
+                `resource` parameter unless `resource` is set. See docs/token-sources.md, "Discovery".
+                """
+            ),
+            KeyDocumentation(
                 .tokenURL,
                 "URL: http:// or https://",
                 example: "https://auth.example.com/oauth/token",

@@ -21,6 +21,9 @@ package struct SessionSettings: Sendable {
     package var revocationURL: HTTPURL?
     /// `issuer`: the authorization server whose metadata fills the endpoint keys left unset.
     package var issuer: Issuer?
+    /// `resource_url`: the protected resource whose metadata (RFC 9728) names the issuer; kept as
+    /// written, like `issuer`, because the metadata's `resource` must equal it.
+    package var resourceURL: Issuer?
     /// The registration endpoint (RFC 7591) the metadata named, for a login without client_id.
     package var registrationURL: HTTPURL?
     /// What discovery set, and from where (nil: nothing was discovered).

@@ -179,18 +179,30 @@ import Testing
             Self.configText(issuer: server.issuer, upstream: upstream.baseURL, server: server)
                 + "refresh_token_file = \(tokenFile)\n"
         )
-        let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
-        let authorize = "http://127.0.0.1:\(server.port)/authorize?"
-        #expect(waitUntil { login.standardOutput.contains(authorize) })
-        let url = try #require(word(startingWith: authorize, in: login.standardOutput))
-        let authorization = try browse(url)
-        #expect(authorization.status == 302, "\(authorization.text)")
-        let callback = try #require(authorization.header("location"))
-        #expect(try browse(callback).status == 200)
-        #expect(login.waitForExit() == 0, "\(login.standardError)")
+        try Self.login(config: config, server: server)
         let stored = try String(contentsOfFile: tokenFile, encoding: .utf8)
         #expect(stored.hasPrefix("authlib-refresh-"))
 
         try Self.expectServes(config: config, upstream: upstream, server: server, tokensIssued: 2)
+    }
+
+    /// Runs `login` on `config`, plays the browser that approves at Authlib, and expects exit 0; the
+    /// authorization URL it followed.
+    @discardableResult
+    static func login(
+        config: String,
+        server: AuthlibServer,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> String {
+        let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
+        let authorize = "http://127.0.0.1:\(server.port)/authorize?"
+        #expect(waitUntil { login.standardOutput.contains(authorize) }, sourceLocation: sourceLocation)
+        let url = try #require(word(startingWith: authorize, in: login.standardOutput), sourceLocation: sourceLocation)
+        let authorization = try browse(url)
+        #expect(authorization.status == 302, "\(authorization.text)", sourceLocation: sourceLocation)
+        let callback = try #require(authorization.header("location"), sourceLocation: sourceLocation)
+        #expect(try browse(callback).status == 200, sourceLocation: sourceLocation)
+        #expect(login.waitForExit() == 0, "\(login.standardError)", sourceLocation: sourceLocation)
+        return url
     }
 }

@@ -25,20 +25,42 @@ package final class AuthlibServer: @unchecked Sendable {
         case remoteHTTP = "remote-http"
     }
 
+    /// Whether the metadata names a client registration endpoint (RFC 7591, Authlib's
+    /// `ClientRegistrationEndpoint`), and whether it registers the public client bearer-proxy asks for.
+    package enum Registration: String, Sendable {
+        case none
+        /// Registers public clients (`token_endpoint_auth_method` none is offered).
+        case open
+        /// Offers only client_secret_basic/post, so Authlib itself refuses a public client
+        /// (`invalid_client_metadata`).
+        case refusing
+    }
+
     package let port: Int
     package let issuer: String
     package let clientID = "authlib-client"
     package let clientSecret = "authlib-secret-1"
     private let pid: pid_t
 
-    package init(mode: Mode, issuerPath: String = "") throws {
+    /// The protected resource this server also describes (RFC 9728 metadata at
+    /// `/.well-known/oauth-protected-resource/api`, naming this issuer): `resource` says which resource
+    /// the document names, so that a mismatch can be shown.
+    package var resourceURL: String { "http://127.0.0.1:\(self.port)/api" }
+
+    package init(
+        mode: Mode,
+        issuerPath: String = "",
+        registration: Registration = .none,
+        resource: String? = nil
+    ) throws {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         defer { Socket.close(fd) }
         self.port = Socket.localAddress(fd)!.port!
         self.issuer = "http://127.0.0.1:\(self.port)\(issuerPath)"
         let settings = [
             "mode": mode.rawValue, "issuer": self.issuer, "client_id": self.clientID,
-            "client_secret": self.clientSecret,
+            "client_secret": self.clientSecret, "registration": registration.rawValue,
+            "resource": resource ?? "http://127.0.0.1:\(self.port)/api",
         ]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: settings), as: UTF8.self)
         self.pid = try spawnProcess(
@@ -60,6 +82,16 @@ package final class AuthlibServer: @unchecked Sendable {
         return try JSONSerialization.jsonObject(with: Data(response.body)) as? [String] ?? []
     }
 
+    /// The clients it registered, oldest first, each its client metadata as Authlib kept it
+    /// (`GET /registered`, a route of this test server only).
+    package func registeredClients() throws -> [[String: Any]] {
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: self.port)!,
+            "GET /registered HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\nConnection: close\r\n\r\n"
+        )
+        return try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]] ?? []
+    }
+
     package func stop() {
         guard Glibc.kill(self.pid, SIGKILL) == 0 else { return }
         var status: Int32 = 0
@@ -77,11 +109,13 @@ package final class AuthlibServer: @unchecked Sendable {
         from authlib.oauth2.rfc7636 import CodeChallenge
         from authlib.oauth2.rfc6750 import BearerTokenGenerator
         from authlib.oauth2.rfc8414 import AuthorizationServerMetadata, get_well_known_url
+        from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
 
         settings = json.loads(sys.argv[1])
         issuer, mode = settings["issuer"], settings["mode"]
         origin = issuer.split("/", 3)[0] + "//" + issuer.split("/", 3)[2]
-        issued = []
+        registration = settings["registration"]
+        issued, registered = [], {}
         codes, refresh_tokens = {}, {}
 
         class Code:
@@ -93,6 +127,7 @@ package final class AuthlibServer: @unchecked Sendable {
             def get_scope(self): return self.scope
 
         class CodeGrant(AuthorizationCodeGrant):
+            TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
             def save_authorization_code(self, code, request): codes[code] = Code(request)
             def query_authorization_code(self, code, client): return codes.get(code)
             def delete_authorization_code(self, authorization_code):
@@ -108,6 +143,7 @@ package final class AuthlibServer: @unchecked Sendable {
             def check_client(self, client): return True
 
         class RefreshGrant(RefreshTokenGrant):
+            TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
             INCLUDE_NEW_REFRESH_TOKEN = True
             def authenticate_refresh_token(self, refresh_token): return refresh_tokens.get(refresh_token)
             def authenticate_user(self, credential): return "alice"
@@ -126,8 +162,35 @@ package final class AuthlibServer: @unchecked Sendable {
             def check_grant_type(self, grant_type):
                 return grant_type in ("client_credentials", "authorization_code", "refresh_token")
 
+        def loopback(uri):
+            # RFC 8252 §7.3: a loopback redirect URI matches whatever port the client listens on.
+            scheme, _, rest = uri.partition("://")
+            host, _, path = rest.partition("/")
+            return scheme, host.rsplit(":", 1)[0], path
+
+        class PublicClient(ClientMixin):
+            def __init__(self, client_id, metadata): self.client_id, self.metadata = client_id, metadata
+            def get_client_id(self): return self.client_id
+            def get_default_redirect_uri(self): return None
+            def get_allowed_scope(self, scope): return scope
+            def check_redirect_uri(self, uri):
+                return loopback(uri) in [loopback(u) for u in self.metadata.get("redirect_uris", [])]
+            def check_client_secret(self, secret): return False
+            def check_endpoint_auth_method(self, method, endpoint):
+                return method == self.metadata["token_endpoint_auth_method"] == "none"
+            def check_response_type(self, response_type): return response_type in self.metadata["response_types"]
+            def check_grant_type(self, grant_type): return grant_type in self.metadata["grant_types"]
+
+        class Registration(ClientRegistrationEndpoint):
+            def authenticate_token(self, request): return "open registration"
+            def get_server_metadata(self): return dict(metadata)
+            def save_client(self, client_info, client_metadata, request):
+                registered[client_info["client_id"]] = client_metadata
+                return PublicClient(client_info["client_id"], client_metadata)
+
         class Server(AuthorizationServer):
             def query_client(self, client_id):
+                if client_id in registered: return PublicClient(client_id, registered[client_id])
                 return Client() if client_id == settings["client_id"] else None
             def save_token(self, token, request):
                 issued.append(token["access_token"])
@@ -141,6 +204,7 @@ package final class AuthlibServer: @unchecked Sendable {
         server.register_grant(ClientCredentialsGrant)
         server.register_grant(CodeGrant, [CodeChallenge(required=True)])
         server.register_grant(RefreshGrant)
+        server.register_endpoint(Registration)
         server.register_token_generator(
             "default", BearerTokenGenerator(
                 lambda *args, **kwargs: "authlib-" + secrets.token_urlsafe(16),
@@ -153,8 +217,10 @@ package final class AuthlibServer: @unchecked Sendable {
             "authorization_endpoint": origin + "/authorize",
             "code_challenge_methods_supported": ["S256"],
             "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
+            "token_endpoint_auth_methods_supported":
+                ["client_secret_post", "client_secret_basic"] + (["none"] if registration == "open" else []),
             "response_types_supported": ["code"],
+            **({"registration_endpoint": origin + "/register"} if registration != "none" else {}),
         })
         if mode == "rfc8414":
             metadata.validate()
@@ -178,8 +244,12 @@ package final class AuthlibServer: @unchecked Sendable {
             def do_GET(self):
                 if wellknown is not None and self.path == wellknown:
                     self.answer(200, dict(metadata))
+                elif self.path == "/.well-known/oauth-protected-resource/api":
+                    self.answer(200, {"resource": settings["resource"], "authorization_servers": [issuer]})
                 elif self.path == "/issued":
                     self.answer(200, issued)
+                elif self.path == "/registered":
+                    self.answer(200, list(registered.values()))
                 elif self.path.startswith("/authorize?"):
                     request = OAuth2Request("GET", origin + self.path, None, self.headers)
                     self.answer(*server.create_authorization_response(request, grant_user="alice"))
@@ -188,7 +258,12 @@ package final class AuthlibServer: @unchecked Sendable {
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
-                form = dict(parse_qsl(self.rfile.read(length).decode()))
+                body = self.rfile.read(length).decode()
+                if self.path == "/register" and registration != "none":
+                    request = OAuth2Request("POST", origin + self.path, json.loads(body or "{}"), self.headers)
+                    self.answer(*server.create_endpoint_response("client_registration", request))
+                    return
+                form = dict(parse_qsl(body))
                 if self.path != "/token":
                     self.answer(404, {"error": "not_found"})
                     return

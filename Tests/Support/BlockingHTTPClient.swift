@@ -40,11 +40,10 @@ package final class BlockingHTTPClient {
         setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(self.fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
         let result = address.withSockAddr { Glibc.connect(self.fd, $0, $1) }
-        if result != 0 {
-            let code = errno
-            Glibc.close(self.fd)
-            throw .connectFailed(code)
-        }
+        // No close here: every stored property is set, so a throw runs deinit, which closes the
+        // socket. A second close would close whatever another test's thread opened under the
+        // same number meanwhile (a listener, a pipe), failing that test instead.
+        if result != 0 { throw .connectFailed(errno) }
     }
 
     deinit {

@@ -1,3 +1,5 @@
+import BearerConfig
+
 /// One flag of a command, as its command's table declares it (`CommandSyntax.flags`): what the parser
 /// accepts, what the help shows, which config key it sets, and what shell completions need (the
 /// names, whether a value follows and what kind of value).
@@ -86,8 +88,9 @@ package struct Flag: Equatable, Sendable {
         package var key: String
         package var value: String?
 
-        package init(_ key: String, to value: String? = nil) {
-            self.key = key
+        /// `key` is the table's constant, so that a flag names a key the way everything else does.
+        package init(_ key: ConfigurationKey, to value: String? = nil) {
+            self.key = key.name
             self.value = value
         }
     }

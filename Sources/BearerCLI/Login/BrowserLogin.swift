@@ -6,9 +6,11 @@ import BearerSession
 /// logs in in a browser, the browser brings the code back to 127.0.0.1, the code and the PKCE
 /// verifier buy the tokens.
 struct BrowserLogin {
-    let context: LoginContext
+    var context: LoginContext
     let authorizationURL: HTTPURL
     let tokenURL: HTTPURL
+    /// Without client_id: the registration to make once the redirect URI is known.
+    var registration: LoginRegistration? = nil
 
     func run() -> Result<FetchedToken, LoginError> {
         let settings = self.context.settings
@@ -23,6 +25,19 @@ struct BrowserLogin {
         } catch {
             return .failure(error)
         }
+        var login = self
+        if let registration = self.registration {
+            switch registration.register(self.context, redirectURIs: [server.redirectURI], browser: true) {
+            case .success(let registered): login.context = registered
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return login.authorize(pkce: pkce, server: server)
+    }
+
+    /// Opens (or shows) the authorization URL, waits for the browser and redeems the code.
+    private func authorize(pkce: PKCE, server: LoopbackRedirectServer) -> Result<FetchedToken, LoginError> {
+        let settings = self.context.settings
         let url = self.authorizationRequest(pkce: pkce, redirectURI: server.redirectURI)
         let console = self.context.console
         console.say("To log in, open this URL in a browser:\n\n    \(url)\n")

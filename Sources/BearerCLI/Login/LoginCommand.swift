@@ -34,11 +34,16 @@ enum LoginCommand: Command {
             deadline: Instant.now() + settings.login.timeout,
             opensBrowser: options.opensBrowser
         )
-        let result = Self.flow(for: settings, usesDevice: options.usesDevice, context: context)
-            .flatMap { $0() }
-            .flatMap { token in
-                Self.store(token, at: environment.refreshTokenFile).map { token }
-            }
+        let result = Self.flow(
+            for: settings,
+            usesDevice: options.usesDevice,
+            context: context,
+            refreshTokenFile: environment.refreshTokenFile
+        )
+        .flatMap { $0() }
+        .flatMap { token in
+            Self.store(token, at: environment.refreshTokenFile).map { token }
+        }
         switch result {
         case .success(let token):
             console.say(Self.summary(token, file: environment.refreshTokenFile))
@@ -53,7 +58,8 @@ enum LoginCommand: Command {
     static func flow(
         for settings: SessionSettings,
         usesDevice: Bool,
-        context: LoginContext
+        context: LoginContext,
+        refreshTokenFile: String
     ) -> Result<() -> Result<FetchedToken, LoginError>, LoginError> {
         switch settings.tokenFormat {
         case .json:
@@ -65,12 +71,23 @@ enum LoginCommand: Command {
             return .success { JSONLogin(context: context, requests: requests).run() }
         case .form:
             let login = settings.login
-            guard let tokenURL = settings.tokenURL, settings.clientID != nil else {
+            guard let tokenURL = settings.tokenURL else {
                 return .failure(.notConfigured("logging in needs token_url and client_id"))
+            }
+            var registration: LoginRegistration?
+            if settings.clientID == nil {
+                guard let endpoint = settings.registrationURL else {
+                    return .failure(.notConfigured(Self.unregistered(settings)))
+                }
+                registration = LoginRegistration(endpoint: endpoint, refreshTokenFile: refreshTokenFile)
             }
             if let deviceURL = login.deviceAuthorizationURL, usesDevice || login.authorizationURL == nil {
                 return .success {
-                    DeviceLogin(context: context, deviceAuthorizationURL: deviceURL, tokenURL: tokenURL).run()
+                    let registered =
+                        registration?.register(context, redirectURIs: [], browser: false) ?? .success(context)
+                    return registered.flatMap {
+                        DeviceLogin(context: $0, deviceAuthorizationURL: deviceURL, tokenURL: tokenURL).run()
+                    }
                 }
             }
             if usesDevice { return .failure(.notConfigured("--device needs device_authorization_url")) }
@@ -82,9 +99,21 @@ enum LoginCommand: Command {
                 )
             }
             return .success {
-                BrowserLogin(context: context, authorizationURL: authorizationURL, tokenURL: tokenURL).run()
+                BrowserLogin(
+                    context: context,
+                    authorizationURL: authorizationURL,
+                    tokenURL: tokenURL,
+                    registration: registration
+                ).run()
             }
         }
+    }
+
+    /// No client_id and no registration endpoint: where a client is registered by hand.
+    static func unregistered(_ settings: SessionSettings) -> String {
+        guard let issuer = settings.issuer else { return "logging in needs token_url and client_id" }
+        return
+            "the authorization server \(issuer.text) offers no client registration (its metadata has no registration_endpoint): register a client at \(issuer.text) and set client_id"
     }
 
     /// Writes the refresh token the way a rotation does: under the file's lock, atomically, mode 0600.

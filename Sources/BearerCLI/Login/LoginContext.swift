@@ -13,6 +13,18 @@ struct LoginContext: Sendable {
     /// Open the authorization URL with xdg-open/open (not with --no-browser).
     let opensBrowser: Bool
 
+    /// The same context for `settings` (a registered client's id).
+    func with(settings: SessionSettings) -> LoginContext {
+        LoginContext(
+            settings: settings,
+            credentials: self.credentials,
+            client: self.client,
+            console: self.console,
+            deadline: self.deadline,
+            opensBrowser: self.opensBrowser
+        )
+    }
+
     /// A token endpoint's outcome as the login sees it: a token, or why not in one line.
     static func result(of outcome: TokenFetchOutcome) -> Result<FetchedToken, LoginError> {
         switch outcome {

@@ -15,7 +15,7 @@ extension EnvCommand {
             The address the proxy was started with, when not the config's:
             HOST:PORT or [IPv6]:PORT (a unix socket cannot be an http_proxy).
             """,
-        sets: Flag.Setting("listen")
+        sets: Flag.Setting(.listen)
     )
 
     static let syntax = CommandSyntax(

@@ -21,14 +21,14 @@ extension RunCommand {
         value: Flag.Value("addr", .address),
         help: "Where the proxy listens: HOST:PORT or [IPv6]:PORT",
         default: Flag.Default("a free port on 127.0.0.1", startsLine: true),
-        sets: Flag.Setting("listen")
+        sets: Flag.Setting(.listen)
     )
     static let adminListenFlag = Flag(
         "--admin-listen",
         value: Flag.Value("addr", .address),
         help: "Serve the admin endpoints there",
         default: Flag.Default("off"),
-        sets: Flag.Setting("admin_listen")
+        sets: Flag.Setting(.adminListen)
     )
     static let noInterceptFlag = Flag(
         "--no-intercept",
@@ -37,20 +37,20 @@ extension RunCommand {
             "on, so https:// requests to the\ninject hosts get the token; the program trusts the local CA",
             endsSentence: true
         ),
-        sets: Flag.Setting("tls_intercept", to: "off")
+        sets: Flag.Setting(.tlsIntercept, to: "off")
     )
     static let onlyInjectHostsFlag = Flag(
         "--only-inject-hosts",
         help:
             "Refuse requests and CONNECTs to every host that is\nnot an inject host of a session (other_hosts = deny)",
-        sets: Flag.Setting("other_hosts", to: "deny")
+        sets: Flag.Setting(.otherHosts, to: "deny")
     )
     static let logLevelFlag = Flag(
         "--log-level",
         value: Flag.Value("level", .choice(["error", "warn", "info", "debug"])),
         help: "error, warn, info or debug",
         default: Flag.Default("warn: the program's output is\nwhat you read", endsSentence: true),
-        sets: Flag.Setting("log_level")
+        sets: Flag.Setting(.logLevel)
     )
 
     static let syntax = CommandSyntax(

@@ -19,22 +19,28 @@ package enum AuthorizationServerDiscovery {
         only: String? = nil,
         connector: (Int) -> OutboundConnector
     ) throws(DiscoveryError) -> Configuration {
-        let discovers = { (session: SessionSettings) in session.issuer != nil && (only ?? session.name) == session.name
+        let discovers = { (session: SessionSettings) in
+            (session.issuer != nil || session.resourceURL != nil) && (only ?? session.name) == session.name
         }
         guard configuration.sessions.contains(where: discovers) else { return configuration }
         let group = EventLoopGroup(count: 1, name: "bearer-discovery")
         defer { group.shutdown() }
         var filled = configuration
         for (index, session) in configuration.sessions.enumerated() {
-            guard discovers(session), let issuer = session.issuer else { continue }
+            guard discovers(session) else { continue }
             let places = configuration.places(of: session.name)
-            let place = "\(places[.issuer] ?? places.whole): \(ConfigurationKey.issuer)"
             let caller = EndpointCaller(
                 timeout: configuration.process.refreshTimeout,
                 dpop: nil,
                 loop: group.loops[0],
                 connector: connector(index)
             )
+            if let resource = session.resourceURL {
+                let place = "\(places[.resourceURL] ?? places.whole): \(ConfigurationKey.resourceURL)"
+                try Self.applyResource(resource, to: &filled.sessions[index], caller: caller, place: place)
+            }
+            guard let issuer = filled.sessions[index].issuer else { continue }
+            let place = "\(places[.issuer] ?? places[.resourceURL] ?? places.whole): \(ConfigurationKey.issuer)"
             let (metadata, source) = try Self.fetch(issuer, caller: caller, place: place)
             try Self.apply(metadata, from: source, to: &filled.sessions[index], places: places, place: place)
         }
@@ -67,26 +73,43 @@ package enum AuthorizationServerDiscovery {
         caller: EndpointCaller,
         place: String
     ) throws(DiscoveryError) -> (AuthorizationServerMetadata, String) {
+        let (body, source) = try Self.firstDocument(
+            at: MetadataAddresses.urls(for: issuer),
+            caller: caller,
+            what: "authorization server metadata",
+            place: place
+        )
+        switch AuthorizationServerMetadata.parse(body, issuer: issuer) {
+        case .success(let metadata):
+            return (metadata, source)
+        case .failure(.issuerMismatch(let named)):
+            throw .issuerMismatch(issuer, named: named, source: source, at: place)
+        case .failure(.unusable(let reason)):
+            throw .unusable(reason, source: source, at: place)
+        }
+    }
+
+    /// The body of the first of `urls` that answers 200, and where it came from; else an error naming
+    /// each URL and what it answered.
+    static func firstDocument(
+        at urls: [HTTPURL],
+        caller: EndpointCaller,
+        what: String,
+        place: String
+    ) throws(DiscoveryError) -> ([UInt8], String) {
         var tried: [(url: String, outcome: String)] = []
-        for url in MetadataAddresses.urls(for: issuer) {
+        for url in urls {
             let (answer, source) = Self.get(url, caller: caller)
             switch answer {
             case .response(let response) where response.status == 200:
-                switch AuthorizationServerMetadata.parse(response.body, issuer: issuer) {
-                case .success(let metadata):
-                    return (metadata, source)
-                case .failure(.issuerMismatch(let named)):
-                    throw .issuerMismatch(issuer, named: named, source: source, at: place)
-                case .failure(.unusable(let reason)):
-                    throw .unusable(reason, source: source, at: place)
-                }
+                return (response.body, source)
             case .response(let response):
                 tried.append((url.description, "\(response.status)"))
             case .failed(let reason):
                 tried.append((url.description, reason))
             }
         }
-        throw .noMetadata(issuer, at: place, tried: tried)
+        throw .noMetadata(what, at: place, tried: tried)
     }
 
     /// What a GET came back with: a response, or why none.
@@ -161,6 +184,12 @@ package enum AuthorizationServerDiscovery {
         fill(\.login.deviceAuthorizationURL, .deviceAuthorizationURL, metadata.deviceAuthorizationEndpoint)
         fill(\.revocationURL, .revocationURL, metadata.revocationEndpoint)
         session.registrationURL = session.registrationURL ?? metadata.registrationEndpoint
+        // A client a login registered (RFC 7591) and kept beside the refresh token.
+        if session.clientID == nil, let file = session.refreshTokenFile, let endpoint = session.registrationURL,
+            let registered = RegisteredClient.stored(besides: file, for: endpoint.description)
+        {
+            session.clientID = registered.clientID
+        }
         if places[.grantType] == nil, let offered = metadata.grantTypes {
             let grant = session.effectiveGrantType.formValue
             guard offered.contains(grant) else {

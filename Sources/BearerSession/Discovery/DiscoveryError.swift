@@ -4,10 +4,10 @@ import BearerConfig
 package struct DiscoveryError: Error, Equatable, Sendable, CustomStringConvertible {
     package var description: String
 
-    /// Neither well-known address answered with a document: each URL and what it answered.
-    static func noMetadata(_ issuer: Issuer, at place: String, tried: [(url: String, outcome: String)]) -> Self {
+    /// No well-known address answered with a document: each URL and what it answered.
+    static func noMetadata(_ what: String, at place: String, tried: [(url: String, outcome: String)]) -> Self {
         let attempts = tried.map { "\($0.url) (\($0.outcome))" }.joined(separator: " nor at ")
-        return Self(description: "\(place): no authorization server metadata at \(attempts)")
+        return Self(description: "\(place): no \(what) at \(attempts)")
     }
 
     /// The document names another issuer (RFC 8414 §3.3): both values, so that a typo shows.

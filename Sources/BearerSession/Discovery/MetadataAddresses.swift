@@ -20,4 +20,14 @@ package enum MetadataAddresses {
         openID.pathPrefix = issuer.url.pathPrefix + Self.openIDConfiguration
         return [rfc8414, openID]
     }
+
+    package static let protectedResource = "/.well-known/oauth-protected-resource"
+
+    /// Where a protected resource's metadata is (RFC 9728 §3.1): its well-known path inserted between
+    /// the host and the resource's path, like RFC 8414's.
+    package static func url(forResource resource: Issuer) -> HTTPURL {
+        var url = resource.url
+        url.pathPrefix = Self.protectedResource + resource.url.pathPrefix
+        return url
+    }
 }

@@ -1,0 +1,66 @@
+import BearerConfig
+import BearerHTTP
+import Foundation
+
+/// The parts of a protected resource's metadata (RFC 9728 §2) the proxy uses: its `resource`, which
+/// must equal the configured resource_url (§3.3, so that one API's document cannot name another's
+/// authorization server), and its first authorization server, checked as an issuer is.
+package struct ProtectedResourceMetadata: Equatable, Sendable {
+    package var resource: String
+    package var authorizationServer: Issuer
+
+    /// The metadata in `body`, checked against `resource` (a mismatch is `issuerMismatch` with the
+    /// `resource` the document names).
+    package static func parse(
+        _ body: [UInt8],
+        resource: Issuer
+    ) -> Result<ProtectedResourceMetadata, AuthorizationServerMetadata.Problem> {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return .failure(.unusable("it is not a JSON object"))
+        }
+        guard let named = object["resource"] as? String, named == resource.text else {
+            return .failure(.issuerMismatch(object["resource"] as? String))
+        }
+        guard let servers = object["authorization_servers"] as? [String], let first = servers.first else {
+            return .failure(.unusable("it names no authorization_servers"))
+        }
+        switch Issuer.parse(first) {
+        case .success(let issuer):
+            return .success(ProtectedResourceMetadata(resource: named, authorizationServer: issuer))
+        case .failure(let error):
+            return .failure(.unusable("its authorization server '\(HTTPURL.quotable(first))' \(error.reason)"))
+        }
+    }
+}
+
+extension AuthorizationServerDiscovery {
+    /// Reads `resource`'s metadata: its authorization server becomes the session's issuer unless the
+    /// file sets one (a key set in the file wins), and the resource is sent as the RFC 8707 `resource`
+    /// parameter unless `resource` is set.
+    static func applyResource(
+        _ resource: Issuer,
+        to session: inout SessionSettings,
+        caller: EndpointCaller,
+        place: String
+    ) throws(DiscoveryError) {
+        let (body, source) = try Self.firstDocument(
+            at: [MetadataAddresses.url(forResource: resource)],
+            caller: caller,
+            what: "protected resource metadata",
+            place: place
+        )
+        switch ProtectedResourceMetadata.parse(body, resource: resource) {
+        case .success(let metadata):
+            session.issuer = session.issuer ?? metadata.authorizationServer
+            if session.resources.isEmpty { session.resources = [metadata.resource] }
+        case .failure(.issuerMismatch(let named)):
+            let other = named.map { "'\($0)'" } ?? "no resource"
+            throw DiscoveryError(
+                description:
+                    "\(place): the metadata at \(source) names \(other), not the configured '\(resource.text)' (they must be equal, RFC 9728 §3.3)"
+            )
+        case .failure(.unusable(let reason)):
+            throw .unusable(reason, source: source, at: place)
+        }
+    }
+}

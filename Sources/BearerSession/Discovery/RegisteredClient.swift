@@ -1,0 +1,44 @@
+import BearerIO
+import Foundation
+
+/// A client this proxy registered itself as (RFC 7591), kept beside refresh_token_file as
+/// `FILE.client` (mode 0600) so that the proxy and later logins use the same client_id: a new
+/// registration per login would leave the server a client per run, and the stored refresh token is
+/// bound to the client that got it. Only the client_id is kept: the client is public
+/// (token_endpoint_auth_method none), so a secret the server returned anyway is not used.
+package struct RegisteredClient: Equatable, Sendable {
+    package var clientID: String
+    /// Where it was registered: a stored client is reused only with the same registration endpoint,
+    /// so that another server's client_id is never sent.
+    package var registrationEndpoint: String
+
+    package init(clientID: String, registrationEndpoint: String) {
+        self.clientID = clientID
+        self.registrationEndpoint = registrationEndpoint
+    }
+
+    /// The file beside `refreshTokenFile`.
+    package static func path(besides refreshTokenFile: String) -> String {
+        refreshTokenFile + ".client"
+    }
+
+    /// The client stored beside `refreshTokenFile` for `registrationEndpoint`; nil when there is none
+    /// (or it was registered elsewhere, or cannot be read: then login registers again).
+    package static func stored(besides refreshTokenFile: String, for registrationEndpoint: String) -> RegisteredClient?
+    {
+        guard let data = FileManager.default.contents(atPath: Self.path(besides: refreshTokenFile)),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let clientID = object["client_id"] as? String, !clientID.isEmpty,
+            object["registration_endpoint"] as? String == registrationEndpoint
+        else { return nil }
+        return RegisteredClient(clientID: clientID, registrationEndpoint: registrationEndpoint)
+    }
+
+    /// Writes it beside `refreshTokenFile`, atomically, mode 0600.
+    package func store(besides refreshTokenFile: String) throws(AtomicFile.WriteError) {
+        let object = ["client_id": self.clientID, "registration_endpoint": self.registrationEndpoint]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        let path = Self.path(besides: refreshTokenFile)
+        try AtomicFile.replace(path, with: Array(data) + [0x0A], mode: 0o600, temporary: path + ".tmp")
+    }
+}

@@ -1,0 +1,80 @@
+import BearerCore
+import BearerDemo
+import BearerIO
+import BearerTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `login` without client_id registers bearer-proxy at the server's RFC 7591 endpoint (Authlib's
+/// `ClientRegistrationEndpoint`) as a public client, keeps it beside the refresh token and reuses it;
+/// a refusal, and a server without registration, are one line saying to set client_id.
+@Suite(.requires(.pythonAuthlib)) struct RegistrationTests {
+    /// `issuer` and `refresh_token_file`, and no client: what `login URL` will write.
+    static func config(issuer: String, upstream: String, tokenFile: String) -> String {
+        temporaryFile("upstream = \(upstream)\nissuer = \(issuer)\nrefresh_token_file = \(tokenFile)\n")
+    }
+
+    @Test func loginRegistersAPublicClientKeepsItAndReusesIt() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open)
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let tokenFile = temporaryDirectory() + "/refresh-token"
+        let config = Self.config(issuer: server.issuer, upstream: upstream.baseURL, tokenFile: tokenFile)
+
+        let url = try DiscoveryTests.login(config: config, server: server)
+        let clients = try server.registeredClients()
+        #expect(clients.count == 1)
+        let client = try #require(clients.first)
+        #expect(client["client_name"] as? String == "bearer-proxy")
+        #expect(client["token_endpoint_auth_method"] as? String == "none")
+        #expect(client["grant_types"] as? [String] == ["authorization_code", "refresh_token"])
+        let redirects = try #require(client["redirect_uris"] as? [String])
+        #expect(redirects.count == 1 && redirects[0].hasPrefix("http://127.0.0.1:"), "\(redirects)")
+        let kept = tokenFile + ".client"
+        var status = stat()
+        #expect(stat(kept, &status) == 0 && status.st_mode & 0o777 == 0o600)
+        let keptText = try String(contentsOfFile: kept, encoding: .utf8)
+        let clientID = try #require(
+            (try JSONSerialization.jsonObject(with: Data(keptText.utf8)) as? [String: String])?["client_id"]
+        )
+        #expect(url.contains("client_id=\(clientID)&"), "\(url)")
+
+        // The proxy authenticates as that client (none: client_id only) when it refreshes.
+        try DiscoveryTests.expectServes(config: config, upstream: upstream, server: server, tokensIssued: 2)
+        // A second login reuses the kept client: no second registration.
+        let again = try DiscoveryTests.login(config: config, server: server)
+        #expect(again.contains("client_id=\(clientID)&"))
+        #expect(try server.registeredClients().count == 1)
+    }
+
+    @Test func aRefusedRegistrationIsOneLineWithTheServersError() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .refusing)
+        let tokenFile = temporaryDirectory() + "/refresh-token"
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", tokenFile: tokenFile)
+        let result = try ProxyProcess.run(["login", "--config", config, "--no-browser"])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.hasPrefix(
+                "Error: client registration at http://127.0.0.1:\(server.port)/register was refused: invalid_client_metadata ("
+            ),
+            "\(result.stderr)"
+        )
+        #expect(result.stderr.hasSuffix("; register a client and set client_id\n"), "\(result.stderr)")
+        #expect(result.stderr.filter { $0 == "\n" }.count == 1, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: tokenFile + ".client"))
+    }
+
+    @Test func noRegistrationEndpointAndNoClientIDSaysWhereToRegister() throws {
+        let server = try AuthlibServer(mode: .rfc8414)
+        let tokenFile = temporaryDirectory() + "/refresh-token"
+        let config = Self.config(issuer: server.issuer, upstream: "http://127.0.0.1:9", tokenFile: tokenFile)
+        let result = try ProxyProcess.run(["login", "--config", config, "--no-browser"])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: the authorization server \(server.issuer) offers no client registration (its metadata has no registration_endpoint): register a client at \(server.issuer) and set client_id\n"
+        )
+    }
+}
