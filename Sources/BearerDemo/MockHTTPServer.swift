@@ -29,6 +29,9 @@ package final class MockHTTPServer: Sendable {
     /// TLS connections whose client resumed an earlier session.
     package let resumedTLSSessions = Atomic<Int>(0)
     package let handledRequests = Atomic<Int>(0)
+    /// Body bytes of streamed responses (`/bytes/N`, `/chunked/N`) written so far: how far a client
+    /// (the proxy) let a large response go before it stopped reading.
+    package let streamedBodyBytes = Atomic<Int>(0)
     package let address: Locked<SocketAddress?>
 
     package init(

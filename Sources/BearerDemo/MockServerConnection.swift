@@ -238,6 +238,7 @@ final class MockServerConnection: StreamConnectionDelegate {
             }
             streaming.remaining -= count
             streaming.offset += count
+            self.server.streamedBodyBytes.add(count, ordering: .relaxed)
             self.stream.flush()
             if self.isClosed { return }
         }

@@ -107,6 +107,36 @@ import Testing
         #expect(setup.upstream.requests.map(\.target) == ["/hang"])
     }
 
+    /// A client that opens a stream to a 64 MiB response and never grants window: the proxy sends
+    /// the stream's window (65 535 bytes), stops reading the upstream at a bound, and after
+    /// client_idle_timeout resets the stream (CANCEL) and lets its upstream connection go. What the
+    /// upstream wrote past what the proxy holds sits in the kernel's socket buffers (about 4 MiB here);
+    /// unbounded, the proxy read all 64 MiB.
+    @Test(.requires(.pythonH2)) func aZeroWindowHeldForeverEndsTheStreamAfterClientIdleTimeout() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup("client_idle_timeout = 1s")
+        let client = Client(
+            """
+            get(c, 1, "/bytes/67108864")
+            received = 0
+            while (found := events(c)) is not None:
+                for e in found:
+                    if isinstance(e, h2.events.DataReceived): received += e.flow_controlled_length
+                    if isinstance(e, h2.events.StreamReset):
+                        print("reset", e.stream_id, int(e.error_code), received, flush=True)
+                        sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """,
+            port: setup.port
+        )
+        let outcome = client.finish()
+        #expect(waitUntil { setup.upstream.server.openConnections == 0 })
+        let streamed = setup.upstream.server.streamedBodyBytes.load(ordering: .relaxed)
+        _ = setup.stop()
+        #expect(outcome?.standardOutput == "reset 1 8 65535\n", "\(outcome?.standardError ?? "no outcome")")
+        #expect(streamed < 16 << 20, "the upstream sent \(streamed) bytes of a response the client took 65 535 of")
+    }
+
     /// `nghttp` comes with h2load (nghttp2-client).
     @Test(.requires(.h2load)) func aShutdownSendsGoawayAndFinishesTheStreamInFlight() throws {
         let setup = try HTTP2PriorKnowledgeTests.Setup()

@@ -162,16 +162,20 @@ final class ClientConnection {
 
     // MARK: The timer
 
-    /// Keeps one timer at or before the machine's deadline. Moving a deadline later costs nothing
-    /// (keep-alive traffic does it on every request); the timer fires, finds the deadline later,
-    /// and is armed again. (Timers hold the connection strongly; closing cancels them.)
-    private func armTimer() {
-        guard let deadline = self.machine.deadline, !self.timer.serves(deadline) else { return }
+    /// Keeps one timer at or before the machine's deadline (the HTTP/2 connection's, once the client
+    /// spoke HTTP/2). Moving a deadline later costs nothing (keep-alive traffic does it on every
+    /// request); the timer fires, finds the deadline later, and is armed again. (Timers hold the
+    /// connection strongly; closing cancels them.)
+    func armTimer() {
+        guard let deadline = self.http2 == nil ? self.machine.deadline : self.http2!.deadline,
+            !self.timer.serves(deadline)
+        else { return }
         self.timer.arm(at: deadline, on: self.loop) { self.timerFired() }
     }
 
     private func timerFired() {
         self.timer.fired()
+        if let http2 = self.http2 { return http2.timerFired(now: self.loop.now) }
         self.run(self.machine.timerFired(now: self.loop.now))
         self.pump()
     }

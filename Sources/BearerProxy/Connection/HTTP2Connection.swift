@@ -43,11 +43,41 @@ final class HTTP2Connection {
         self.stream.flush()
         if self.stream.pendingWriteBytes == 0 { self.machine.outboundFlushed() }
         self.stream.setReading(self.stream.pendingWriteBytes <= ClientConnection.highWatermark)
+        self.owner.armTimer()
     }
 
     /// Shutting down: GOAWAY with the last stream id; the streams in flight finish.
     func drain() {
         self.perform(self.machine.startDraining())
+        self.pump()
+    }
+
+    // MARK: Time
+
+    /// When the owner's timer must fire: a stalled stream's `client_idle_timeout` (the client gave it no
+    /// window, or stopped reading, for that long). nil while every stream flows.
+    var deadline: Instant? {
+        var earliest: Instant?
+        for exchange in self.exchanges.values {
+            if let since = exchange.stalledSince { earliest = min(earliest ?? since, since) }
+        }
+        return earliest.map { $0 + self.owner.machine.settings.clientIdleTimeout }
+    }
+
+    /// The owner's timer fired: each stream stalled for `client_idle_timeout` is reset (CANCEL), its
+    /// exchange and upstream request cancelled with it; the others go on.
+    func timerFired(now: Instant) {
+        let timeout = self.owner.machine.settings.clientIdleTimeout
+        for (streamID, exchange) in self.exchanges {
+            guard let since = exchange.stalledSince, since + timeout <= now, !self.isClosed else { continue }
+            self.owner.runtime.logger.debug(
+                "reset an HTTP/2 stream whose response the client took nothing of for client_idle_timeout",
+                ["stream": "\(streamID)"]
+            )
+            self.exchanges[streamID] = nil
+            exchange.cancel()
+            self.perform(self.machine.resetStream(streamID: streamID, code: .cancel))
+        }
         self.pump()
     }
 

@@ -27,6 +27,11 @@ final class HTTP2StreamExchange {
     private var uncredited: [(end: Int, count: Int)] = []
     /// Response body bytes waiting for the client's window.
     private var pendingBody = ByteBuffer()
+    /// Since when response bytes have been waiting and none went out: the client gives no window, or
+    /// does not read its socket. nil while the response flows. The connection resets a stream stalled
+    /// for `client_idle_timeout` (`HTTP2Connection.deadline`), so that a zero window held forever holds
+    /// no upstream connection and no buffers forever.
+    private(set) var stalledSince: Instant?
     private var state = State.awaitingResponse
 
     private enum State {
@@ -139,13 +144,14 @@ final class HTTP2StreamExchange {
         self.processResponse()
         guard self.state == .streaming || self.state == .responseComplete else { return }
         let connection = self.connection
+        var sent = 0
         while !self.pendingBody.isEmpty {
-            if connection.stream.pendingWriteBytes > ClientConnection.highWatermark { return }
+            if connection.stream.pendingWriteBytes > ClientConnection.highWatermark { return self.stalled(sent: sent) }
             let count = min(
                 self.pendingBody.readableBytes,
                 connection.machine.sendableByteCount(streamID: self.streamID)
             )
-            guard count > 0 else { return }
+            guard count > 0 else { return self.stalled(sent: sent) }
             let ends = self.state == .responseComplete && count == self.pendingBody.readableBytes
             self.pendingBody.withUnsafeReadableBytes { bytes in
                 connection.stream.withOutbound {
@@ -158,9 +164,11 @@ final class HTTP2StreamExchange {
                 }
             }
             self.pendingBody.moveReaderIndex(forwardBy: count)
+            sent += count
             connection.perform(connection.machine.dataSent(streamID: self.streamID, count: count, endStream: ends))
             if ends { return self.finish() }
         }
+        self.stalledSince = nil
         if self.state == .responseComplete {
             connection.stream.withOutbound {
                 HTTP2FrameSerializer.writeData(
@@ -176,6 +184,14 @@ final class HTTP2StreamExchange {
             self.processResponse()
         }
         self.pipe.setReading(self.pendingBody.isEmpty && self.pipe.inbound.readableBytes < Self.pipeCapacity)
+    }
+
+    /// Response bytes are left that cannot go out now: the pipe is not read until they went (what
+    /// bounds the stream's buffers, and makes the exchange stop reading its upstream), and the stall
+    /// starts, or goes on if none went out.
+    private func stalled(sent: Int) {
+        self.pipe.setReading(false)
+        if sent > 0 || self.stalledSince == nil { self.stalledSince = self.connection.owner.loop.now }
     }
 
     private func finish() {
