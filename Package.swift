@@ -92,7 +92,7 @@ let package = Package(
             name: "BearerProxyTests",
             dependencies: [
                 "BearerProxy", "BearerSession", "BearerConfig", "BearerCrypto", "BearerDemo", "BearerTestSupport",
-                "COpenSSL",
+                "BearerHTTP2", "COpenSSL",
             ]
         ),
         .testTarget(

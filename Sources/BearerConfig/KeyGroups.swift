@@ -249,7 +249,9 @@ extension KeyGroup {
                 "duration",
                 """
                 How long a keep-alive client connection may sit idle between requests before it is closed; a \
-                request body that stops arriving for this long gets a 408.
+                request body that stops arriving for this long gets a 408. An HTTP/2 connection with no stream \
+                open for this long ends with GOAWAY NO_ERROR, and a stream whose response the client takes \
+                nothing of for this long (its window held at zero) is reset with CANCEL.
                 """
             ),
             KeyDocumentation(

@@ -19,6 +19,9 @@ final class HTTP2Connection {
     @exclusivity(unchecked) private var exchanges: [UInt32: HTTP2StreamExchange] = [:]
     @exclusivity(unchecked) private var isClosed = false
     @exclusivity(unchecked) private var isPumping = false
+    /// Since when no stream is open (from the preface, then from each last stream's end); nil while
+    /// one is. The connection ends after `client_idle_timeout` of it, as an idle HTTP/1.1 one does.
+    @exclusivity(unchecked) private var idleSince: Instant?
 
     init(owner: ClientConnection) {
         self.owner = owner
@@ -28,6 +31,7 @@ final class HTTP2Connection {
         configuration.maxConcurrentStreams = owner.runtime.configuration.process.maxConcurrentStreams
         self.machine = HTTP2ServerConnectionStateMachine(configuration: configuration)
         self.parser = configuration.makeFrameParser()
+        self.idleSince = owner.loop.now
     }
 
     // MARK: Entry points
@@ -43,6 +47,11 @@ final class HTTP2Connection {
         self.stream.flush()
         if self.stream.pendingWriteBytes == 0 { self.machine.outboundFlushed() }
         self.stream.setReading(self.stream.pendingWriteBytes <= ClientConnection.highWatermark)
+        if self.exchanges.isEmpty && self.machine.activeStreamCount == 0 {
+            if self.idleSince == nil { self.idleSince = self.owner.loop.now }
+        } else {
+            self.idleSince = nil
+        }
         self.owner.armTimer()
     }
 
@@ -54,20 +63,26 @@ final class HTTP2Connection {
 
     // MARK: Time
 
-    /// When the owner's timer must fire: a stalled stream's `client_idle_timeout` (the client gave it no
-    /// window, or stopped reading, for that long). nil while every stream flows.
+    /// When the owner's timer must fire: the end of `client_idle_timeout` with no stream open, or
+    /// a stalled stream's (the client gave it no window, or stopped reading, for that long). nil while
+    /// every stream flows.
     var deadline: Instant? {
-        var earliest: Instant?
+        var earliest = self.idleSince
         for exchange in self.exchanges.values {
             if let since = exchange.stalledSince { earliest = min(earliest ?? since, since) }
         }
         return earliest.map { $0 + self.owner.machine.settings.clientIdleTimeout }
     }
 
-    /// The owner's timer fired: each stream stalled for `client_idle_timeout` is reset (CANCEL), its
-    /// exchange and upstream request cancelled with it; the others go on.
+    /// The owner's timer fired: a connection idle for `client_idle_timeout` ends (GOAWAY NO_ERROR);
+    /// else each stream stalled for as long is reset (CANCEL), its exchange and upstream request
+    /// cancelled with it, and the others go on.
     func timerFired(now: Instant) {
         let timeout = self.owner.machine.settings.clientIdleTimeout
+        if let since = self.idleSince, since + timeout <= now {
+            self.owner.runtime.logger.debug("closing idle HTTP/2 client connection")
+            return self.perform(self.machine.idleTimedOut())
+        }
         for (streamID, exchange) in self.exchanges {
             guard let since = exchange.stalledSince, since + timeout <= now, !self.isClosed else { continue }
             self.owner.runtime.logger.debug(

@@ -1,11 +1,12 @@
 import BearerCore
 import BearerDemo
+import BearerHTTP2
 import BearerTestSupport
 import Testing
 
 /// How a connection's first bytes choose its protocol, in memory and live: the HTTP/2 preface may
 /// arrive in pieces, and an HTTP/1.1 request that starts like it ("P" of POST) stays HTTP/1.1, its
-/// pipelined successors with it.
+/// pipelined successors with it; and an HTTP/2 connection's life once chosen.
 @Suite struct WorldProtocolScenarios {
     /// An empty SETTINGS frame: 9 bytes of header, type 4, no flags, stream 0.
     static let emptySettings: [UInt8] = [0, 0, 0, 4, 0, 0, 0, 0, 0]
@@ -27,6 +28,33 @@ import Testing
     }
 
     @Test(arguments: WorldBackend.chosen)
+    func anHTTP2ConnectionWithNoStreamEndsAfterClientIdleTimeout(backend: WorldBackend) throws {
+        let world = try TestWorld(backend) { configuration, _ in
+            configuration.clientIdleTimeout = .milliseconds(300)
+        }
+        let client = try world.connect()
+        var block: [UInt8] = []
+        var encoder = HPACKEncoder()
+        let fields = [(":method", "GET"), (":scheme", "http"), (":path", "/a"), (":authority", world.proxyHost)]
+        encoder.encode(HeaderList(fields), into: &block)
+        var frames = ByteBuffer()
+        HTTP2FrameSerializer.write(.settings([]), maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
+        let headers = HTTP2Frame.headers(HTTP2HeadersFrame(streamID: 1, endStream: true, block: block))
+        HTTP2FrameSerializer.write(headers, maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
+        client.send(HTTP2.clientPreface + frames.readableBytesArray)
+        var frame = client.readHTTP2Frame()
+        while let seen = frame, !(seen.type == 0 && seen.flags & 1 == 1) { frame = client.readHTTP2Frame() }
+        #expect(frame?.streamID == 1, "the response to stream 1 did not end")
+        #expect(world.upstreamTargets == ["/a"])
+        if backend == .memory { #expect(!client.closedByProxy(), "closed before its idle timeout") }
+        world.advance(by: .milliseconds(400))
+        let goAway = client.readHTTP2Frame()
+        #expect(goAway?.type == 7, "not GOAWAY: \(String(describing: goAway))")
+        #expect(goAway?.payload.prefix(8) == [0, 0, 0, 1, 0, 0, 0, 0], "not (last stream 1, NO_ERROR)")
+        #expect(client.closedByProxy())
+    }
+
+    @Test(arguments: WorldBackend.chosen)
     func pipelinedHTTP1StartingLikeThePrefaceStaysHTTP1(backend: WorldBackend) throws {
         let world = try TestWorld(backend)
         let client = try world.connect()
@@ -40,5 +68,18 @@ import Testing
         #expect(try client.readResponse().status == 200)
         #expect(world.upstreamTargets == ["/a", "/b"])
         #expect(world.upstream.requests.first?.method == "POST")
+    }
+}
+
+extension WorldClient {
+    /// Reads one HTTP/2 frame (type, flags, stream id, payload); nil when the stream ends first.
+    fileprivate func readHTTP2Frame() -> (type: UInt8, flags: UInt8, streamID: UInt32, payload: [UInt8])? {
+        let header = self.read(count: HTTP2.frameHeaderSize)
+        guard header.count == HTTP2.frameHeaderSize else { return nil }
+        let length = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+        let streamID = header[5...8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
+        let payload = self.read(count: length)
+        guard payload.count == length else { return nil }
+        return (header[3], header[4], streamID, payload)
     }
 }
