@@ -116,6 +116,35 @@ import Testing
         #expect(stderr.contains("replayed=yes protocol=h2"))
     }
 
+    /// A stream's exchange runs behind an in-memory pipe; its audit line names the client at the
+    /// connection's end: the TCP peer's address, or the unix socket peer's process (curl's pid: the
+    /// shell prints its own and execs curl) and user.
+    @Test(.requires(.curl)) func theAuditLogNamesEachStreamsRealClient() throws {
+        let path = temporaryDirectory() + "/audit.jsonl"
+        let setup = try Setup("audit_log = \(path)")
+        let overTCP = try setup.curl([
+            "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{local_port}", "http://127.0.0.1:\(setup.port)/tcp",
+        ])
+        let overUnix = try ExternalTools.run(
+            [
+                "/bin/sh", "-c", "echo $$; exec \"$0\" \"$@\"", ExternalTools.curl, "-sS", "--max-time", "10",
+                "--http2-prior-knowledge", "-o", "/dev/null", "--unix-socket", setup.socket, "http://localhost/unix",
+            ],
+            timeout: .seconds(20)
+        )
+        _ = setup.stop()
+        let records = try AuditLogBinaryTests.records(path)
+        let tcp = try #require(records.first { $0["path"] as? String == "/tcp" }, "\(records)")
+        let unix = try #require(records.first { $0["path"] as? String == "/unix" }, "\(records)")
+        #expect(tcp["client"] as? String == "127.0.0.1:\(overTCP.standardOutput)")
+        #expect(tcp["protocol"] as? String == "HTTP/2")
+        let process = try #require(unix["client"] as? [String: Any], "\(unix)")
+        #expect(process["pid"] as? Int == Int(overUnix.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(process["uid"] as? Int == Int(getuid()))
+        #expect(unix["protocol"] as? String == "HTTP/2")
+        #expect(unix["status"] as? Int == 200)
+    }
+
     @Test(.requires(.curl)) func withHTTP2OffAPrefaceIsRefusedNamingTheKey() throws {
         let setup = try Setup("http2 = off")
         let refused = try setup.curl(["--http2-prior-knowledge", "http://127.0.0.1:\(setup.port)/whoami"])

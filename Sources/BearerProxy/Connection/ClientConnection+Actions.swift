@@ -388,7 +388,8 @@ extension ClientConnection {
             bytesOut: bytes,
             duration: duration,
             replayed: replayed,
-            decision: decision ?? Self.decision(record)
+            decision: decision ?? Self.decision(record),
+            isHTTP2: self.servesHTTP2Stream
         )
     }
 

@@ -34,11 +34,14 @@ final class ClientConnection {
     @exclusivity(unchecked) var http2: HTTP2Connection?
     /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
     let servesHTTP2Stream: Bool
-    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line.
-    lazy var auditClient = AuditLogBuffer.Client(
-        socket: self.stream.socketDescriptor,
-        isUnix: self.machine.isFromUnixSocket
-    )
+    /// The client's connection whose HTTP/2 stream this one serves: its peer is this one's client (the
+    /// pipe between them has none). Weak: the stream's exchange may log after that connection went.
+    private weak var http2Client: ClientConnection?
+    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line (of
+    /// the client's connection, for an HTTP/2 stream's exchange).
+    lazy var auditClient: AuditLogBuffer.Client =
+        self.http2Client?.auditClient
+        ?? AuditLogBuffer.Client(socket: self.stream.socketDescriptor, isUnix: self.machine.isFromUnixSocket)
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
@@ -50,18 +53,20 @@ final class ClientConnection {
     /// `context.loop`, stored: read through the context, every `self.loop.now` retained and released it.
     let loop: EventLoop
 
-    /// `listenerSession`: accepted on that session's own listener.
+    /// `listenerSession`: accepted on that session's own listener. `http2Client`: this connection
+    /// serves one of that connection's HTTP/2 streams.
     init(
         stream: StreamConnection,
         context: LoopContext,
         isFromUnixSocket: Bool,
         listenerSession: NamedSession? = nil,
-        servesHTTP2Stream: Bool = false
+        servingHTTP2StreamOf http2Client: ClientConnection? = nil
     ) {
         let runtime = context.runtime
         self.stream = stream
-        self.servesHTTP2Stream = servesHTTP2Stream
-        self.isProtocolDecided = servesHTTP2Stream
+        self.http2Client = http2Client
+        self.servesHTTP2Stream = http2Client != nil
+        self.isProtocolDecided = http2Client != nil
         self.context = context
         self.loop = context.loop
         self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)

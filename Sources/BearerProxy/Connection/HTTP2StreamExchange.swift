@@ -5,7 +5,7 @@ import BearerIO
 
 /// One HTTP/2 stream, served by the exchange machinery an HTTP/1.1 request has: the stream's request
 /// is written as HTTP/1.1 into an in-memory pipe whose far end is a `ClientConnection` of its own
-/// (`servesHTTP2Stream`), which routes it, guards it, adds the token, forwards it through the pool,
+/// (`servingHTTP2StreamOf`), which routes it, guards it, adds the token, forwards it through the pool,
 /// joins the one coalesced refresh on a 401 and replays it, and logs it; its HTTP/1.1 answer comes
 /// back through the pipe and goes out as HEADERS and DATA.
 ///
@@ -57,7 +57,7 @@ final class HTTP2StreamExchange {
             context: owner.context,
             isFromUnixSocket: owner.machine.isFromUnixSocket,
             listenerSession: owner.machine.listenerSession,
-            servesHTTP2Stream: true
+            servingHTTP2StreamOf: owner
         )
         self.request = HTTP2RequestTranslation(head, endStream: endStream)
         self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.configuration.maxHeaderBytes)
