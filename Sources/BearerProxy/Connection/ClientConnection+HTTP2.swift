@@ -2,7 +2,7 @@ import BearerCore
 import BearerHTTP2
 
 /// The choice between HTTP/1.1 and HTTP/2 with prior knowledge (RFC 9113 §3.3), made once on a
-/// connection's first bytes.
+/// connection's first bytes; inside an intercepted tunnel, ALPN made it (`streamConnected`).
 extension ClientConnection {
     /// Compares the client's first bytes with the preface. A mismatch at any byte is HTTP/1.1, as
     /// before (a pipelined request is parsed from the same buffer); a prefix waits for more bytes
@@ -33,9 +33,16 @@ extension ClientConnection {
                 self.run(self.machine.requestMalformed(.invalidRequestLine))
                 return false
             }
-            self.cancelTimer()
-            self.http2 = HTTP2Connection(owner: self)
+            self.startHTTP2()
             return false
         }
+    }
+
+    /// From now on the connection speaks HTTP/2: its bytes (the preface first) go to an
+    /// `HTTP2Connection`, whose deadlines the connection's timer keeps from here.
+    func startHTTP2() {
+        self.isProtocolDecided = true
+        self.cancelTimer()
+        self.http2 = HTTP2Connection(owner: self)
     }
 }

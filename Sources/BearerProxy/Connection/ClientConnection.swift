@@ -206,9 +206,11 @@ extension ClientConnection: StreamConnectionDelegate {
         self.pump()
     }
 
-    /// The client's TLS inside an intercepted tunnel completed its handshake.
+    /// The client's TLS inside an intercepted tunnel completed its handshake: HTTP/2 when ALPN
+    /// selected `h2` (offered only with http2 = on), its streams going to the tunnel's host.
     func streamConnected(_ connection: StreamConnection) {
         self.run(self.machine.tlsEstablished(now: self.loop.now))
+        if !self.machine.isClosed && self.stream.tls?.negotiatedProtocol == "h2" { self.startHTTP2() }
         self.pump()
     }
 

@@ -59,6 +59,8 @@ final class HTTP2StreamExchange {
             listenerSession: owner.machine.listenerSession,
             servingHTTP2StreamOf: owner
         )
+        // Inside an intercepted tunnel every stream goes to the tunnel's host, as its requests would.
+        self.exchange.machine.servedTunnelTarget = owner.machine.servedTunnelTarget
         self.request = HTTP2RequestTranslation(head, endStream: endStream)
         self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.configuration.maxHeaderBytes)
         self.parser.expectResponse(to: head.method)
