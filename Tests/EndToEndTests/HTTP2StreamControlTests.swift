@@ -137,6 +137,37 @@ import Testing
         #expect(streamed < 16 << 20, "the upstream sent \(streamed) bytes of a response the client took 65 535 of")
     }
 
+    /// A request's trailers cannot be sent to an HTTP/1.1 upstream: its body ends where they came,
+    /// and they are counted as dropped.
+    @Test(.requires(.pythonH2)) func aRequestsTrailersAreDroppedTowardsHTTP11AndCounted() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup("admin_listen = 127.0.0.1:0")
+        let client = Client(
+            """
+            c.send_headers(1, [(":method", "POST"), (":path", "/echo"), (":scheme", "http"), (":authority", "127.0.0.1:" + sys.argv[1])])
+            c.send_data(1, b"hello")
+            c.send_headers(1, [("x-checksum", "5d41402a")], end_stream=True)
+            send(c)
+            body = b""
+            while (found := events(c)) is not None:
+                for e in found:
+                    if isinstance(e, h2.events.DataReceived): body += e.data
+                    if isinstance(e, h2.events.StreamEnded):
+                        print(body.decode(), flush=True)
+                        sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """,
+            port: setup.port
+        )
+        let outcome = client.finish()
+        let admin = try #require(word(startingWith: "admin=", in: setup.proxy.standardError)?.dropFirst(6))
+        let metrics = try setup.curl(["http://\(admin)/metrics"]).standardOutput
+        _ = setup.stop()
+        #expect(outcome?.standardOutput == "hello\n", "\(outcome?.standardError ?? "no outcome")")
+        #expect(setup.upstream.requests.first?.header("x-checksum") == nil)
+        #expect(metrics.contains("bearer_proxy_trailers_dropped_total 1\n"), "\(metrics)")
+    }
+
     /// `nghttp` comes with h2load (nghttp2-client).
     @Test(.requires(.h2load)) func aShutdownSendsGoawayAndFinishesTheStreamInFlight() throws {
         let setup = try HTTP2PriorKnowledgeTests.Setup()

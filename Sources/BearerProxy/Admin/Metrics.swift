@@ -32,6 +32,7 @@ enum MetricNames {
     static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
     static let requestsRefused = "bearer_proxy_requests_refused_total"
     static let auditLinesDropped = "bearer_proxy_audit_lines_dropped_total"
+    static let trailersDropped = "bearer_proxy_trailers_dropped_total"
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
@@ -47,6 +48,9 @@ struct LoopMetrics: Sendable {
     var interceptedTunnels = 0
     /// Intercepted tunnels whose TLS handshake with the client failed, timed out or had no certificate.
     var interceptHandshakeFailures = 0
+    /// HTTP/2 trailers dropped where HTTP/1.1 could not carry them (an HTTP/2 request's, towards an
+    /// HTTP/1.1 upstream).
+    var trailersDropped = 0
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
 
@@ -65,6 +69,7 @@ struct LoopMetrics: Sendable {
         self.poolIdle += other.poolIdle
         self.interceptedTunnels += other.interceptedTunnels
         self.interceptHandshakeFailures += other.interceptHandshakeFailures
+        self.trailersDropped += other.trailersDropped
         self.loopTurns.add(other.loopTurns)
     }
 }
@@ -110,6 +115,11 @@ func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnectio
         loops.upstreamRejections
     )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
+    text += counter(
+        MetricNames.trailersDropped,
+        "HTTP/2 trailers dropped because HTTP/1.1 could not carry them (a request's, towards an HTTP/1.1 upstream).",
+        loops.trailersDropped
+    )
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
     for session in sessions {
         for result in [

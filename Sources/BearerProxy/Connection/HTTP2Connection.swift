@@ -150,7 +150,9 @@ final class HTTP2Connection {
                 )
             }
         case .forwardTrailers(let streamID, _):
-            // HTTP/1.1 upstreams get no request trailers from here: the body ends where they were.
+            // HTTP/1.1 upstreams get no request trailers from here: the body ends where they were,
+            // and the trailers are counted as dropped.
+            self.owner.context.metrics.trailersDropped += 1
             self.exchanges[streamID]?.requestData(UnsafeRawBufferPointer(start: nil, count: 0), endStream: true)
         case .cancelRequest(let streamID, let frames):
             self.write(frames)
