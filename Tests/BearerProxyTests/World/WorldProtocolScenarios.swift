@@ -33,15 +33,7 @@ import Testing
             configuration.clientIdleTimeout = .milliseconds(300)
         }
         let client = try world.connect()
-        var block: [UInt8] = []
-        var encoder = HPACKEncoder()
-        let fields = [(":method", "GET"), (":scheme", "http"), (":path", "/a"), (":authority", world.proxyHost)]
-        encoder.encode(HeaderList(fields), into: &block)
-        var frames = ByteBuffer()
-        HTTP2FrameSerializer.write(.settings([]), maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
-        let headers = HTTP2Frame.headers(HTTP2HeadersFrame(streamID: 1, endStream: true, block: block))
-        HTTP2FrameSerializer.write(headers, maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
-        client.send(HTTP2.clientPreface + frames.readableBytesArray)
+        client.send(Self.opening(settings: [], get: "/a", in: world))
         var frame = client.readHTTP2Frame()
         while let seen = frame, !(seen.type == 0 && seen.flags & 1 == 1) { frame = client.readHTTP2Frame() }
         #expect(frame?.streamID == 1, "the response to stream 1 did not end")
@@ -52,6 +44,36 @@ import Testing
         #expect(goAway?.type == 7, "not GOAWAY: \(String(describing: goAway))")
         #expect(goAway?.payload.prefix(8) == [0, 0, 0, 1, 0, 0, 0, 0], "not (last stream 1, NO_ERROR)")
         #expect(client.closedByProxy())
+    }
+
+    /// A client that gives its stream no window (SETTINGS_INITIAL_WINDOW_SIZE 0) and never opens it:
+    /// the proxy stops reading the upstream's 64 MiB at its bounds (in memory no kernel buffer adds
+    /// to them), and after client_idle_timeout resets the stream (CANCEL) and closes the upstream
+    /// connection.
+    @Test(arguments: WorldBackend.chosen)
+    func aStreamWhoseClientGivesNoWindowIsResetAfterClientIdleTimeout(backend: WorldBackend) throws {
+        let world = try TestWorld(backend) { configuration, _ in
+            configuration.clientIdleTimeout = .milliseconds(300)
+        }
+        let client = try world.connect()
+        client.send(Self.opening(settings: [HTTP2Setting(.initialWindowSize, 0)], get: "/bytes/67108864", in: world))
+        var frame = client.readHTTP2Frame()
+        while let seen = frame, seen.type != 1 { frame = client.readHTTP2Frame() }
+        #expect(frame?.streamID == 1, "no response head on stream 1")
+        if backend == .memory {
+            world.settle()
+            #expect(world.upstream.server.openConnections == 1, "the upstream let go before the timeout")
+        }
+        world.advance(by: .milliseconds(400)) { world.upstream.server.openConnections == 0 }
+        frame = client.readHTTP2Frame()
+        while let seen = frame, seen.type != 3 { frame = client.readHTTP2Frame() }
+        #expect(
+            frame?.streamID == 1 && frame?.payload == [0, 0, 0, 8],
+            "not RST_STREAM CANCEL: \(String(describing: frame))"
+        )
+        #expect(world.upstream.server.openConnections == 0)
+        let streamed = world.upstream.server.streamedBodyBytes.load(ordering: .relaxed)
+        if backend == .memory { #expect(streamed < 1 << 20, "the upstream wrote \(streamed) bytes") }
     }
 
     @Test(arguments: WorldBackend.chosen)
@@ -68,6 +90,21 @@ import Testing
         #expect(try client.readResponse().status == 200)
         #expect(world.upstreamTargets == ["/a", "/b"])
         #expect(world.upstream.requests.first?.method == "POST")
+    }
+}
+
+extension WorldProtocolScenarios {
+    /// The preface, SETTINGS with `settings`, and stream 1's `GET path` naming the proxy.
+    static func opening(settings: [HTTP2Setting], get path: String, in world: TestWorld) -> [UInt8] {
+        var block: [UInt8] = []
+        var encoder = HPACKEncoder()
+        let fields = [(":method", "GET"), (":scheme", "http"), (":path", path), (":authority", world.proxyHost)]
+        encoder.encode(HeaderList(fields), into: &block)
+        var frames = ByteBuffer()
+        HTTP2FrameSerializer.write(.settings(settings), maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
+        let headers = HTTP2Frame.headers(HTTP2HeadersFrame(streamID: 1, endStream: true, block: block))
+        HTTP2FrameSerializer.write(headers, maxFrameSize: HTTP2.defaultMaxFrameSize, into: &frames)
+        return HTTP2.clientPreface + frames.readableBytesArray
     }
 }
 
