@@ -34,7 +34,9 @@ let package = Package(
         ),
         .target(
             name: "BearerProxy",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession"]
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerHTTP2", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession",
+            ]
         ),
         // The `--demo` feature: a mock API and a mock token endpoint on our event loops; BearerCrypto: the
         // SHA-1 of a WebSocket handshake.
@@ -101,7 +103,7 @@ let package = Package(
             name: "BearerProxyTests",
             dependencies: [
                 "BearerProxy", "BearerSession", "BearerConfig", "BearerCrypto", "BearerDemo", "BearerTestSupport",
-                "COpenSSL",
+                "BearerHTTP2", "COpenSSL",
             ]
         ),
         .testTarget(

@@ -135,7 +135,7 @@ extension Configuration {
         .refreshTokenFile, .tokenURL, .grantType, .clientID, .clientSecret, .scope, .audience, .username,
         .password, .clientAuth, .tokenCommand, .refreshOn, .refreshSkew, .maxRefreshes, .refreshWindow,
         .refreshTimeout, .replayBodyLimit, .replayMemoryLimit, .acceptHosts, .acceptOrigins, .caFile,
-        .tlsInsecureSkipVerify,
+        .tlsInsecureSkipVerify, .http2, .maxConcurrentStreams,
         // JSON backends and `bearer-proxy login`.
         .tokenFormat, .tokenBody, .loginURL, .loginBody, .logoutURL, .tokenField, .refreshTokenField,
         .expiresField, .authorizationURL, .deviceAuthorizationURL, .redirectPort, .loginTimeout,
@@ -427,6 +427,9 @@ extension ConfigurationKey {
         process.tlsInsecureSkipVerify = flag
         return nil
     }
+
+    package static let http2 = switchKey("http2", \ProcessSettings.http2)
+    package static let maxConcurrentStreams = countKey("max_concurrent_streams", \ProcessSettings.maxConcurrentStreams)
 }
 
 /// The shapes of value most keys have, written once for either settings (the key path's root

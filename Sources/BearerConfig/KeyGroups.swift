@@ -134,6 +134,25 @@ extension KeyGroup {
                 `--check` warns about it and start-up logs the same warning. Never in production.
                 """
             ),
+            KeyDocumentation(
+                .http2,
+                "on or off",
+                """
+                on: a client connection whose first bytes are the HTTP/2 connection preface is served as HTTP/2 \
+                with prior knowledge (RFC 9113 §3.3), on every listener; each stream is routed, gets the token \
+                and is replayed after a refresh as an HTTP/1.1 request is. off: HTTP/1.1 only; a preface gets a \
+                400 and a log line naming this key.
+                """
+            ),
+            KeyDocumentation(
+                .maxConcurrentStreams,
+                "a positive number",
+                """
+                The streams an HTTP/2 client may have open at once on one connection, advertised in the \
+                proxy's SETTINGS; a stream beyond it is refused with RST_STREAM REFUSED_STREAM, which a client \
+                retries.
+                """
+            ),
         ]
     )
 
@@ -230,7 +249,9 @@ extension KeyGroup {
                 "duration",
                 """
                 How long a keep-alive client connection may sit idle between requests before it is closed; a \
-                request body that stops arriving for this long gets a 408.
+                request body that stops arriving for this long gets a 408. An HTTP/2 connection with no stream \
+                open for this long ends with GOAWAY NO_ERROR, and a stream whose response the client takes \
+                nothing of for this long (its window held at zero) is reset with CANCEL.
                 """
             ),
             KeyDocumentation(

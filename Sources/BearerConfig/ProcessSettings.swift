@@ -37,6 +37,10 @@ package struct ProcessSettings: Sendable {
     // Upstream TLS.
     package var caFile: String?
     package var tlsInsecureSkipVerify = false
+    /// A client connection opening with the HTTP/2 preface is served as HTTP/2 (prior knowledge).
+    package var http2 = true
+    /// SETTINGS_MAX_CONCURRENT_STREAMS an HTTP/2 client is told; a stream beyond it is refused.
+    package var maxConcurrentStreams = 100
 
     /// A fleet's shared session: where it lives, and what a proxy does when it cannot be reached.
     package var sessionStore = SessionStoreSettings()

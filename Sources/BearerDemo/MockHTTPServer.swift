@@ -29,6 +29,9 @@ package final class MockHTTPServer: Sendable {
     /// TLS connections whose client resumed an earlier session.
     package let resumedTLSSessions = Atomic<Int>(0)
     package let handledRequests = Atomic<Int>(0)
+    /// Body bytes of streamed responses (`/bytes/N`, `/chunked/N`) written so far: how far a client
+    /// (the proxy) let a large response go before it stopped reading.
+    package let streamedBodyBytes = Atomic<Int>(0)
     package let address: Locked<SocketAddress?>
 
     package init(
@@ -87,6 +90,9 @@ package final class MockHTTPServer: Sendable {
 
     /// `http://127.0.0.1:PORT` (https when serving TLS)
     package var baseURL: String { "\(self.tls == nil ? "http" : "https")://127.0.0.1:\(self.port)" }
+
+    /// Connections accepted and not closed yet: a test sees the proxy let one go.
+    package var openConnections: Int { self.connections.withLock { $0.count } }
 
     func connectionClosed(_ connection: MockServerConnection) {
         self.connections.withLock { $0[ObjectIdentifier(connection)] = nil }

@@ -12,6 +12,9 @@ final class MockServerConnection: StreamConnectionDelegate {
     private var body: [UInt8] = []
     private var streaming: (remaining: Int, offset: Int, chunked: Bool)?
     private var isWaitingForResponse = false
+    /// Answering `.none` (`/hang`): no response ever comes, so the client's end closes the connection
+    /// (a test sees the proxy let its request go through `openConnections`).
+    private var isHanging = false
     private var closesAfterResponse = false
     private var isClosed = false
     private var requestsSeen = 0
@@ -43,7 +46,9 @@ final class MockServerConnection: StreamConnectionDelegate {
     }
 
     func streamReadEnded(_ connection: StreamConnection) {
-        if self.streaming == nil && !self.isWaitingForResponse {
+        if self.isHanging {
+            self.close()
+        } else if self.streaming == nil && !self.isWaitingForResponse {
             self.stream.closeAfterFlush()
         } else {
             self.closesAfterResponse = true
@@ -165,6 +170,7 @@ final class MockServerConnection: StreamConnectionDelegate {
             self.finishResponse()
         case .none:
             self.isWaitingForResponse = true
+            self.isHanging = true
         case .reset:
             self.reset()
         case .delayed(let delay, let bytes):
@@ -232,6 +238,7 @@ final class MockServerConnection: StreamConnectionDelegate {
             }
             streaming.remaining -= count
             streaming.offset += count
+            self.server.streamedBodyBytes.add(count, ordering: .relaxed)
             self.stream.flush()
             if self.isClosed { return }
         }

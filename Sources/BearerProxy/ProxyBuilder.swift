@@ -302,6 +302,7 @@ struct ProxyBuilder {
                 caDirectory: directory,
                 permitting: self.configuration.everyInjectHost,
                 configFile: self.configuration.provenance.file,
+                offersHTTP2: self.configuration.process.http2,
                 issuance: self.blockingWork,
                 logger: self.logger
             )

@@ -20,7 +20,7 @@ import Testing
             let isActive = !line.hasPrefix("#") && line.contains(" = ")
             let commented = line.hasPrefix("# ") ? String(line.dropFirst(2)) : nil
             if let setting = isActive ? line : commented, let equals = setting.range(of: " = "),
-                setting[..<equals.lowerBound].allSatisfy({ $0.isLowercase || $0 == "_" })
+                setting[..<equals.lowerBound].allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" })
             {
                 let key = String(setting[..<equals.lowerBound])
                 result.append((key, String(setting[equals.upperBound...]), paragraph.joined(separator: " "), isActive))

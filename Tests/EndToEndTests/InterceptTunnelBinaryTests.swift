@@ -101,6 +101,26 @@ import Testing
         )
     }
 
+    /// ALPN inside the tunnel: `h2` chosen by a client that offers it (curl --http2 offers `h2,
+    /// http/1.1`), each stream an exchange to the tunnel's host with the token; with http2 = off the
+    /// proxy selects `http/1.1` and the same curl speaks HTTP/1.1.
+    @Test(.requires(.curl), arguments: [true, false])
+    func curlOfferingHTTP2InsideAnInterceptedTunnelGetsWhatHTTP2Selects(http2: Bool) throws {
+        let setup = try Setup(http2 ? "" : "http2 = off")
+        let result = try Self.run(
+            [
+                Self.curl, "-sS", "--http2", "--proxy", "http://\(setup.address)", "--cacert", setup.rootFile,
+                "-w", "\n%{http_code} %{http_version}", "\(setup.url)/v1/items",
+            ],
+            environment: [:]
+        )
+        #expect(result.status == 0, "curl: \(result.standardError)")
+        #expect(result.standardOutput.hasSuffix(http2 ? "\n200 2" : "\n200 1.1"), "\(result.standardOutput)")
+        let seen = try #require(setup.upstream.requests.last)
+        #expect(seen.target == "/v1/items")
+        #expect(seen.header("authorization")?.hasPrefix("Bearer mock-access-") == true)
+    }
+
     @Test(.requires(.curl))
     func curlThroughAnInterceptedTunnelGetsTheToken() throws {
         let setup = try Setup()

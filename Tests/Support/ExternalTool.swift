@@ -82,6 +82,10 @@ package struct ExternalTool: Sendable {
     package static let pythonWebSockets = ExternalTool.pythonModule("websockets", package: "python3-websockets")
     /// The HTTP client most Python programs use.
     package static let pythonRequests = ExternalTool.pythonModule("requests", package: "python3-requests")
+    /// HTTP/2 clients that are not our code: `nghttp` and `h2load` (many concurrent streams).
+    package static let h2load = ExternalTool.at("/usr/bin/h2load", package: "nghttp2-client")
+    /// An HTTP/2 protocol stack for hand-made clients (resets, windows).
+    package static let pythonH2 = ExternalTool.pythonModule("h2", package: "python3-h2")
     /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).
     package static let pythonAuthlib = ExternalTool.pythonModule("authlib", package: "python3-authlib")
     /// The formatter `man` uses, which checks the man pages (`groff -ww`: every warning).

@@ -335,6 +335,14 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         return self.streams.isEmpty ? self.close(write: [goAway]) : .write([goAway])
     }
 
+    /// No stream was open for the owner's idle timeout: GOAWAY NO_ERROR naming the last stream, and
+    /// the connection closes (nothing is in flight to finish).
+    package mutating func idleTimedOut() -> Action {
+        guard self.streams.isEmpty, self.state != .closed else { return .nothing }
+        let goAway = HTTP2Frame.goAway(lastStreamID: self.highestStreamID, code: .noError, debugData: [])
+        return self.close(write: [goAway])
+    }
+
     /// Everything written so far reached the socket: owed acknowledgements no longer pile up.
     package mutating func outboundFlushed() {
         self.pendingAcknowledgements = 0

@@ -109,11 +109,12 @@ package final class TLSContext: @unchecked Sendable {
     /// A server context with the house's settings, whose certificate chain and key `installIdentity`
     /// puts in (from files, or from certificates made in memory): the one way a server context is made.
     ///
-    /// TLS 1.2 or newer; ALPN selects `http/1.1` and nothing else (a client offering only other
-    /// protocols, such as `h2` alone, gets the no_application_protocol alert, RFC 7301 §3.2; a client
-    /// offering none is served HTTP/1.1); sessions resume by ticket (OpenSSL's default, with a ticket
-    /// key per context) and by session ID.
+    /// TLS 1.2 or newer; ALPN selects `http/1.1`, or with `offersHTTP2` `h2` first and then
+    /// `http/1.1`, whichever the client offers (a client offering only other protocols gets the
+    /// no_application_protocol alert, RFC 7301 §3.2; a client offering none is served HTTP/1.1);
+    /// sessions resume by ticket (OpenSSL's default, with a ticket key per context) and by session ID.
     package static func server(
+        offersHTTP2: Bool = false,
         installIdentity: (OpaquePointer) throws(TLSConfigurationError) -> Void
     ) throws(TLSConfigurationError) -> TLSContext {
         guard let context = SSL_CTX_new(TLS_server_method()) else {
@@ -135,7 +136,8 @@ package final class TLSContext: @unchecked Sendable {
         _ = cos_ctx_prefer_server_ciphers(context)
         let sessionIDContext = Array("bearer-proxy".utf8)
         _ = SSL_CTX_set_session_id_context(context, sessionIDContext, UInt32(sessionIDContext.count))
-        SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+        // The callback's argument says whether h2 is offered: no pointer is dereferenced.
+        SSL_CTX_set_alpn_select_cb(context, selectALPN, offersHTTP2 ? UnsafeMutableRawPointer(bitPattern: 1) : nil)
         do throws(TLSConfigurationError) {
             try installIdentity(context)
         } catch {
@@ -188,31 +190,35 @@ package final class TLSContext: @unchecked Sendable {
     }
 }
 
-/// The ALPN select callback: `http/1.1` when the client offers it (pointing into the client's own
-/// list, which OpenSSL allows), else the fatal no_application_protocol alert.
-private func selectHTTP11(
+/// The ALPN select callback: with a non-nil `offersHTTP2`, `h2` when the client offers it; else
+/// `http/1.1` when the client offers it; else the fatal no_application_protocol alert. The choice
+/// points into the client's own list, which OpenSSL allows.
+private func selectALPN(
     _ ssl: OpaquePointer?,
     _ selected: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
     _ selectedLength: UnsafeMutablePointer<UInt8>?,
     _ offered: UnsafePointer<UInt8>?,
     _ offeredLength: UInt32,
-    _ argument: UnsafeMutableRawPointer?
+    _ offersHTTP2: UnsafeMutableRawPointer?
 ) -> Int32 {
     guard let offered, let selected, let selectedLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-    let http11: [UInt8] = Array("http/1.1".utf8)
-    var index = 0
+    let preferred: [StaticString] = offersHTTP2 == nil ? ["http/1.1"] : ["h2", "http/1.1"]
     let count = Int(offeredLength)
-    // Wire format (RFC 7301 §3.1): each protocol is a length byte and that many bytes.
-    while index < count {
-        let length = Int(offered[index])
-        let start = index + 1
-        guard start + length <= count else { break }
-        if length == http11.count && (0..<length).allSatisfy({ offered[start + $0] == http11[$0] }) {
-            selected.pointee = offered + start
-            selectedLength.pointee = UInt8(length)
-            return SSL_TLSEXT_ERR_OK
+    for wanted in preferred {
+        let name = UnsafeBufferPointer(start: wanted.utf8Start, count: wanted.utf8CodeUnitCount)
+        var index = 0
+        // Wire format (RFC 7301 §3.1): each protocol is a length byte and that many bytes.
+        while index < count {
+            let length = Int(offered[index])
+            let start = index + 1
+            guard start + length <= count else { break }
+            if length == name.count && (0..<length).allSatisfy({ offered[start + $0] == name[$0] }) {
+                selected.pointee = offered + start
+                selectedLength.pointee = UInt8(length)
+                return SSL_TLSEXT_ERR_OK
+            }
+            index = start + length
         }
-        index = start + length
     }
     return SSL_TLSEXT_ERR_ALERT_FATAL
 }

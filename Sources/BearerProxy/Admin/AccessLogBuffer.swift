@@ -44,7 +44,8 @@ final class AccessLogBuffer {
         status: Int,
         bodyBytes: Int,
         duration: Duration,
-        replayed: Bool
+        replayed: Bool,
+        isHTTP2: Bool = false
     ) {
         self.timestamp.write(into: &self.buffer)
         self.buffer.writeStaticString(" info request method=")
@@ -85,7 +86,8 @@ final class AccessLogBuffer {
         self.buffer.writeByte(UInt8(ascii: "."))
         if hundredths % 100 < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
         self.buffer.writeDecimal(hundredths % 100)
-        self.buffer.writeStaticString(replayed ? " replayed=yes\n" : " replayed=no\n")
+        self.buffer.writeStaticString(replayed ? " replayed=yes" : " replayed=no")
+        self.buffer.writeStaticString(isHTTP2 ? " protocol=h2\n" : " protocol=http/1.1\n")
         self.lineEnded()
     }
 

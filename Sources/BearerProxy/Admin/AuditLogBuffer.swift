@@ -67,9 +67,10 @@ final class AuditLogBuffer {
         bytesOut: Int,
         duration: Duration,
         replayed: Bool,
-        decision: Decision
+        decision: Decision,
+        isHTTP2: Bool
     ) {
-        var fields = Self.requestFields(record.head, target: record.target)
+        var fields = Self.requestFields(record.head, target: record.target, isHTTP2: isHTTP2)
         let session: NamedSession? =
             if case .refused(let session, _) = decision { session } else { record.target?.session }
         fields["session"] = session.map(\.name) ?? JSONNull()
@@ -104,8 +105,9 @@ final class AuditLogBuffer {
         self.lines.flush()
     }
 
-    /// `method`, `scheme`, `host`, `path`, `protocol`: what the request asked for, where it went.
-    private static func requestFields(_ head: RequestHead?, target: Target?) -> [String: Any] {
+    /// `method`, `scheme`, `host`, `path`, `protocol`: what the request asked for, where it went. An
+    /// HTTP/2 stream's head is the HTTP/1.1 one its exchange was handed: its protocol is `HTTP/2`.
+    private static func requestFields(_ head: RequestHead?, target: Target?, isHTTP2: Bool) -> [String: Any] {
         var fields: [String: Any] = [:]
         let scheme: Bool? =
             if let target { target.origin.isHTTPS } else if case .absolute(let url) = head?.targetForm {
@@ -126,7 +128,7 @@ final class AuditLogBuffer {
             return fields
         }
         fields["method"] = head.string(head.methodRange)
-        fields["protocol"] = head.version == .http10 ? "HTTP/1.0" : "HTTP/1.1"
+        fields["protocol"] = isHTTP2 ? "HTTP/2" : head.version == .http10 ? "HTTP/1.0" : "HTTP/1.1"
         switch head.targetForm {
         case .origin: fields["path"] = Self.withoutQueryValues(head.string(head.target))
         case .absolute(let url):

@@ -32,12 +32,13 @@ enum MetricNames {
     static let dpopNonceRetries = "bearer_proxy_dpop_nonce_retries_total"
     static let requestsRefused = "bearer_proxy_requests_refused_total"
     static let auditLinesDropped = "bearer_proxy_audit_lines_dropped_total"
+    static let trailersDropped = "bearer_proxy_trailers_dropped_total"
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
 struct LoopMetrics: Sendable {
-    /// Index 0: 1xx … 4: 5xx.
-    var requestsByClass = [Int](repeating: 0, count: 5)
+    /// Index 0: 1xx … 4: 5xx over HTTP/1.1, then 5 … 9 the same over HTTP/2.
+    var requestsByClass = [Int](repeating: 0, count: 10)
     var requestDuration = Histogram()
     var upstreamConnectErrors = 0
     var upstreamRejections = 0
@@ -47,11 +48,14 @@ struct LoopMetrics: Sendable {
     var interceptedTunnels = 0
     /// Intercepted tunnels whose TLS handshake with the client failed, timed out or had no certificate.
     var interceptHandshakeFailures = 0
+    /// HTTP/2 trailers dropped where HTTP/1.1 could not carry them (an HTTP/2 request's, towards an
+    /// HTTP/1.1 upstream).
+    var trailersDropped = 0
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
 
-    mutating func recordRequest(status: Int, seconds: Double) {
-        let index = min(max(status / 100 - 1, 0), 4)
+    mutating func recordRequest(status: Int, seconds: Double, isHTTP2: Bool = false) {
+        let index = min(max(status / 100 - 1, 0), 4) + (isHTTP2 ? 5 : 0)
         self.requestsByClass[index] += 1
         self.requestDuration.record(seconds)
     }
@@ -65,6 +69,7 @@ struct LoopMetrics: Sendable {
         self.poolIdle += other.poolIdle
         self.interceptedTunnels += other.interceptedTunnels
         self.interceptHandshakeFailures += other.interceptHandshakeFailures
+        self.trailersDropped += other.trailersDropped
         self.loopTurns.add(other.loopTurns)
     }
 }
@@ -90,9 +95,10 @@ struct SessionFigures {
 /// Renders a scrape: loop counters summed, session figures (each session's), gauges.
 func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnections: Int) -> String {
     var text =
-        "# HELP \(MetricNames.requests) Requests answered to clients, by status class.\n# TYPE \(MetricNames.requests) counter\n"
+        "# HELP \(MetricNames.requests) Requests answered to clients, by status class and protocol.\n# TYPE \(MetricNames.requests) counter\n"
     for (index, count) in loops.requestsByClass.enumerated() {
-        text += "\(MetricNames.requests){class=\"\(index + 1)xx\"} \(count)\n"
+        let label = index < 5 ? "http/1.1" : "h2"
+        text += "\(MetricNames.requests){class=\"\(index % 5 + 1)xx\",protocol=\"\(label)\"} \(count)\n"
     }
     text += loops.requestDuration.render(
         MetricNames.requestDuration,
@@ -109,6 +115,11 @@ func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnectio
         loops.upstreamRejections
     )
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
+    text += counter(
+        MetricNames.trailersDropped,
+        "HTTP/2 trailers dropped because HTTP/1.1 could not carry them (a request's, towards an HTTP/1.1 upstream).",
+        loops.trailersDropped
+    )
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
     for session in sessions {
         for result in [

@@ -309,7 +309,7 @@ extension ClientConnection {
             let bytes = error.message.utf8.count + 1
             self.recordCompletion(record, status: error.status, bytes: bytes, replayed: false, decision: decision)
         } else {
-            self.context.metrics.recordRequest(status: error.status, seconds: 0)
+            self.context.metrics.recordRequest(status: error.status, seconds: 0, isHTTP2: self.servesHTTP2Stream)
         }
         self.stream.withOutbound {
             $0.writeProxyResponse(
@@ -370,7 +370,7 @@ extension ClientConnection {
         decision: AuditLogBuffer.Decision? = nil
     ) {
         let duration = self.loop.now - record.startedAt
-        self.context.metrics.recordRequest(status: status, seconds: duration.seconds)
+        self.context.metrics.recordRequest(status: status, seconds: duration.seconds, isHTTP2: self.servesHTTP2Stream)
         self.context.accessLog?.append(
             head: record.head,
             host: record.target?.logName,
@@ -378,7 +378,8 @@ extension ClientConnection {
             status: status,
             bodyBytes: bytes,
             duration: duration,
-            replayed: replayed
+            replayed: replayed,
+            isHTTP2: self.servesHTTP2Stream
         )
         self.context.auditLog?.append(
             record,
@@ -387,7 +388,8 @@ extension ClientConnection {
             bytesOut: bytes,
             duration: duration,
             replayed: replayed,
-            decision: decision ?? Self.decision(record)
+            decision: decision ?? Self.decision(record),
+            isHTTP2: self.servesHTTP2Stream
         )
     }
 

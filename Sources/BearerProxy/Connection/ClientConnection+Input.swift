@@ -19,6 +19,7 @@ extension ClientConnection {
             case .none:
                 return
             case .head:
+                guard self.isProtocolDecided || self.decideProtocol() else { return }
                 guard self.parseRequestHead() else { return }
             case .tunnelFirstBytes:
                 guard let first = self.stream.inbound.withUnsafeReadableBytes({ $0.first }) else {

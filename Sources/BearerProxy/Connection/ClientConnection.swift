@@ -28,11 +28,20 @@ final class ClientConnection {
     @exclusivity(unchecked) private var needsAnotherPass = false
     /// Counts the events fed to the machine: a pass of the pump that fed none has nothing left to do.
     @exclusivity(unchecked) var eventCount = 0
-    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line.
-    lazy var auditClient = AuditLogBuffer.Client(
-        socket: self.stream.socketDescriptor,
-        isUnix: self.machine.isFromUnixSocket
-    )
+    /// The client's first bytes were compared with the HTTP/2 preface (a stream's own exchange never is).
+    @exclusivity(unchecked) var isProtocolDecided: Bool
+    /// The client spoke HTTP/2: this connection only owns the stream and its accounting from then on.
+    @exclusivity(unchecked) var http2: HTTP2Connection?
+    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
+    let servesHTTP2Stream: Bool
+    /// The client's connection whose HTTP/2 stream this one serves: its peer is this one's client (the
+    /// pipe between them has none). Weak: the stream's exchange may log after that connection went.
+    private weak var http2Client: ClientConnection?
+    /// Who is at the other end, for the audit log: asked of the kernel at the first audit line (of
+    /// the client's connection, for an HTTP/2 stream's exchange).
+    lazy var auditClient: AuditLogBuffer.Client =
+        self.http2Client?.auditClient
+        ?? AuditLogBuffer.Client(socket: self.stream.socketDescriptor, isUnix: self.machine.isFromUnixSocket)
 
     /// Pending writes above this stop reading from the other side.
     static let highWatermark = 256 * 1024
@@ -44,10 +53,20 @@ final class ClientConnection {
     /// `context.loop`, stored: read through the context, every `self.loop.now` retained and released it.
     let loop: EventLoop
 
-    /// `listenerSession`: accepted on that session's own listener.
-    init(stream: StreamConnection, context: LoopContext, isFromUnixSocket: Bool, listenerSession: NamedSession? = nil) {
+    /// `listenerSession`: accepted on that session's own listener. `http2Client`: this connection
+    /// serves one of that connection's HTTP/2 streams.
+    init(
+        stream: StreamConnection,
+        context: LoopContext,
+        isFromUnixSocket: Bool,
+        listenerSession: NamedSession? = nil,
+        servingHTTP2StreamOf http2Client: ClientConnection? = nil
+    ) {
         let runtime = context.runtime
         self.stream = stream
+        self.http2Client = http2Client
+        self.servesHTTP2Stream = http2Client != nil
+        self.isProtocolDecided = http2Client != nil
         self.context = context
         self.loop = context.loop
         self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
@@ -75,12 +94,14 @@ final class ClientConnection {
 
     /// Shutting down: an idle connection closes now; a busy one closes once its response is out.
     func drain() {
+        if let http2 = self.http2 { return http2.drain() }
         self.run(self.machine.drainRequested(hasPendingWrites: self.stream.pendingWriteBytes > 0))
         self.pump()
     }
 
     /// Stopping at once: the connection and everything it holds is closed.
     func closeNow() {
+        self.http2?.closeStreams()
         self.run(self.machine.clientClosed())
     }
 
@@ -89,6 +110,7 @@ final class ClientConnection {
     /// Parses and forwards whatever the state allows now, from both sides, then settles reading,
     /// flushing and the timer. Re-entered (a callback during an action), it only asks for another pass.
     func pump() {
+        if let http2 = self.http2 { return http2.pump() }
         if self.isPumping {
             self.needsAnotherPass = true
             return
@@ -105,6 +127,7 @@ final class ClientConnection {
             passes += 1
         } while self.needsAnotherPass && !self.machine.isClosed && passes < 16
         self.isPumping = false
+        if let http2 = self.http2 { return http2.pump() }
         if self.needsAnotherPass && !self.machine.isClosed {
             // Still work to do after many passes: finish it on this loop turn's end, letting other
             // connections run first.
@@ -144,16 +167,20 @@ final class ClientConnection {
 
     // MARK: The timer
 
-    /// Keeps one timer at or before the machine's deadline. Moving a deadline later costs nothing
-    /// (keep-alive traffic does it on every request); the timer fires, finds the deadline later,
-    /// and is armed again. (Timers hold the connection strongly; closing cancels them.)
-    private func armTimer() {
-        guard let deadline = self.machine.deadline, !self.timer.serves(deadline) else { return }
+    /// Keeps one timer at or before the machine's deadline (the HTTP/2 connection's, once the client
+    /// spoke HTTP/2). Moving a deadline later costs nothing (keep-alive traffic does it on every
+    /// request); the timer fires, finds the deadline later, and is armed again. (Timers hold the
+    /// connection strongly; closing cancels them.)
+    func armTimer() {
+        guard let deadline = self.http2 == nil ? self.machine.deadline : self.http2!.deadline,
+            !self.timer.serves(deadline)
+        else { return }
         self.timer.arm(at: deadline, on: self.loop) { self.timerFired() }
     }
 
     private func timerFired() {
         self.timer.fired()
+        if let http2 = self.http2 { return http2.timerFired(now: self.loop.now) }
         self.run(self.machine.timerFired(now: self.loop.now))
         self.pump()
     }
@@ -179,13 +206,16 @@ extension ClientConnection: StreamConnectionDelegate {
         self.pump()
     }
 
-    /// The client's TLS inside an intercepted tunnel completed its handshake.
+    /// The client's TLS inside an intercepted tunnel completed its handshake: HTTP/2 when ALPN
+    /// selected `h2` (offered only with http2 = on), its streams going to the tunnel's host.
     func streamConnected(_ connection: StreamConnection) {
         self.run(self.machine.tlsEstablished(now: self.loop.now))
+        if !self.machine.isClosed && self.stream.tls?.negotiatedProtocol == "h2" { self.startHTTP2() }
         self.pump()
     }
 
     func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        self.http2?.closeStreams()
         if let error { self.runtime.logger.debug("client connection failed", ["error": error.description]) }
         self.run(self.machine.clientClosed(tlsFailure: error?.tlsFailure))
     }

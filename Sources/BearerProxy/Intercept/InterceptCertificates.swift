@@ -1,7 +1,7 @@
 // The seam between the local CA and the intercepting tunnel (docs/https-interception.md, "HTTPS clients").
 //
 // One `InterceptCertificates` per proxy, made at start when tls_intercept is on
-// (`InterceptCertificates.start(caDirectory:permitting:configFile:logger:)`, which loads or makes
+// (`InterceptCertificates.start(caDirectory:permitting:configFile:offersHTTP2:logger:)`, which loads or makes
 // the CA and checks it against the inject hosts; `ProxyRuntime.interceptCertificates`). Sendable:
 // any loop may use it. For a CONNECT target's host (as `ProxyNames.normalizedHost` gives it: lower
 // case, IPv6 without brackets; the port does not matter, a certificate names no port), a tunnel
@@ -21,7 +21,8 @@
 //   `loop.execute`), never inline. Concurrent callers for one host share one issuance. Issuing
 //   happens off the event loops, so no loop waits for a signature.
 // - The `TLSContext` is a server context (`TLSContext.server(certificate:chain:privateKey:)`): the
-//   leaf, then the intermediate, in the handshake; TLS 1.2 minimum; ALPN `http/1.1` only; session
+//   leaf, then the intermediate, in the handshake; TLS 1.2 minimum; ALPN `h2` then `http/1.1`
+//   (`http/1.1` only with http2 = off: `offersHTTP2`), the tunnel speaking what it selected; session
 //   resumption by ticket and by session ID. Its `makeConnection` (no server name, no session key)
 //   gives a connection in the accept state.
 // - `rootFile`: the absolute path of ca.pem, for the line that tells a refusing client what to trust.
@@ -49,6 +50,8 @@ package final class InterceptCertificates: Sendable {
     private let wallClock: @Sendable () -> Int64
     private let logger: Logger
     private let issuedCount = Atomic<Int>(0)
+    /// The leaves' contexts select ALPN `h2` before `http/1.1` (http2 = on).
+    private let offersHTTP2: Bool
 
     /// How many hosts keep a leaf at once (a context with its leaf is about 13 KiB).
     package static let defaultCapacity = 256
@@ -77,6 +80,7 @@ package final class InterceptCertificates: Sendable {
         caDirectory: String,
         permitting patterns: [HostPattern],
         configFile: String?,
+        offersHTTP2: Bool,
         issuance: BlockingWorkPool? = nil,
         logger: Logger
     ) throws(LocalCAError) -> InterceptCertificates {
@@ -102,6 +106,7 @@ package final class InterceptCertificates: Sendable {
             authority: authority,
             rootFile: files.root,
             runIssuance: { (issuance ?? issuanceThread).execute($0) },
+            offersHTTP2: offersHTTP2,
             logger: logger
         )
     }
@@ -120,8 +125,10 @@ package final class InterceptCertificates: Sendable {
         capacity: Int = InterceptCertificates.defaultCapacity,
         wallClock: @escaping @Sendable () -> Int64 = wallClockEpochSeconds,
         runIssuance: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { issuanceThread.execute($0) },
+        offersHTTP2: Bool = false,
         logger: Logger
     ) {
+        self.offersHTTP2 = offersHTTP2
         self.authority = authority
         self.rootFile = rootFile
         self.state = Locked(LeafCache(capacity: capacity))
@@ -215,7 +222,8 @@ package final class InterceptCertificates: Sendable {
             let context = try TLSContext.server(
                 certificate: leaf.pointer,
                 chain: [self.authority.intermediate.pointer],
-                privateKey: key.pointer
+                privateKey: key.pointer,
+                offersHTTP2: self.offersHTTP2
             )
             return .success((context, leaf.notAfter))
         } catch {

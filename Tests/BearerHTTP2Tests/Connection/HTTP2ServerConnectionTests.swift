@@ -310,6 +310,17 @@ import Testing
         )
     }
 
+    @Test func anIdleTimeoutEndsAConnectionOnlyWithNoStreamOpen() {
+        var driver = ClientDriver.connected()
+        _ = driver.headers(1, ClientDriver.get())
+        #expect(driver.machine.idleTimedOut() == .nothing)
+        _ = driver.machine.resetStream(streamID: 1, code: .cancel)
+        #expect(
+            driver.machine.idleTimedOut()
+                == .closeConnection(write: [.goAway(lastStreamID: 1, code: .noError, debugData: [])])
+        )
+    }
+
     @Test func theGoAwayCarriesTheReasonAsDebugData() {
         var driver = ClientDriver.connected()
         let action = driver.machine.connectionFailed(.headerBlockTooLarge(limit: 16_384))

@@ -49,8 +49,8 @@ import Testing
         #expect(response.status == 200)
         #expect(response.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = response.text
-        #expect(text.contains("bearer_proxy_requests_total{class=\"2xx\"} 2\n"))
-        #expect(text.contains("bearer_proxy_requests_total{class=\"4xx\"} 1\n"))
+        #expect(text.contains("bearer_proxy_requests_total{class=\"2xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(text.contains("bearer_proxy_requests_total{class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
         #expect(text.contains("bearer_proxy_token_refreshes_total{result=\"ok\"} 1\n"))
         #expect(text.contains("bearer_proxy_replays_total 1\n"))
         #expect(text.contains("bearer_proxy_upstream_401s_total 1\n"))
@@ -191,9 +191,9 @@ import Testing
         )
         // The shape of every other line of the log: time, level, constant message, metadata.
         #expect(lines.allSatisfy { $0.range(of: #"^\S+Z info request method="#, options: .regularExpression) != nil })
-        #expect(lines[0].hasSuffix("replayed=yes"))
+        #expect(lines[0].hasSuffix("replayed=yes protocol=http/1.1"))
         #expect(lines[1].contains("status=403"))
-        #expect(lines[1].hasSuffix("replayed=no"))
+        #expect(lines[1].hasSuffix("replayed=no protocol=http/1.1"))
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(!lines.joined().contains("stale-access-log-token"))

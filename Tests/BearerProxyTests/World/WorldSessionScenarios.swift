@@ -104,7 +104,7 @@ import Testing
         #expect(try world.get("/replayed").status == 200)
         let metrics = try Self.admin(world, "GET", "/metrics").text
         for line in [
-            #"bearer_proxy_requests_total{class="2xx"} 2"#, "bearer_proxy_replays_total 1",
+            #"bearer_proxy_requests_total{class="2xx",protocol="http/1.1"} 2"#, "bearer_proxy_replays_total 1",
             "bearer_proxy_upstream_401s_total 1", "bearer_proxy_token_generation 2",
             "bearer_proxy_parked_requests 0",
         ] {
