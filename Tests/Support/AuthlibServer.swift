@@ -44,14 +44,17 @@ package final class AuthlibServer: @unchecked Sendable {
 
     /// The protected resource this server also describes (RFC 9728 metadata at
     /// `/.well-known/oauth-protected-resource/api`, naming this issuer): `resource` says which resource
-    /// the document names, so that a mismatch can be shown.
+    /// the document names, so that a mismatch can be shown. It also serves it: `/api` answers 200 to a
+    /// token this server issued, else 401 with `resource_metadata` naming the document (at
+    /// `/meta/api` instead with `namesMetadataElsewhere`).
     package var resourceURL: String { "http://127.0.0.1:\(self.port)/api" }
 
     package init(
         mode: Mode,
         issuerPath: String = "",
         registration: Registration = .none,
-        resource: String? = nil
+        resource: String? = nil,
+        namesMetadataElsewhere: Bool = false
     ) throws {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         defer { Socket.close(fd) }
@@ -61,6 +64,7 @@ package final class AuthlibServer: @unchecked Sendable {
             "mode": mode.rawValue, "issuer": self.issuer, "client_id": self.clientID,
             "client_secret": self.clientSecret, "registration": registration.rawValue,
             "resource": resource ?? "http://127.0.0.1:\(self.port)/api",
+            "api_metadata": namesMetadataElsewhere ? "named" : "wellknown",
         ]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: settings), as: UTF8.self)
         self.pid = try spawnProcess(
@@ -80,6 +84,16 @@ package final class AuthlibServer: @unchecked Sendable {
             "GET /issued HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\nConnection: close\r\n\r\n"
         )
         return try JSONSerialization.jsonObject(with: Data(response.body)) as? [String] ?? []
+    }
+
+    /// Every token it issued so far is expired from now on: its API (`/api`) answers 401 to each
+    /// (`POST /expire`, a route of this test server only).
+    package func expireTokens() throws {
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: self.port)!,
+            "POST /expire HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        precondition(response.status == 200, "POST /expire answered \(response.status)")
     }
 
     /// The clients it registered, oldest first, each its client metadata as Authlib kept it
@@ -115,7 +129,7 @@ package final class AuthlibServer: @unchecked Sendable {
         issuer, mode = settings["issuer"], settings["mode"]
         origin = issuer.split("/", 3)[0] + "//" + issuer.split("/", 3)[2]
         registration = settings["registration"]
-        issued, registered = [], {}
+        issued, registered, expired = [], {}, set()
         codes, refresh_tokens = {}, {}
 
         class Code:
@@ -241,10 +255,23 @@ package final class AuthlibServer: @unchecked Sendable {
                 self.end_headers()
                 self.wfile.write(data)
 
+            def api(self):
+                # The protected resource at /api: a token this server issued and did not expire, else
+                # 401 naming its metadata (RFC 9728 §5.1) at the well-known address or elsewhere.
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                if token in issued and token not in expired:
+                    self.answer(200, {"api": self.path})
+                    return
+                named = origin + ("/meta/api" if settings["api_metadata"] == "named" else "/.well-known/oauth-protected-resource/api")
+                error = ', error="invalid_token"' if token else ""
+                self.answer(401, {"error": "invalid_token"}, [("WWW-Authenticate", f'Bearer resource_metadata="{named}"{error}')])
+
             def do_GET(self):
-                if wellknown is not None and self.path == wellknown:
+                if self.path == "/api" or self.path.startswith("/api/"):
+                    self.api()
+                elif wellknown is not None and self.path == wellknown:
                     self.answer(200, dict(metadata))
-                elif self.path == "/.well-known/oauth-protected-resource/api":
+                elif self.path in ("/.well-known/oauth-protected-resource/api", "/meta/api"):
                     self.answer(200, {"resource": settings["resource"], "authorization_servers": [issuer]})
                 elif self.path == "/issued":
                     self.answer(200, issued)
@@ -259,6 +286,10 @@ package final class AuthlibServer: @unchecked Sendable {
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode()
+                if self.path == "/expire":
+                    expired.update(issued)
+                    self.answer(200, {})
+                    return
                 if self.path == "/register" and registration != "none":
                     request = OAuth2Request("POST", origin + self.path, json.loads(body or "{}"), self.headers)
                     self.answer(*server.create_endpoint_response("client_registration", request))
