@@ -135,6 +135,64 @@ import Testing
         #expect(try server.registeredClients().count == 1)
     }
 
+    /// A server that ignores RFC 8707's `resource` issues a token for another audience; the API
+    /// refuses it. Found before anything is stored, and named from the token's `aud`.
+    @Test func aServerThatIgnoresResourceIsOneLineAndNothingIsStored() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open, audience: .ignored)
+        let api = "http://127.0.0.1:\(server.port)/api"
+        let result = try self.login(api, server: server)
+        #expect(result.status == 1)
+        let tokenFile = self.state + "/bearer-proxy/127-0-0-1.refresh-token"
+        let kept = try Data(contentsOf: URL(fileURLWithPath: tokenFile + ".client"))
+        let clientID = try #require((try JSONSerialization.jsonObject(with: kept) as? [String: String])?["client_id"])
+        #expect(
+            result.stderr
+                == "Error: login \(api): the authorization server \(server.issuer) ignores the resource parameter (RFC 8707): its token is for '\(clientID)', not '\(api)', and the API refused it (401); nothing was stored\n"
+        )
+        #expect(!FileManager.default.fileExists(atPath: tokenFile))
+        #expect(!FileManager.default.fileExists(atPath: self.config))
+    }
+
+    /// The same server honouring `resource`: the token's audience is the API, on login and refresh.
+    @Test func aServerThatHonoursResourceGivesTokensTheAPITakes() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open, audience: .resource)
+        let result = try self.login("http://127.0.0.1:\(server.port)/api", server: server)
+        #expect(result.status == 0, "\(result.stderr)")
+        try Self.expectServesAndRefreshes(config: self.config, session: "127-0-0-1", server: server)
+    }
+
+    @Test func anAPIWithoutMetadataNamesTheAddressTried() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open)
+        let api = "http://127.0.0.1:\(server.port)/elsewhere"
+        let result = try self.login(api, server: server)
+        #expect(result.status == 1)
+        #expect(
+            result.stderr
+                == "Error: login \(api): no protected resource metadata at http://127.0.0.1:\(server.port)/.well-known/oauth-protected-resource/elsewhere (404)\n"
+        )
+        #expect(!FileManager.default.fileExists(atPath: self.config))
+    }
+
+    /// `--device`: bearer-proxy registers with the device grant among its grant types, and logs in
+    /// with Authlib's device authorization endpoint once the test, as the person, approved the code.
+    @Test func deviceLoginRegistersForTheDeviceGrant() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open, device: true)
+        let login = try ProxyProcess(
+            ["login", "http://127.0.0.1:\(server.port)/api", "--config", self.config, "--device"],
+            environment: ["XDG_STATE_HOME": self.state]
+        )
+        let verify = "http://127.0.0.1:\(server.port)/device?user_code="
+        #expect(waitUntil { login.standardOutput.contains(verify) || !login.process.isRunning })
+        let url = try #require(word(startingWith: verify, in: login.standardOutput), "\(login.standardError)")
+        #expect(try browse(url).status == 200)
+        #expect(login.waitForExit() == 0, "\(login.standardError)")
+        let client = try #require(try server.registeredClients().first)
+        #expect(
+            client["grant_types"] as? [String] == ["refresh_token", "urn:ietf:params:oauth:grant-type:device_code"]
+        )
+        try Self.expectServesAndRefreshes(config: self.config, session: "127-0-0-1", server: server)
+    }
+
     @Test func printShowsTheSectionAndWritesNoConfig() throws {
         let server = try AuthlibServer(mode: .rfc8414, registration: .open)
         let api = "http://127.0.0.1:\(server.port)/api"

@@ -48,7 +48,7 @@ struct LoginAtURL {
         }
         return self.read(existing, path: path).flatMap { current in
             if let session = current.sessions.first(where: { $0.upstream == api }) {
-                return self.again(session.name, of: current, path: path)
+                return self.again(session.name, for: api, of: current, path: path)
             }
             return self.probe(api, with: current).flatMap { found in
                 self.add(found, for: api, to: path, existing: existing, current: current)
@@ -121,7 +121,7 @@ struct LoginAtURL {
         )
         let after = self.read((existing ?? "") + section.addition(after: existing), path: path)
         return after.flatMap { configuration in
-            self.logIn(name, of: configuration, path: path).flatMap { summary in
+            self.logIn(name, for: api, of: configuration, path: path).flatMap { summary in
                 if self.options.printsSection {
                     return .success(
                         [summary, "Add this to \(path) (or another config file):", "", section.text]
@@ -135,15 +135,25 @@ struct LoginAtURL {
     }
 
     /// A file that has a session for the API already: that one is logged in again.
-    private func again(_ name: String, of configuration: Configuration, path: String) -> Result<[String], LoginError> {
+    private func again(
+        _ name: String,
+        for api: HTTPURL,
+        of configuration: Configuration,
+        path: String
+    ) -> Result<[String], LoginError> {
         let shown = name == Configuration.defaultSessionName ? "the keys outside any section" : "[session \(name)]"
-        return self.logIn(name, of: configuration, path: path).map {
+        return self.logIn(name, for: api, of: configuration, path: path).map {
             [$0, "\(path) already has \(shown) for this API: logged it in again. Next: bearer-proxy --config \(path)"]
         }
     }
 
     /// The login itself, as `bearer-proxy login --session NAME` does it, and the refresh token stored.
-    private func logIn(_ name: String, of configuration: Configuration, path: String) -> Result<String, LoginError> {
+    private func logIn(
+        _ name: String,
+        for api: HTTPURL,
+        of configuration: Configuration,
+        path: String
+    ) -> Result<String, LoginError> {
         let environment: SubcommandEnvironment
         do throws(LoginError) {
             let session = name == Configuration.defaultSessionName ? nil : name
@@ -156,12 +166,14 @@ struct LoginAtURL {
         let noBrowser = self.options.opensBrowser && BrowserOpener.findOpener(environment: self.environment) == nil
         let usesDevice =
             self.options.usesDevice || (noBrowser && environment.settings.login.deviceAuthorizationURL != nil)
+        let check = APITokenCheck(api: api, settings: environment.settings, client: environment.client)
         return LoginCommand.obtain(
             in: environment,
             usesDevice: usesDevice,
             options: self.options,
             console: self.console
         )
+        .flatMap { token in check.verify(token).map { token } }
         .flatMap { token in
             LoginCommand.store(token, at: environment.refreshTokenFile).map {
                 LoginCommand.summary(token, file: environment.refreshTokenFile)

@@ -80,6 +80,13 @@ package struct ResourceProbe {
         return api.pathPrefix == resource.pathPrefix || api.pathPrefix.hasPrefix(resource.pathPrefix + "/")
     }
 
+    /// The API's answer to a GET with `token`, as the proxy would send it.
+    package func answer(of api: HTTPURL, token: Secret<String>) -> Result<EndpointResponse, EndpointError> {
+        var request = Self.get(api)
+        request.fields = [("Authorization", "Bearer \(token.reveal())")]
+        return self.caller.sendAndWait(request)
+    }
+
     private static func get(_ url: HTTPURL) -> EndpointRequest {
         EndpointRequest(
             url: url,
