@@ -82,7 +82,15 @@ extension AuthorizationServerDiscovery {
         let metadata = try ProtectedResourceMetadata.checked(body, from: source, at: place) {
             $0 == resource.text ? nil : "not the configured '\(resource.text)' (they must be equal, RFC 9728 §3.3)"
         }
-        session.issuer = session.issuer ?? metadata.authorizationServer
-        if session.resources.isEmpty { session.resources = [metadata.resource] }
+        var origins: [String: String] = [:]
+        if session.issuer == nil {
+            session.issuer = metadata.authorizationServer
+            origins[ConfigurationKey.issuer.name] = "discovered from \(source)"
+        }
+        if session.resources.isEmpty {
+            session.resources = [metadata.resource]
+            origins[ConfigurationKey.resource.name] = "discovered from \(source)"
+        }
+        session.discovered = DiscoveredKeys(source: source, keys: [], origins: origins)
     }
 }
