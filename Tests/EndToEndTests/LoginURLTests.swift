@@ -19,11 +19,12 @@ import Testing
         _ url: String,
         _ arguments: [String] = [],
         server: AuthlibServer,
+        configArguments: [String]? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (status: Int32, stdout: String, stderr: String) {
         let login = try ProxyProcess(
-            ["login", url, "--config", self.config, "--no-browser"] + arguments,
-            environment: ["XDG_STATE_HOME": self.state]
+            ["login", url, "--no-browser"] + (configArguments ?? ["--config", self.config]) + arguments,
+            environment: ["XDG_STATE_HOME": self.state, "XDG_CONFIG_HOME": self.directory + "/xdg"]
         )
         let authorize = "http://127.0.0.1:\(server.port)/authorize?"
         if waitUntil({ login.standardOutput.contains(authorize) || !login.process.isRunning }),
@@ -191,6 +192,19 @@ import Testing
             client["grant_types"] as? [String] == ["refresh_token", "urn:ietf:params:oauth:grant-type:device_code"]
         )
         try Self.expectServesAndRefreshes(config: self.config, session: "127-0-0-1", server: server)
+    }
+
+    /// Without --config: the default file, and the proxy started without a flag reads it.
+    @Test func withoutConfigItWritesTheDefaultFile() throws {
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open)
+        let result = try self.login("http://127.0.0.1:\(server.port)/api", server: server, configArguments: [])
+        #expect(result.status == 0, "\(result.stderr)")
+        let file = self.directory + "/xdg/bearer-proxy/proxy.conf"
+        #expect(
+            result.stdout.hasSuffix("Added [session 127-0-0-1] to \(file). Next: bearer-proxy\n"),
+            "\(result.stdout)"
+        )
+        #expect(FileManager.default.fileExists(atPath: file))
     }
 
     @Test func printShowsTheSectionAndWritesNoConfig() throws {

@@ -128,10 +128,15 @@ struct LoginAtURL {
                     )
                 }
                 return section.add(to: path, after: existing).map {
-                    [summary, "Added [session \(name)] to \(path). Next: bearer-proxy --config \(path)"]
+                    [summary, "Added [session \(name)] to \(path). Next: \(self.next(path))"]
                 }
             }
         }
+    }
+
+    /// The command that starts the proxy with `path`: without `--config` for the default file.
+    private func next(_ path: String) -> String {
+        self.options.configPath == nil ? "bearer-proxy" : "bearer-proxy --config \(path)"
     }
 
     /// A file that has a session for the API already: that one is logged in again.
@@ -143,7 +148,7 @@ struct LoginAtURL {
     ) -> Result<[String], LoginError> {
         let shown = name == Configuration.defaultSessionName ? "the keys outside any section" : "[session \(name)]"
         return self.logIn(name, for: api, of: configuration, path: path).map {
-            [$0, "\(path) already has \(shown) for this API: logged it in again. Next: bearer-proxy --config \(path)"]
+            [$0, "\(path) already has \(shown) for this API: logged it in again. Next: \(self.next(path))"]
         }
     }
 
