@@ -174,13 +174,15 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: self.config))
     }
 
-    /// `--device`: bearer-proxy registers with the device grant among its grant types, and logs in
-    /// with Authlib's device authorization endpoint once the test, as the person, approved the code.
-    @Test func deviceLoginRegistersForTheDeviceGrant() throws {
+    /// `--device`, or no browser to open (no xdg-open or open on PATH): bearer-proxy registers with
+    /// the device grant among its grant types, and logs in with Authlib's device authorization
+    /// endpoint once the test, as the person, approved the code.
+    @Test(arguments: [(["--device"], [:]), ([], ["PATH": "/nonexistent"])])
+    func deviceLoginRegistersForTheDeviceGrant(arguments: [String], environment: [String: String]) throws {
         let server = try AuthlibServer(mode: .rfc8414, registration: .open, device: true)
         let login = try ProxyProcess(
-            ["login", "http://127.0.0.1:\(server.port)/api", "--config", self.config, "--device"],
-            environment: ["XDG_STATE_HOME": self.state]
+            ["login", "http://127.0.0.1:\(server.port)/api", "--config", self.config] + arguments,
+            environment: environment.merging(["XDG_STATE_HOME": self.state]) { $1 }
         )
         let verify = "http://127.0.0.1:\(server.port)/device?user_code="
         #expect(waitUntil { login.standardOutput.contains(verify) || !login.process.isRunning })
