@@ -13,6 +13,11 @@ enum LoginCommand: Command {
     }
 
     static func run(_ options: Options, console: Console) -> Int32 {
+        if let url = options.url { return LoginAtURL(text: url, options: options, console: console).run() }
+        if options.scope != nil || options.printsSection {
+            console.fail(.notConfigured("--scope and --print go with the API's address: bearer-proxy login <url> …"))
+            return 1
+        }
         let environment: SubcommandEnvironment
         do throws(LoginError) {
             environment = try SubcommandEnvironment(
@@ -25,6 +30,27 @@ enum LoginCommand: Command {
             return 1
         }
         defer { environment.shutdown() }
+        let result = Self.obtain(in: environment, usesDevice: options.usesDevice, options: options, console: console)
+            .flatMap { token in
+                Self.store(token, at: environment.refreshTokenFile).map { token }
+            }
+        switch result {
+        case .success(let token):
+            console.say(Self.summary(token, file: environment.refreshTokenFile))
+            return 0
+        case .failure(let error):
+            console.fail(error)
+            return 1
+        }
+    }
+
+    /// Logs the session of `environment` in, the way its settings say (`flow`): the token, not stored yet.
+    static func obtain(
+        in environment: SubcommandEnvironment,
+        usesDevice: Bool,
+        options: Options,
+        console: Console
+    ) -> Result<FetchedToken, LoginError> {
         let settings = environment.settings
         let context = LoginContext(
             settings: settings,
@@ -34,24 +60,13 @@ enum LoginCommand: Command {
             deadline: Instant.now() + settings.login.timeout,
             opensBrowser: options.opensBrowser
         )
-        let result = Self.flow(
+        return Self.flow(
             for: settings,
-            usesDevice: options.usesDevice,
+            usesDevice: usesDevice,
             context: context,
             refreshTokenFile: environment.refreshTokenFile
         )
         .flatMap { $0() }
-        .flatMap { token in
-            Self.store(token, at: environment.refreshTokenFile).map { token }
-        }
-        switch result {
-        case .success(let token):
-            console.say(Self.summary(token, file: environment.refreshTokenFile))
-            return 0
-        case .failure(let error):
-            console.fail(error)
-            return 1
-        }
     }
 
     /// Which way to log in: JSON login, browser (authorization code + PKCE), or device code.

@@ -25,13 +25,19 @@ struct SubcommandEnvironment {
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
         }
-        var root: Configuration
+        let root: Configuration
         do throws(ConfigurationErrors) {
             root = try ConfigurationLoader.load(source)
         } catch {
             // One line per error, each an `Error: …` line as the console prints the first.
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
+        try self.init(root, path: path, session: session, command: command)
+    }
+
+    /// The same for a configuration already read from `path` (`login URL`'s, with the section it adds).
+    init(_ loaded: Configuration, path: String, session: String?, command: String) throws(LoginError) {
+        var root = loaded
         let name = session ?? Configuration.defaultSessionName
         do throws(DiscoveryError) {
             root = try AuthorizationServerDiscovery.fill(root, only: name)
