@@ -10,7 +10,8 @@ package struct ProgramOutcome: Sendable {
     package var standardError: String
 }
 
-/// Runs `arguments` (the program's path first) in `directory`, with no input, and reads both its
+/// Runs `arguments` (the program's path first) in `directory`, with `input` on its standard input
+/// (none by default: /dev/null), and reads both its
 /// outputs to their end; a program that outlives `timeout` is killed by its PID. It gets this
 /// process's environment, or exactly `environment` when given. `status` is the shell's `$?`
 /// (128 + N for a program killed by signal N).
@@ -21,14 +22,24 @@ package func runProgram(
     _ arguments: [String],
     in directory: String? = nil,
     environment: [String: String]? = nil,
+    input: String? = nil,
     timeout: Duration
 ) throws -> ProgramOutcome {
     let output = makeClosingPipe()
     let errors = makeClosingPipe()
+    // Small enough for the pipe's buffer: written whole before the program starts.
+    let stdin = input.map { text in
+        let pipe = makeClosingPipe()
+        try? SystemCall.writeAll(pipe.write, Array(text.utf8))
+        close(pipe.write)
+        return pipe.read
+    }
+    defer { if let stdin { close(stdin) } }
     let child: ChildProcess
     do {
         child = try ChildProcess(
             arguments,
+            stdin: stdin,
             stdout: output.write,
             stderr: errors.write,
             environment: environment,
