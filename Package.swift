@@ -32,10 +32,13 @@ let package = Package(
         // store on it.
         .target(name: "BearerKeyring", dependencies: ["BearerCore"]),
         // BearerCrypto: client assertions and DPoP proofs for the token calls; BearerConfig: a session is
-        // made from its settings; CBearerLinux: pipe2 for token_command.
+        // made from its settings; CBearerLinux: pipe2 for token_command; BearerKeyring: the refresh token
+        // kept in the desktop's keyring (credential_store).
         .target(
             name: "BearerSession",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "CBearerLinux"]
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerKeyring", "CBearerLinux",
+            ]
         ),
         .target(
             name: "BearerProxy",
