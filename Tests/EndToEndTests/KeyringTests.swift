@@ -71,8 +71,8 @@ final class KeyringProxies: ServingProxies {
         return outcome.status == 0 ? outcome.standardOutput : nil
     }
 
-    func start(count: Int = 1) throws {
-        for _ in 0..<count { try self.startProxy(config: self.config(), environment: self.environment) }
+    func start(count: Int = 1, extra: String = "") throws {
+        for _ in 0..<count { try self.startProxy(config: self.config(extra: extra), environment: self.environment) }
     }
 
     var secrets: [String] { [Self.seed, Self.clientSecret] + self.tokenServer.issuedRefreshTokenList }
@@ -153,6 +153,29 @@ struct KeyringBinaryTests {
         #expect(run.stderr.contains("is locked and unlocking it needs a prompt bearer-proxy cannot show"))
         #expect(run.stderr.contains("unlock the keyring") && run.stderr.contains("or set credential_store = file"))
         #expect(Instant.now() - started < .seconds(10))
+    }
+
+    /// The keyring locked while the proxy runs: a refresh fails with the line naming the fix, and
+    /// spends nothing (the token in memory may be one another process rotated away).
+    @Test func aKeyringLockedAtARefreshFailsTheRefreshNamingTheFix() throws {
+        let proxies = try KeyringProxies()
+        _ = try proxies.bus.secretTool(
+            ["store", "--label", "by hand"] + KeyringProxies.lookup.dropFirst(),
+            input: KeyringProxies.seed
+        )
+        // Retries of a refresh that cannot read its token end within the test's patience.
+        try proxies.start(extra: "refresh_timeout = 2s")
+        #expect(try proxies.get("/first", through: 0).status == 200)
+        let calls = proxies.tokenServer.recordedCalls.count
+        try proxies.bus.lockKeyring()
+        let admin = proxies.admins[0]
+        let started = Instant.now()
+        let refresh = try httpRequest(admin, "POST /refresh HTTP/1.1\r\nHost: \(admin)\r\nContent-Length: 0\r\n\r\n")
+        #expect(refresh.status != 200)
+        #expect(refresh.text.contains("unlock the keyring"), "\(refresh.text)")
+        #expect(Instant.now() - started < .seconds(30))
+        #expect(proxies.tokenServer.recordedCalls.count == calls, "nothing spent")
+        proxies.stopAll()
     }
 
     /// Two proxies on one keyring item, both needing a token at once: the lock beside the state and

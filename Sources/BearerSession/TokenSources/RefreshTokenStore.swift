@@ -81,6 +81,10 @@ package final class RefreshTokenStore: Sendable {
     package struct Lease: Sendable {
         package var token: Secret<String>?
         fileprivate var lockFD: Int32?
+        /// Why the keyring item could not be read after taking the lock: the refresh must then fail
+        /// rather than spend the token in memory, which another process may have rotated away, and
+        /// whose successor could not be stored either.
+        package var unreadable: String?
     }
 
     /// `<file>.lock`, the file every process sharing the token file `flock`s across a refresh.
@@ -102,10 +106,15 @@ package final class RefreshTokenStore: Sendable {
         if self.keyring != nil { try? AtomicFile.createFolders(AtomicFile.folder(of: lockFile)) }
         let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 { _ = try? SystemCall.blocking("flock") { flock(fd, LOCK_EX) } }
-        // Another process may have rotated the item meanwhile; one that cannot be read now leaves
-        // the token in memory to spend.
-        if let keyring = self.keyring, let token = try? keyring.read() {
-            self.state.withLock { $0.token = token }
+        // Another process may have rotated the item meanwhile.
+        var unreadable: String?
+        if let keyring = self.keyring {
+            do throws(StoreError) {
+                let token = try keyring.read()
+                self.state.withLock { $0.token = token }
+            } catch {
+                unreadable = error.description
+            }
         }
         if let path = self.path, let (token, stamp) = try? Self.read(path) {
             self.state.withLock {
@@ -113,7 +122,7 @@ package final class RefreshTokenStore: Sendable {
                 $0.stamp = stamp
             }
         }
-        return Lease(token: self.current, lockFD: fd >= 0 ? fd : nil)
+        return Lease(token: self.current, lockFD: fd >= 0 ? fd : nil, unreadable: unreadable)
     }
 
     /// Stores a rotated token (when there is one) and releases the lock.
