@@ -109,7 +109,7 @@ struct LoginAtURL {
                 )
             )
         }
-        guard let tokenFile = SessionSection.refreshTokenFile(name: name, environment: self.environment) else {
+        guard let tokenFile = CredentialStoreChoice.stateFile(session: name, environment: self.environment) else {
             return .failure(.notConfigured("login \(api): no place for the refresh token: set HOME or XDG_STATE_HOME"))
         }
         let section = SessionSection(
@@ -180,8 +180,12 @@ struct LoginAtURL {
         )
         .flatMap { token in check.verify(token).map { token } }
         .flatMap { token in
-            LoginCommand.store(token, at: environment.refreshTokenFile).map {
-                LoginCommand.summary(token, file: environment.refreshTokenFile)
+            LoginCommand.store(token, in: environment).map {
+                LoginCommand.summary(
+                    token,
+                    file: environment.storePlace,
+                    inKeyring: environment.credentialStore.keyring != nil
+                )
             }
         }
     }

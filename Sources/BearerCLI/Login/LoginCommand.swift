@@ -32,11 +32,13 @@ enum LoginCommand: Command {
         defer { environment.shutdown() }
         let result = Self.obtain(in: environment, usesDevice: options.usesDevice, options: options, console: console)
             .flatMap { token in
-                Self.store(token, at: environment.refreshTokenFile).map { token }
+                Self.store(token, in: environment).map { token }
             }
         switch result {
         case .success(let token):
-            console.say(Self.summary(token, file: environment.refreshTokenFile))
+            console.say(
+                Self.summary(token, file: environment.storePlace, inKeyring: environment.credentialStore.keyring != nil)
+            )
             return 0
         case .failure(let error):
             console.fail(error)
@@ -131,8 +133,10 @@ enum LoginCommand: Command {
             "the authorization server \(issuer.text) offers no client registration (its metadata has no registration_endpoint): register a client at \(issuer.text) and set client_id"
     }
 
-    /// Writes the refresh token the way a rotation does: under the file's lock, atomically, mode 0600.
-    static func store(_ token: FetchedToken, at path: String) -> Result<Void, LoginError> {
+    /// Writes the refresh token the way a rotation does: under the store's lock, in the keyring item or
+    /// the file (atomically, mode 0600).
+    static func store(_ token: FetchedToken, in environment: SubcommandEnvironment) -> Result<Void, LoginError> {
+        let path = environment.refreshTokenFile
         guard let refreshToken = token.refreshToken else {
             return .failure(
                 .noRefreshToken(
@@ -147,7 +151,7 @@ enum LoginCommand: Command {
             return .failure(.cannotStore("\(error.path): cannot create the directory: \(error.reason)"))
         }
         do throws(RefreshTokenStore.StoreError) {
-            let store = try RefreshTokenStore(token: nil, path: path)
+            let store = try environment.openStore()
             try store.endRefresh(store.beginRefresh(), rotated: refreshToken)
             return .success(())
         } catch {
@@ -156,7 +160,12 @@ enum LoginCommand: Command {
     }
 
     /// What the person learns: where the token went and how long the access token lives. Never a token.
-    static func summary(_ token: FetchedToken, file: String, now: Double = wallClockSeconds()) -> String {
+    static func summary(
+        _ token: FetchedToken,
+        file: String,
+        inKeyring: Bool = false,
+        now: Double = wallClockSeconds()
+    ) -> String {
         var lifetime = token.expiresIn?.seconds
         if lifetime == nil, let exp = JWTExpiry.expiry(of: token.accessToken.reveal()) { lifetime = exp - now }
         let expiry = lifetime.map { seconds in
@@ -164,7 +173,7 @@ enum LoginCommand: Command {
             return "The access token expires in \(humanDuration(seconds)) (\(at))"
         }
         return
-            "Logged in. The refresh token is stored in \(file) (mode 0600); a running bearer-proxy uses it within a second.\n"
+            "Logged in. The refresh token is stored in \(file)\(inKeyring ? "; a running bearer-proxy reads it at its next refresh" : " (mode 0600); a running bearer-proxy uses it within a second").\n"
             + (expiry ?? "The access token's expiry is unknown") + "; scope: \(token.scope ?? "(not stated)")."
     }
 }

@@ -22,15 +22,6 @@ struct SessionSection: Equatable {
         String(api.host.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "-" })
     }
 
-    /// Where the session's refresh token is kept: `$XDG_STATE_HOME/bearer-proxy/NAME.refresh-token`,
-    /// else `~/.local/state/bearer-proxy/NAME.refresh-token` (the XDG Base Directory spec's state).
-    static func refreshTokenFile(name: String, environment: [String: String]) -> String? {
-        let file = "/bearer-proxy/\(name).refresh-token"
-        if let base = environment["XDG_STATE_HOME"], base.hasPrefix("/") { return base + file }
-        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
-        return home + "/.local/state" + file
-    }
-
     var text: String {
         var lines = [
             "# Added by 'bearer-proxy login \(self.upstream)'.",
