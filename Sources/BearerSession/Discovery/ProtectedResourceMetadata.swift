@@ -1,6 +1,7 @@
 import BearerConfig
+import BearerCore
 import BearerHTTP
-import Foundation
+import FoundationEssentials
 
 /// The parts of a protected resource's metadata (RFC 9728 §2) the proxy uses: its `resource`, which
 /// must equal the configured resource_url (§3.3, so that one API's document cannot name another's
@@ -23,7 +24,7 @@ package struct ProtectedResourceMetadata: Equatable, Sendable {
         _ body: [UInt8],
         accepting accepts: (String) -> Bool
     ) -> Result<ProtectedResourceMetadata, AuthorizationServerMetadata.Problem> {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = JSONText.object(body) else {
             return .failure(.unusable("it is not a JSON object"))
         }
         guard let named = object["resource"] as? String, accepts(named) else {
