@@ -26,11 +26,19 @@ let package = Package(
         // key files a config names to check them (writing none, keeping no key), and SessionCredentials
         // reads them, and makes the DPoP key, for the start-ups that sign.
         .target(name: "BearerConfig", dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto"]),
+        // The desktop's keyring: a D-Bus client of our own (no libdbus at run time) and the freedesktop
+        // Secret Service over it. Only BearerCore: sockets to the bus are blocking and bounded, used off
+        // the event loops, so nothing of BearerIO's loops is needed; BearerSession builds the credential
+        // store on it.
+        .target(name: "BearerKeyring", dependencies: ["BearerCore"]),
         // BearerCrypto: client assertions and DPoP proofs for the token calls; BearerConfig: a session is
-        // made from its settings; CBearerLinux: pipe2 for token_command.
+        // made from its settings; CBearerLinux: pipe2 for token_command; BearerKeyring: the refresh token
+        // kept in the desktop's keyring (credential_store).
         .target(
             name: "BearerSession",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "CBearerLinux"]
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerIO", "BearerCrypto", "BearerConfig", "BearerKeyring", "CBearerLinux",
+            ]
         ),
         .target(
             name: "BearerProxy",
@@ -72,11 +80,12 @@ let package = Package(
         .executableTarget(name: "bearer-fuzz", dependencies: ["BearerCore", "BearerFuzzTargets"], path: "fuzz/Driver"),
         // What only tests and the bench use (the executable does not link it): `waitUntil`, child
         // programs (redis-server, openssl), test keys, blocking clients, the token endpoint's login
-        // endpoints and its checks of signed JWTs and DPoP proofs. COpenSSL: those verifiers are OpenSSL
-        // used directly, so that what checks the proxy's signatures is not the proxy's signer.
+        // endpoints and its checks of signed JWTs and DPoP proofs; a private session bus and keyring
+        // (BearerKeyring: asking whether the keyring is up, locking it). COpenSSL: those verifiers are
+        // OpenSSL used directly, so that what checks the proxy's signatures is not the proxy's signer.
         .target(
             name: "BearerTestSupport",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "COpenSSL"],
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "BearerKeyring", "COpenSSL"],
             path: "Tests/Support"
         ),
         // BearerTestSupport: `waitUntil`, the one bounded wait for an event.
@@ -91,6 +100,8 @@ let package = Package(
             name: "BearerCryptoTests",
             dependencies: ["BearerCrypto", "BearerDemo", "BearerTestSupport", "COpenSSL"]
         ),
+        // BearerTestSupport: dbus-daemon and gnome-keyring-daemon started per test, a bus that never answers.
+        .testTarget(name: "BearerKeyringTests", dependencies: ["BearerKeyring", "BearerCore", "BearerTestSupport"]),
         .testTarget(name: "BearerConfigTests", dependencies: ["BearerConfig", "BearerTestSupport"]),
         // BearerDemo: the mock token endpoint the sessions' calls go to.
         .testTarget(

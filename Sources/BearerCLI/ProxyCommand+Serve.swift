@@ -3,6 +3,7 @@ import BearerCore
 import BearerIO
 import BearerProxy
 import BearerSession
+import FoundationEssentials
 import Glibc
 
 extension ProxyCommand {
@@ -67,6 +68,7 @@ extension ProxyCommand {
             return 1
         }
         Console.write(ConfigurationLoader.report(configuration), to: STDOUT_FILENO)
+        guard Self.reportCredentialStores(of: configuration) else { return 1 }
         let warnings = configuration.warnings
         if !warnings.isEmpty {
             // After the report, so that a terminal shows them next to the verdict rather than above it.
@@ -75,6 +77,26 @@ extension ProxyCommand {
         let count = warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))"
         Console.write("configuration OK\(count)\n", to: STDOUT_FILENO)
         return 0
+    }
+
+    /// `# credential_store [session NAME]: secret-service on unix:path=…: why` for each session that
+    /// keeps a refresh token: the store the proxy would choose now (asking the bus, never reading a
+    /// secret). False after saying why none can be chosen (secret-service without a bus).
+    static func reportCredentialStores(of configuration: Configuration) -> Bool {
+        for session in configuration.sessions where session.effectiveGrantType == .refreshToken {
+            do throws(RefreshTokenStore.StoreError) {
+                let choice = try CredentialStoreChoice.choose(
+                    for: session,
+                    environment: ProcessInfo.processInfo.environment
+                )
+                let which = session.name == Configuration.defaultSessionName ? "" : " [session \(session.name)]"
+                Console.write("# credential_store\(which): \(choice.summary)\n", to: STDOUT_FILENO)
+            } catch {
+                writeStandardError("Error: \(error)\n")
+                return false
+            }
+        }
+        return true
     }
 
     /// The demo's mock servers (`--demo json`: the JSON backend), or nil after saying on stderr why they

@@ -7,10 +7,10 @@ import Glibc
 /// Foundation's `String(contentsOfFile:)` sizes its read by `fstat` and fails on a pipe, so this reads
 /// with plain `read` until end of file. The size is bounded: a config is a few KiB, and `/dev/zero`
 /// given by mistake must not fill memory.
-enum ConfigFileReader {
+package enum ConfigFileReader {
     static let sizeLimit = 1 << 20
 
-    static func read(_ path: String) throws(ConfigurationError) -> String {
+    package static func read(_ path: String) throws(ConfigurationError) -> String {
         let fd: Int32
         let bytes: [UInt8]
         do throws(SystemCallError) {

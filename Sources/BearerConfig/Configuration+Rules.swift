@@ -72,7 +72,8 @@ extension SessionSettings {
         let grant = self.effectiveGrantType
         switch grant {
         case .refreshToken:
-            if self.refreshToken == nil && self.refreshTokenFile == nil {
+            // Without either, `auto` and `secret-service` keep it in the keyring or the state folder's file.
+            if self.refreshToken == nil && self.refreshTokenFile == nil && self.credentialStore == .file {
                 diagnostics.error(
                     .grantType,
                     "\(grant.rawValue) needs \(Key.refreshToken) or \(Key.refreshTokenFile)",

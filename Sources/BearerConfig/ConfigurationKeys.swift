@@ -132,7 +132,8 @@ extension Configuration {
         .listen, .upstream, .injectHosts, .otherHosts, .accessToken, .io, .workers, .maxHeaderBytes,
         .maxConnections, .upstreamConnectTimeout, .upstreamTimeout, .clientHeaderTimeout, .clientIdleTimeout,
         .tunnelIdleTimeout, .logLevel, .shutdownTimeout, .adminListen, .accessLog, .revocationURL, .refreshToken,
-        .refreshTokenFile, .tokenURL, .grantType, .clientID, .clientSecret, .scope, .audience, .username,
+        .refreshTokenFile, .credentialStore, .tokenURL, .grantType, .clientID, .clientSecret, .scope, .audience,
+        .username,
         .password, .clientAuth, .tokenCommand, .refreshOn, .refreshSkew, .maxRefreshes, .refreshWindow,
         .refreshTimeout, .replayBodyLimit, .replayMemoryLimit, .acceptHosts, .acceptOrigins, .caFile,
         .tlsInsecureSkipVerify, .http2, .maxConcurrentStreams,
@@ -306,6 +307,12 @@ extension ConfigurationKey {
         session.refreshTokenFile = ValueParsers.expandingHome(value)
         return nil
     }
+
+    package static let credentialStore = choiceKey(
+        "credential_store",
+        \SessionSettings.credentialStore,
+        expected: "auto, secret-service or file"
+    )
 
     package static let tokenURL = urlKey(
         "token_url",

@@ -127,8 +127,8 @@ package enum ConfigurationLoader {
         keys.map { key in
             let value = key.show(process, session)
             if key.isSecret { return "\(key.name) = \(value == nil ? "(not set)" : "<redacted>")" }
-            if let discovered = session.discovered, discovered.keys.contains(key.name) {
-                return "\(key.name) = \(value ?? "(not set)")  # discovered from \(discovered.source)"
+            if let note = session.discovered?.note(for: key.name) {
+                return "\(key.name) = \(value ?? "(not set)")  # \(note)"
             }
             return "\(key.name) = \(value ?? "(not set)")"
         }

@@ -63,6 +63,7 @@ extension SessionSettings {
         self.accessToken = new.accessToken
         self.refreshToken = new.refreshToken
         self.refreshTokenFile = new.refreshTokenFile
+        self.credentialStore = new.credentialStore
         self.tokenURL = new.tokenURL
         self.grantType = new.grantType
         self.clientID = new.clientID

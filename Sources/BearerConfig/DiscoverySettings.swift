@@ -28,9 +28,19 @@ package struct DiscoveredKeys: Equatable, Sendable {
     package var source: String
     /// The names of the keys it set (those the file left unset).
     package var keys: Set<String>
+    /// Keys filled from elsewhere, each with where from (`--check`'s note after `#`): the issuer and
+    /// resource from resource_url's metadata, the client_id a login registered.
+    package var origins: [String: String]
 
-    package init(source: String, keys: Set<String>) {
+    package init(source: String, keys: Set<String>, origins: [String: String] = [:]) {
         self.source = source
         self.keys = keys
+        self.origins = origins
+    }
+
+    /// The `--check` note of `key`, nil when discovery did not set it.
+    package func note(for key: String) -> String? {
+        if let origin = self.origins[key] { return origin }
+        return self.keys.contains(key) ? "discovered from \(self.source)" : nil
     }
 }

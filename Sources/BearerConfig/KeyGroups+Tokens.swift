@@ -127,6 +127,19 @@ extension KeyGroup {
                 """
             ),
             KeyDocumentation(
+                .credentialStore,
+                "auto, secret-service or file",
+                """
+                Where the refresh token is kept. secret-service: the desktop's keyring (the freedesktop Secret \
+                Service on the D-Bus session bus: gnome-keyring, KeePassXC), one item per session that \
+                `secret-tool lookup application bearer-proxy session NAME kind refresh_token` finds; a locked \
+                keyring is an error naming the fix, never a prompt waited for. file: `refresh_token_file`, as \
+                above. auto: the keyring when `DBUS_SESSION_BUS_ADDRESS` is set and the service answers within \
+                1s, else the file; a session that sets `refresh_token_file` or `refresh_token` keeps the file. \
+                The start-up line and `--check` say which was chosen and why.
+                """
+            ),
+            KeyDocumentation(
                 .tokenFormat,
                 "form or json",
                 """

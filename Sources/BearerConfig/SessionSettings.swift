@@ -32,6 +32,8 @@ package struct SessionSettings: Sendable {
     // The token session.
     package var refreshToken: Secret<String>?
     package var refreshTokenFile: String?
+    /// Where the refresh token is kept: the desktop's keyring, the file, or whichever is there.
+    package var credentialStore: CredentialStoreSetting = .auto
     package var tokenURL: HTTPURL?
     package var grantType: GrantType?
     package var clientID: String?
@@ -90,7 +92,9 @@ package struct SessionSettings: Sendable {
     package var effectiveGrantType: GrantType {
         if let grantType { return grantType }
         if self.credentials.serviceAccountFile != nil { return .jwtBearer }
-        return self.refreshToken != nil || self.refreshTokenFile != nil ? .refreshToken : .clientCredentials
+        let keepsOne =
+            self.refreshToken != nil || self.refreshTokenFile != nil || self.credentialStore == .secretService
+        return keepsOne ? .refreshToken : .clientCredentials
     }
 
     /// Whether the session has a way to get tokens.

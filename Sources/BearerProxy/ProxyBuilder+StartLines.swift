@@ -27,6 +27,7 @@ extension ProxyBuilder {
                     "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
                     "other_hosts": process.otherHosts.rawValue,
                     "tokens": Self.tokens(of: runtime.sessions[0]),
+                    "credential_store": Self.credentialStore(of: runtime.sessions[0]),
                     "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
                     "workers": workers, "io": io, "admin": admin, "access_log": process.accessLog.description,
                     "tls_verify": tlsVerify,
@@ -60,6 +61,7 @@ extension ProxyBuilder {
                     "listen": settings.listen.isEmpty ? "-" : settings.listen.map(\.description).joined(separator: ","),
                     "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
                     "tokens": Self.tokens(of: session),
+                    "credential_store": Self.credentialStore(of: session),
                     "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
                     "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
                     "session_store": store.endpoint == nil ? "off" : "session=\(settings.sessionName)",
@@ -83,6 +85,13 @@ extension ProxyBuilder {
     }
 
     /// Where a session's tokens come from, for the start-up lines.
+    /// Where the refresh token is kept and why (`CredentialStoreChoice.summary`); `-` when the session
+    /// spends none.
+    private static func credentialStore(of session: NamedSession) -> String {
+        guard session.settings.effectiveGrantType == .refreshToken, let store = session.tokens.store else { return "-" }
+        return store.origin
+    }
+
     private static func tokens(of session: NamedSession) -> String {
         let settings = session.settings
         guard let source = session.tokens.source else {

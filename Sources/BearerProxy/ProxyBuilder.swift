@@ -3,6 +3,7 @@ import BearerCore
 import BearerCrypto
 import BearerIO
 import BearerSession
+import FoundationEssentials
 import Glibc
 
 /// Starts a proxy from its configuration (`ProxyServer.start`): the live objects its settings
@@ -259,15 +260,15 @@ struct ProxyBuilder {
         }
     }
 
-    /// Each session's refresh token, in memory and in its refresh_token_file, whose folder must exist.
-    private static func openRefreshTokenStores(
-        _ sessions: [SessionSettings]
+    /// Each session's refresh token, where its credential_store keeps it (`CredentialStoreChoice`):
+    /// in memory and in its refresh_token_file, whose folder must exist, or in the keyring.
+    static func openRefreshTokenStores(
+        _ sessions: [SessionSettings],
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(StartError) -> [RefreshTokenStore] {
         do throws(RefreshTokenStore.StoreError) {
             return try sessions.map { session throws(RefreshTokenStore.StoreError) in
-                let store = try RefreshTokenStore(token: session.refreshToken, path: session.refreshTokenFile)
-                try store.requireFolder()
-                return store
+                try CredentialStoreChoice.choose(for: session, environment: environment).open(for: session)
             }
         } catch {
             throw StartError(description: error.description)

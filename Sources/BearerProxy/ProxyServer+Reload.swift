@@ -3,6 +3,7 @@ import BearerCore
 import BearerIO
 import BearerSession
 import Dispatch
+import FoundationEssentials
 import Glibc
 
 /// SIGHUP: the config file is read again and what can change is applied while the proxy serves, as
@@ -108,14 +109,13 @@ extension ProxyServer {
     ) throws(StartError) -> RefreshTokenStore? {
         do throws(RefreshTokenStore.StoreError) {
             if let current, settings.refreshTokenFile == before.refreshTokenFile,
-                settings.refreshToken == before.refreshToken
+                settings.refreshToken == before.refreshToken, settings.credentialStore == before.credentialStore
             {
                 _ = try current.reload()
                 return current
             }
-            let store = try RefreshTokenStore(token: settings.refreshToken, path: settings.refreshTokenFile)
-            try store.requireFolder()
-            return store
+            return try CredentialStoreChoice.choose(for: settings, environment: ProcessInfo.processInfo.environment)
+                .open(for: settings)
         } catch {
             throw StartError(description: error.description)
         }

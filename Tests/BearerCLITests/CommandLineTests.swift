@@ -37,7 +37,7 @@ import Testing
 
                 USAGE: bearer-proxy [--config <file>] [<options>]
                        bearer-proxy --demo [json] [<options>]
-                       bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
+                       bearer-proxy login [<url>] [--config <file>] [--session <name>] [--device] [--no-browser] [--scope <scope>] [--print]
                        bearer-proxy logout [--config <file>] [--session <name>]
                        bearer-proxy ca [--config <file>] [--renew] [--bundle]
                        bearer-proxy env [--config <file>] [--listen <addr>]
@@ -65,7 +65,8 @@ import Testing
                 SUBCOMMANDS:
                   login                   Log in once (browser, device code or password) and store the refresh
                                           token in refresh_token_file (--session <name>: that of a
-                                          [session <name>]). See 'bearer-proxy login --help'.
+                                          [session <name>]); <url>: an API's address, whose session it adds
+                                          to the config. See 'bearer-proxy login --help'.
                   logout                  Revoke the stored refresh token and delete its file (--session <name>:
                                           that of a [session <name>]). See 'bearer-proxy logout --help'.
                   ca                      Print the path of the local CA's ca.pem (tls_intercept), making the CA

@@ -303,8 +303,10 @@ import Testing
             "token_url = https://a/t\nclient_id = c\ntoken_command = x",
             "p.conf:3: token_command: set either token_url or token_command, not both"
         ),
+        // With credential_store = file only: auto and secret-service keep it in the keyring (or auto in
+        // the state folder's file when there is no keyring).
         (
-            "token_url = https://a/t\ngrant_type = refresh_token",
+            "token_url = https://a/t\ngrant_type = refresh_token\ncredential_store = file",
             "p.conf:2: grant_type: refresh_token needs refresh_token or refresh_token_file"
         ),
         // The grant is the default: the line that asks for a token endpoint is named.
@@ -319,6 +321,26 @@ import Testing
     ])
     func rejectsIncompleteTokenSettings(text: String, message: String) throws {
         #expect(ConfigurationLoader.read(text, fileName: "p.conf").1.sortedErrors.map(\.description) == [message])
+    }
+
+    /// credential_store: its three values, `auto` by default; secret-service alone makes the grant
+    /// refresh_token (the token is in the keyring, nothing in the file says so otherwise).
+    @Test func credentialStoreIsReadAndSecretServiceImpliesTheRefreshTokenGrant() throws {
+        let (configuration, diagnostics) = ConfigurationLoader.read(
+            "token_url = https://a/t\nclient_id = c\ncredential_store = secret-service",
+            fileName: "p.conf"
+        )
+        #expect(diagnostics.sortedErrors.isEmpty)
+        #expect(configuration.defaultSession.credentialStore == .secretService)
+        #expect(configuration.defaultSession.effectiveGrantType == .refreshToken)
+        #expect(
+            ConfigurationLoader.read("token_url = https://a/t\nclient_id = c", fileName: "p.conf").0.defaultSession
+                .credentialStore == .auto
+        )
+        #expect(
+            ConfigurationLoader.read("credential_store = keyring", fileName: "p.conf").1.sortedErrors.map(\.description)
+                == ["p.conf:1: credential_store: expected auto, secret-service or file, got 'keyring'"]
+        )
     }
 
     @Test(arguments: [

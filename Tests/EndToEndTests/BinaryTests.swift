@@ -121,7 +121,7 @@ let e2eMockGroup = EventLoopGroup(count: 1, name: "e2e-mocks")
         #expect(
             login.stderr == """
                 Error: Unknown option '--sesion' (did you mean '--session'?)
-                Usage: bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
+                Usage: bearer-proxy login [<url>] [--config <file>] [--session <name>] [--device] [--no-browser] [--scope <scope>] [--print]
                   See 'bearer-proxy login --help' for more information.
 
                 """

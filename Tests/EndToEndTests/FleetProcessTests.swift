@@ -9,21 +9,18 @@ import Testing
 
 /// Built `bearer-proxy` processes sharing one session through a real redis-server, in front of one
 /// mock API whose token server rotates refresh tokens and revokes the family on reuse.
-final class ProxyFleet {
+final class ProxyFleet: ServingProxies {
     let redis: RedisServerProcess
     let authority = MockTokenAuthority()
     let tokenServer: MockTokenServer
     let upstream: MockUpstream
-    var processes: [ProxyProcess] = []
-    var addresses: [SocketAddress] = []
-    var admins: [SocketAddress] = []
     let initialToken: String
 
     static let seed = "rt-fleet-seed-e2e"
     static let clientSecret = "fleet-e2e-client-secret"
     static let storePassword = "fleet-e2e-store-pw"
 
-    init() throws {
+    override init() throws {
         self.redis = try RedisServerProcess(configuration: ["--requirepass", Self.storePassword])
         let settings = MockTokenServer.Settings.refreshTokenGrant(
             seed: Self.seed,
@@ -35,6 +32,7 @@ final class ProxyFleet {
         self.upstream = MockUpstream(group: e2eMockGroup, authority: self.authority, recordsRequests: false)
         try self.upstream.start()
         self.initialToken = self.authority.issue(lifetime: nil)
+        try super.init()
     }
 
     deinit {
@@ -73,28 +71,12 @@ final class ProxyFleet {
                 \(extra)
                 """
             )
-            let process = try ProxyProcess(["--config", config], environment: self.environment)
-            self.processes.append(process)
-            let listening = try #require(process.waitUntilListening())
-            self.addresses.append(SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: listening))!)
-            let admin = try #require(word(startingWith: "admin=", in: process.standardError)?.dropFirst(6))
-            self.admins.append(SocketAddress(ipAddress: "127.0.0.1", port: try tcpPort(of: String(admin)))!)
+            try self.startProxy(config: config, environment: self.environment)
         }
-    }
-
-    func status(_ index: Int) throws -> [String: Any] {
-        let admin = self.admins[index]
-        let text = try httpRequest(admin, "GET /status HTTP/1.1\r\nHost: \(admin)\r\n\r\n").text
-        return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
     }
 
     func storeStatus(_ index: Int) throws -> [String: Any] {
         (try self.status(index)["session_store"] as? [String: Any]) ?? [:]
-    }
-
-    func get(_ path: String, through index: Int) throws -> BlockingHTTPClient.Response {
-        let address = self.addresses[index]
-        return try httpRequest(address, "GET \(path) HTTP/1.1\r\nHost: \(address)\r\n\r\n")
     }
 
     var secrets: [String] {

@@ -479,7 +479,7 @@ func keptLockLine(_ file: String) -> String {
             let help = try ProxyProcess.run([name, "--help"])
             #expect(help.status == 0)
             #expect(help.stdout.hasPrefix("OVERVIEW: "))
-            #expect(help.stdout.contains("USAGE: bearer-proxy \(name) [--config <file>]"))
+            #expect(help.stdout.contains("USAGE: bearer-proxy \(name) [") && help.stdout.contains("[--config <file>]"))
             #expect(help.stderr.isEmpty)
         }
     }
@@ -489,7 +489,7 @@ func keptLockLine(_ file: String) -> String {
         #expect(unknown.status == 1)
         #expect(
             unknown.stderr
-                == "Error: Unknown option '--devise' (did you mean '--device'?)\nUsage: bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]\n  See 'bearer-proxy login --help' for more information.\n"
+                == "Error: Unknown option '--devise' (did you mean '--device'?)\nUsage: bearer-proxy login [<url>] [--config <file>] [--session <name>] [--device] [--no-browser] [--scope <scope>] [--print]\n  See 'bearer-proxy login --help' for more information.\n"
         )
         let device = try ProxyProcess.run(["logout", "--device"])
         #expect(device.status == 1)

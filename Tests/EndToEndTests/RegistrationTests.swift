@@ -40,6 +40,14 @@ import Testing
             (try JSONSerialization.jsonObject(with: Data(keptText.utf8)) as? [String: String])?["client_id"]
         )
         #expect(url.contains("client_id=\(clientID)&"), "\(url)")
+        // --check says where the client_id came from.
+        let check = try ProxyProcess.run(["--check", "--config", config])
+        #expect(
+            check.stdout.contains(
+                "\nclient_id = \(clientID)  # registered at http://127.0.0.1:\(server.port)/register by login, kept in \(kept)\n"
+            ),
+            "\(check.stdout)"
+        )
 
         // The proxy authenticates as that client (none: client_id only) when it refreshes.
         try DiscoveryTests.expectServes(config: config, upstream: upstream, server: server, tokensIssued: 2)

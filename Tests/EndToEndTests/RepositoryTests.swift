@@ -32,6 +32,19 @@ import Testing
         return try paths.map { ($0, try String(contentsOf: sources.appendingPathComponent($0), encoding: .utf8)) }
     }
 
+    /// The installed binary links FoundationEssentials, never Foundation: Foundation brings ICU, which
+    /// took the static binary from 17 MB to 62 MB when discovery's JSON came in through
+    /// `JSONSerialization` (JSONText reads and writes JSON without it). Only the docs generator,
+    /// which is not installed, may import it.
+    @Test func noInstalledModuleImportsFoundation() throws {
+        let importsFoundation = /^\s*(@\w+\s+)*import\s+((struct|class|enum|func|var|let)\s+)?Foundation(\.|\s*$)/
+        let offenders = try Self.sourceFiles().filter { file in
+            !file.path.hasPrefix("BearerDocs/") && !file.path.hasPrefix("bearer-docs/")
+                && file.text.split(separator: "\n").contains { $0.wholeMatch(of: importsFoundation) != nil }
+        }
+        #expect(offenders.map(\.path) == [])
+    }
+
     /// Nothing waits by sleeping and looking again: a drain waits for its last connection to close, a
     /// child's end is a pidfd (or a waitid thread), a mock server's loops signal, the log's flush is
     /// told when the queue is empty. Two sleeps are no wait for an event: the log writer's gathering

@@ -6,7 +6,10 @@ import Glibc
 /// Python's http.server on a 127.0.0.1 port, serving RFC 8414 metadata where Authlib's own
 /// `get_well_known_url` puts it, a token endpoint for client_credentials, refresh_token and the
 /// authorization code with PKCE (S256, required), and an authorization endpoint that approves at
-/// once for a loopback redirect URI (the test plays the browser).
+/// once for a loopback redirect URI (the test plays the browser). With `device`, it also offers the
+/// device authorization grant (RFC 8628, Authlib's `DeviceAuthorizationEndpoint` and
+/// `DeviceCodeGrant`): a code stays pending until the test, as the person, opens
+/// `/device?user_code=…`.
 ///
 /// The test binds the port and hands the listening socket to Python as its standard input, so the
 /// server is reachable the moment it starts and no output is waited for. Ended by its PID.
@@ -36,6 +39,16 @@ package final class AuthlibServer: @unchecked Sendable {
         case refusing
     }
 
+    /// What its access tokens are: opaque, or unsigned JWTs whose `aud` is the RFC 8707 resource
+    /// the token request asked for (as a server that honours it makes them) or always the client (a
+    /// server that ignores it). With JWTs, its API (`/api`) takes only a token whose `aud` is its
+    /// resource.
+    package enum Audience: String, Sendable {
+        case opaque
+        case resource
+        case ignored
+    }
+
     package let port: Int
     package let issuer: String
     package let clientID = "authlib-client"
@@ -44,14 +57,19 @@ package final class AuthlibServer: @unchecked Sendable {
 
     /// The protected resource this server also describes (RFC 9728 metadata at
     /// `/.well-known/oauth-protected-resource/api`, naming this issuer): `resource` says which resource
-    /// the document names, so that a mismatch can be shown.
+    /// the document names, so that a mismatch can be shown. It also serves it: `/api` answers 200 to a
+    /// token this server issued, else 401 with `resource_metadata` naming the document (at
+    /// `/meta/api` instead with `namesMetadataElsewhere`).
     package var resourceURL: String { "http://127.0.0.1:\(self.port)/api" }
 
     package init(
         mode: Mode,
         issuerPath: String = "",
         registration: Registration = .none,
-        resource: String? = nil
+        resource: String? = nil,
+        namesMetadataElsewhere: Bool = false,
+        audience: Audience = .opaque,
+        device: Bool = false
     ) throws {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         defer { Socket.close(fd) }
@@ -61,6 +79,9 @@ package final class AuthlibServer: @unchecked Sendable {
             "mode": mode.rawValue, "issuer": self.issuer, "client_id": self.clientID,
             "client_secret": self.clientSecret, "registration": registration.rawValue,
             "resource": resource ?? "http://127.0.0.1:\(self.port)/api",
+            "api_metadata": namesMetadataElsewhere ? "named" : "wellknown",
+            "audience": audience.rawValue,
+            "device": device ? "yes" : "",
         ]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: settings), as: UTF8.self)
         self.pid = try spawnProcess(
@@ -82,6 +103,16 @@ package final class AuthlibServer: @unchecked Sendable {
         return try JSONSerialization.jsonObject(with: Data(response.body)) as? [String] ?? []
     }
 
+    /// Every token it issued so far is expired from now on: its API (`/api`) answers 401 to each
+    /// (`POST /expire`, a route of this test server only).
+    package func expireTokens() throws {
+        let response = try httpRequest(
+            SocketAddress(ipAddress: "127.0.0.1", port: self.port)!,
+            "POST /expire HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        precondition(response.status == 200, "POST /expire answered \(response.status)")
+    }
+
     /// The clients it registered, oldest first, each its client metadata as Authlib kept it
     /// (`GET /registered`, a route of this test server only).
     package func registeredClients() throws -> [[String: Any]] {
@@ -99,7 +130,7 @@ package final class AuthlibServer: @unchecked Sendable {
     }
 
     static let script = #"""
-        import json, os, secrets, socket, sys
+        import base64, json, os, secrets, socket, sys
         os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"  # the tests' issuer is http:// on 127.0.0.1
         from http.server import HTTPServer, BaseHTTPRequestHandler
         from urllib.parse import parse_qsl
@@ -110,12 +141,14 @@ package final class AuthlibServer: @unchecked Sendable {
         from authlib.oauth2.rfc6750 import BearerTokenGenerator
         from authlib.oauth2.rfc8414 import AuthorizationServerMetadata, get_well_known_url
         from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+        from authlib.oauth2.rfc8628 import (
+            DEVICE_CODE_GRANT_TYPE, DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict)
 
         settings = json.loads(sys.argv[1])
         issuer, mode = settings["issuer"], settings["mode"]
         origin = issuer.split("/", 3)[0] + "//" + issuer.split("/", 3)[2]
         registration = settings["registration"]
-        issued, registered = [], {}
+        issued, registered, expired = [], {}, set()
         codes, refresh_tokens = {}, {}
 
         class Code:
@@ -205,10 +238,42 @@ package final class AuthlibServer: @unchecked Sendable {
         server.register_grant(CodeGrant, [CodeChallenge(required=True)])
         server.register_grant(RefreshGrant)
         server.register_endpoint(Registration)
+        devices, approved = {}, set()
+
+        class DeviceEndpoint(DeviceAuthorizationEndpoint):
+            INTERVAL = 1
+            def get_verification_uri(self): return origin + "/device"
+            def save_device_credential(self, client_id, scope, data):
+                devices[data["device_code"]] = DeviceCredentialDict(client_id=client_id, scope=scope, **data)
+
+        class DeviceGrant(DeviceCodeGrant):
+            # Pending until the test, as the person, opens /device?user_code=….
+            def query_device_credential(self, device_code): return devices.get(device_code)
+            def query_user_grant(self, user_code): return ("alice", True) if user_code in approved else None
+            def should_slow_down(self, credential): return False
+
+        if settings["device"]:
+            server.register_grant(DeviceGrant)
+            server.register_endpoint(DeviceEndpoint)
+        asked = {"resource": None}  # the token request's RFC 8707 resource (one request at a time)
+
+        def jwt_part(value): return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+        def access_token(client, grant_type, user=None, scope=None, **kwargs):
+            if settings["audience"] == "opaque": return "authlib-" + secrets.token_urlsafe(16)
+            # An unsigned JWT whose aud is the resource asked for, or the client when resource is ignored.
+            honours = settings["audience"] == "resource" and asked["resource"]
+            claims = {"aud": asked["resource"] if honours else client.get_client_id(), "sub": "alice",
+                      "jti": secrets.token_urlsafe(8)}
+            return jwt_part({"alg": "none", "typ": "at+jwt"}) + "." + jwt_part(claims) + "."
+
+        def audience(token):
+            try: return json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "==")).get("aud")
+            except Exception: return None
+
         server.register_token_generator(
             "default", BearerTokenGenerator(
-                lambda *args, **kwargs: "authlib-" + secrets.token_urlsafe(16),
-                lambda *args, **kwargs: "authlib-refresh-" + secrets.token_urlsafe(16)))
+                access_token, lambda *args, **kwargs: "authlib-refresh-" + secrets.token_urlsafe(16)))
 
         metadata = AuthorizationServerMetadata({
             "issuer": issuer + "/other" if mode == "mismatch" else issuer,
@@ -216,7 +281,9 @@ package final class AuthlibServer: @unchecked Sendable {
             "revocation_endpoint": origin + "/revoke",
             "authorization_endpoint": origin + "/authorize",
             "code_challenge_methods_supported": ["S256"],
-            "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
+            "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"]
+                + ([DEVICE_CODE_GRANT_TYPE] if settings["device"] else []),
+            **({"device_authorization_endpoint": origin + "/device_authorization"} if settings["device"] else {}),
             "token_endpoint_auth_methods_supported":
                 ["client_secret_post", "client_secret_basic"] + (["none"] if registration == "open" else []),
             "response_types_supported": ["code"],
@@ -241,15 +308,32 @@ package final class AuthlibServer: @unchecked Sendable {
                 self.end_headers()
                 self.wfile.write(data)
 
+            def api(self):
+                # The protected resource at /api: a token this server issued and did not expire, else
+                # 401 naming its metadata (RFC 9728 §5.1) at the well-known address or elsewhere.
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                for_me = settings["audience"] == "opaque" or audience(token) == settings["resource"]
+                if token in issued and token not in expired and for_me:
+                    self.answer(200, {"api": self.path})
+                    return
+                named = origin + ("/meta/api" if settings["api_metadata"] == "named" else "/.well-known/oauth-protected-resource/api")
+                error = ', error="invalid_token"' if token else ""
+                self.answer(401, {"error": "invalid_token"}, [("WWW-Authenticate", f'Bearer resource_metadata="{named}"{error}')])
+
             def do_GET(self):
-                if wellknown is not None and self.path == wellknown:
+                if self.path == "/api" or self.path.startswith("/api/"):
+                    self.api()
+                elif wellknown is not None and self.path == wellknown:
                     self.answer(200, dict(metadata))
-                elif self.path == "/.well-known/oauth-protected-resource/api":
+                elif self.path in ("/.well-known/oauth-protected-resource/api", "/meta/api"):
                     self.answer(200, {"resource": settings["resource"], "authorization_servers": [issuer]})
                 elif self.path == "/issued":
                     self.answer(200, issued)
                 elif self.path == "/registered":
                     self.answer(200, list(registered.values()))
+                elif self.path.startswith("/device?user_code="):
+                    approved.add(self.path.split("=", 1)[1])
+                    self.answer(200, {"approved": True})
                 elif self.path.startswith("/authorize?"):
                     request = OAuth2Request("GET", origin + self.path, None, self.headers)
                     self.answer(*server.create_authorization_response(request, grant_user="alice"))
@@ -259,6 +343,14 @@ package final class AuthlibServer: @unchecked Sendable {
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode()
+                if self.path == "/expire":
+                    expired.update(issued)
+                    self.answer(200, {})
+                    return
+                if self.path == "/device_authorization" and settings["device"]:
+                    request = OAuth2Request("POST", origin + self.path, dict(parse_qsl(body)), self.headers)
+                    self.answer(*server.create_endpoint_response("device_authorization", request))
+                    return
                 if self.path == "/register" and registration != "none":
                     request = OAuth2Request("POST", origin + self.path, json.loads(body or "{}"), self.headers)
                     self.answer(*server.create_endpoint_response("client_registration", request))
@@ -267,6 +359,7 @@ package final class AuthlibServer: @unchecked Sendable {
                 if self.path != "/token":
                     self.answer(404, {"error": "not_found"})
                     return
+                asked["resource"] = form.get("resource")
                 request = OAuth2Request("POST", origin + self.path, form, self.headers)
                 self.answer(*server.create_token_response(request))
 

@@ -94,6 +94,16 @@ package struct ExternalTool: Sendable {
     package static let bash = ExternalTool.named("bash", orIn: ["/usr/bin", "/bin"], package: "bash")
     package static let zsh = ExternalTool.named("zsh", orIn: ["/usr/bin", "/bin"], package: "zsh")
     package static let fish = ExternalTool.named("fish", orIn: ["/usr/bin"], package: "fish")
+    /// A private session bus for the keyring tests (`SessionBus`).
+    package static let dbusDaemon = ExternalTool.named("dbus-daemon", orIn: ["/usr/bin"], package: "dbus-daemon")
+    /// A real Secret Service on that bus (`SessionBus.startKeyring`).
+    package static let gnomeKeyring = ExternalTool.named(
+        "gnome-keyring-daemon",
+        orIn: ["/usr/bin"],
+        package: "gnome-keyring"
+    )
+    /// libsecret's command line: the keyring's reader and writer that is not our code.
+    package static let secretTool = ExternalTool.named("secret-tool", orIn: ["/usr/bin"], package: "libsecret-tools")
     /// The system's CA certificates where OpenSSL finds them on Debian.
     package static let systemCAStore = ExternalTool.at(
         "/etc/ssl/certs/ca-certificates.crt",

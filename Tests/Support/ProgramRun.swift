@@ -10,11 +10,11 @@ package struct ProgramOutcome: Sendable {
     package var standardError: String
 }
 
-/// Runs `arguments` (the program's path first) in `directory`, with no input or `stdin` (a pipe a
-/// test steers the program through; closed here), and reads both its outputs to their end; a
-/// program that outlives `timeout` is killed by its PID. It gets this process's environment, or
-/// exactly `environment` when given. `status` is the shell's `$?` (128 + N for a program killed by
-/// signal N).
+/// Runs `arguments` (the program's path first) in `directory` and reads both its outputs to their
+/// end; a program that outlives `timeout` is killed by its PID. Its standard input is `input` (small
+/// enough for a pipe's buffer, written whole before it starts), or `stdin` (a pipe a test steers the
+/// program through; closed here), or else /dev/null. It gets this process's environment, or exactly
+/// `environment` when given. `status` is the shell's `$?` (128 + N for a program killed by signal N).
 ///
 /// Outputs are read with read(2) through `SystemCall`, which retries EINTR: FileHandle's reader
 /// traps on it.
@@ -22,12 +22,20 @@ package func runProgram(
     _ arguments: [String],
     in directory: String? = nil,
     environment: [String: String]? = nil,
-    stdin: Int32? = nil,
+    stdin steered: Int32? = nil,
+    input: String? = nil,
     timeout: Duration
 ) throws -> ProgramOutcome {
-    defer { if let stdin { close(stdin) } }
     let output = makeClosingPipe()
     let errors = makeClosingPipe()
+    let stdin =
+        input.map { text in
+            let pipe = makeClosingPipe()
+            try? SystemCall.writeAll(pipe.write, Array(text.utf8))
+            close(pipe.write)
+            return pipe.read
+        } ?? steered
+    defer { if let stdin { close(stdin) } }
     let child: ChildProcess
     do {
         child = try ChildProcess(

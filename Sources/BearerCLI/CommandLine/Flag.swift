@@ -61,6 +61,8 @@ package struct Flag: Equatable, Sendable {
         /// `HOST:PORT`, `[IPv6]:PORT` or `unix:/path`.
         case address
         case url
+        /// Any text, nothing to offer (`--scope`).
+        case text
         /// A `[session NAME]` of the config file.
         case sessionName
         /// One of these words.

@@ -65,7 +65,7 @@ extension CompletionScript {
         case .directory: #"compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur"))"#
         case .sessionName: #"COMPREPLY=($(compgen -W "$(\#(Self.sessionNamesCommand))" -- "$cur"))"#
         case .choice(let words): #"COMPREPLY=($(compgen -W "\#(words.joined(separator: " "))" -- "$cur"))"#
-        case .address, .url: ":"
+        case .address, .url, .text: ":"
         }
     }
 }

@@ -39,7 +39,7 @@ extension CompletionScript {
                         + "and set config $XDG_CONFIG_HOME/bearer-proxy/proxy.conf; \(Self.sessionNamesCommand))"
                 )
         case .choice(let words): "-x -a \(Self.fishQuoted(words.joined(separator: " ")))"
-        case .address, .url: "-x"
+        case .address, .url, .text: "-x"
         }
     }
 

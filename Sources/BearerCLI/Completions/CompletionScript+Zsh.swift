@@ -55,7 +55,7 @@ extension CompletionScript {
         case .directory: "_files -/"
         case .sessionName: "_bearer_proxy_sessions"
         case .choice(let words): "(\(words.joined(separator: " ")))"
-        case .address, .url: " "
+        case .address, .url, .text: " "
         }
     }
 

@@ -13,6 +13,11 @@ enum LoginCommand: Command {
     }
 
     static func run(_ options: Options, console: Console) -> Int32 {
+        if let url = options.url { return LoginAtURL(text: url, options: options, console: console).run() }
+        if options.scope != nil || options.printsSection {
+            console.fail(.notConfigured("--scope and --print go with the API's address: bearer-proxy login <url> …"))
+            return 1
+        }
         let environment: SubcommandEnvironment
         do throws(LoginError) {
             environment = try SubcommandEnvironment(
@@ -25,6 +30,29 @@ enum LoginCommand: Command {
             return 1
         }
         defer { environment.shutdown() }
+        let result = Self.obtain(in: environment, usesDevice: options.usesDevice, options: options, console: console)
+            .flatMap { token in
+                Self.store(token, in: environment).map { token }
+            }
+        switch result {
+        case .success(let token):
+            console.say(
+                Self.summary(token, file: environment.storePlace, inKeyring: environment.credentialStore.keyring != nil)
+            )
+            return 0
+        case .failure(let error):
+            console.fail(error)
+            return 1
+        }
+    }
+
+    /// Logs the session of `environment` in, the way its settings say (`flow`): the token, not stored yet.
+    static func obtain(
+        in environment: SubcommandEnvironment,
+        usesDevice: Bool,
+        options: Options,
+        console: Console
+    ) -> Result<FetchedToken, LoginError> {
         let settings = environment.settings
         let context = LoginContext(
             settings: settings,
@@ -34,24 +62,13 @@ enum LoginCommand: Command {
             deadline: Instant.now() + settings.login.timeout,
             opensBrowser: options.opensBrowser
         )
-        let result = Self.flow(
+        return Self.flow(
             for: settings,
-            usesDevice: options.usesDevice,
+            usesDevice: usesDevice,
             context: context,
             refreshTokenFile: environment.refreshTokenFile
         )
         .flatMap { $0() }
-        .flatMap { token in
-            Self.store(token, at: environment.refreshTokenFile).map { token }
-        }
-        switch result {
-        case .success(let token):
-            console.say(Self.summary(token, file: environment.refreshTokenFile))
-            return 0
-        case .failure(let error):
-            console.fail(error)
-            return 1
-        }
     }
 
     /// Which way to log in: JSON login, browser (authorization code + PKCE), or device code.
@@ -116,8 +133,10 @@ enum LoginCommand: Command {
             "the authorization server \(issuer.text) offers no client registration (its metadata has no registration_endpoint): register a client at \(issuer.text) and set client_id"
     }
 
-    /// Writes the refresh token the way a rotation does: under the file's lock, atomically, mode 0600.
-    static func store(_ token: FetchedToken, at path: String) -> Result<Void, LoginError> {
+    /// Writes the refresh token the way a rotation does: under the store's lock, in the keyring item or
+    /// the file (atomically, mode 0600).
+    static func store(_ token: FetchedToken, in environment: SubcommandEnvironment) -> Result<Void, LoginError> {
+        let path = environment.refreshTokenFile
         guard let refreshToken = token.refreshToken else {
             return .failure(
                 .noRefreshToken(
@@ -132,7 +151,7 @@ enum LoginCommand: Command {
             return .failure(.cannotStore("\(error.path): cannot create the directory: \(error.reason)"))
         }
         do throws(RefreshTokenStore.StoreError) {
-            let store = try RefreshTokenStore(token: nil, path: path)
+            let store = try environment.openStore()
             try store.endRefresh(store.beginRefresh(), rotated: refreshToken)
             return .success(())
         } catch {
@@ -141,7 +160,12 @@ enum LoginCommand: Command {
     }
 
     /// What the person learns: where the token went and how long the access token lives. Never a token.
-    static func summary(_ token: FetchedToken, file: String, now: Double = wallClockSeconds()) -> String {
+    static func summary(
+        _ token: FetchedToken,
+        file: String,
+        inKeyring: Bool = false,
+        now: Double = wallClockSeconds()
+    ) -> String {
         var lifetime = token.expiresIn?.seconds
         if lifetime == nil, let exp = JWTExpiry.expiry(of: token.accessToken.reveal()) { lifetime = exp - now }
         let expiry = lifetime.map { seconds in
@@ -149,7 +173,7 @@ enum LoginCommand: Command {
             return "The access token expires in \(humanDuration(seconds)) (\(at))"
         }
         return
-            "Logged in. The refresh token is stored in \(file) (mode 0600); a running bearer-proxy uses it within a second.\n"
+            "Logged in. The refresh token is stored in \(file)\(inKeyring ? "; a running bearer-proxy reads it at its next refresh" : " (mode 0600); a running bearer-proxy uses it within a second").\n"
             + (expiry ?? "The access token's expiry is unknown") + "; scope: \(token.scope ?? "(not stated)")."
     }
 }

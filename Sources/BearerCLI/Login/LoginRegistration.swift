@@ -34,6 +34,7 @@ struct LoginRegistration {
         }
         return registered.flatMap { client in
             do throws(AtomicFile.WriteError) {
+                try AtomicFile.createFolders(AtomicFile.folder(of: self.refreshTokenFile))
                 try client.store(besides: self.refreshTokenFile)
             } catch {
                 return .failure(.cannotStore("\(error.path): \(error.reason)"))

@@ -27,6 +27,7 @@ enum LogoutCommand: Command {
             return 1
         }
         defer { environment.shutdown() }
+        if environment.credentialStore.keyring != nil { return Self.logOutOfKeyring(environment, console: console) }
         let path = environment.refreshTokenFile
         let store: RefreshTokenStore
         do throws(RefreshTokenStore.StoreError) {
@@ -58,6 +59,33 @@ enum LogoutCommand: Command {
         }
         console.say("Deleted \(path).")
         Self.sayWhyTheLockFileStays(path, console: console)
+        return 0
+    }
+
+    /// Logout under credential_store = secret-service: under the refresh lock, the item read, the token
+    /// revoked, the item deleted (also when the server cannot be reached, as the file is).
+    private static func logOutOfKeyring(_ environment: SubcommandEnvironment, console: Console) -> Int32 {
+        let store: RefreshTokenStore
+        do throws(RefreshTokenStore.StoreError) {
+            store = try environment.openStore()
+        } catch {
+            console.fail(.cannotStore(error.description))
+            return 1
+        }
+        let lease = store.beginRefresh()
+        defer { try? store.endRefresh(lease, rotated: nil) }
+        guard let token = lease.token else {
+            console.say("Not logged in: there is no refresh token in \(environment.storePlace). Nothing to revoke.")
+            return 0
+        }
+        console.say(Self.revoke(token, environment: environment))
+        do throws(RefreshTokenStore.StoreError) {
+            _ = try store.deleteKeyringItem()
+        } catch {
+            console.fail(.cannotStore(error.description))
+            return 1
+        }
+        console.say("Deleted the refresh token from \(environment.storePlace).")
         return 0
     }
 

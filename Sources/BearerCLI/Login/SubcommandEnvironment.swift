@@ -13,8 +13,11 @@ struct SubcommandEnvironment {
     let settings: SessionSettings
     /// What the session's token requests sign with, and its TLS client certificate.
     let credentials: SessionCredentials
-    /// refresh_token_file: where login stores and logout deletes.
+    /// refresh_token_file: where login stores and logout deletes (under the keyring: what the lock
+    /// file sits beside, and a registered client's file).
     let refreshTokenFile: String
+    /// Where the refresh token is kept (credential_store), chosen as the proxy chooses it.
+    let credentialStore: CredentialStoreChoice
     let client: EndpointCaller
     private let group: EventLoopGroup
 
@@ -25,13 +28,19 @@ struct SubcommandEnvironment {
                 "no config file: pass --config <file> (or create ~/.config/bearer-proxy/proxy.conf)"
             )
         }
-        var root: Configuration
+        let root: Configuration
         do throws(ConfigurationErrors) {
             root = try ConfigurationLoader.load(source)
         } catch {
             // One line per error, each an `Error: …` line as the console prints the first.
             throw .notConfigured(error.errors.map(\.description).joined(separator: "\nError: "))
         }
+        try self.init(root, path: path, session: session, command: command)
+    }
+
+    /// The same for a configuration already read from `path` (`login URL`'s, with the section it adds).
+    init(_ loaded: Configuration, path: String, session: String?, command: String) throws(LoginError) {
+        var root = loaded
         let name = session ?? Configuration.defaultSessionName
         do throws(DiscoveryError) {
             root = try AuthorizationServerDiscovery.fill(root, only: name)
@@ -43,7 +52,20 @@ struct SubcommandEnvironment {
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
         }
         let places = root.places(of: name)
-        guard let file = settings.refreshTokenFile else {
+        // Chosen for a session that keeps a refresh token, which logging in gives it.
+        var keeping = settings
+        keeping.grantType = .refreshToken
+        let credentialStore: CredentialStoreChoice
+        do throws(RefreshTokenStore.StoreError) {
+            credentialStore = try CredentialStoreChoice.choose(
+                for: keeping,
+                environment: ProcessInfo.processInfo.environment
+            )
+        } catch {
+            throw .notConfigured(error.description)
+        }
+        guard let file = settings.refreshTokenFile ?? (credentialStore.keyring == nil ? nil : credentialStore.file)
+        else {
             let whose = session.map { " in [session \($0)]" } ?? ""
             throw .notConfigured(
                 "\(places.whole): \(ConfigurationKey.refreshTokenFile): \(command) needs it\(whose) (where the refresh token is stored)"
@@ -68,6 +90,7 @@ struct SubcommandEnvironment {
         self.settings = settings
         self.credentials = credentials
         self.refreshTokenFile = file
+        self.credentialStore = credentialStore
         self.group = EventLoopGroup(count: 1, name: "bearer-\(command)")
         self.client = EndpointCaller(
             timeout: root.process.refreshTimeout,
@@ -78,6 +101,21 @@ struct SubcommandEnvironment {
                 connectTimeout: root.process.upstreamConnectTimeout
             )
         )
+    }
+
+    /// The refresh token's store, read now: the keyring item, or the file.
+    func openStore() throws(RefreshTokenStore.StoreError) -> RefreshTokenStore {
+        guard self.credentialStore.keyring != nil else {
+            return try RefreshTokenStore(token: nil, path: self.refreshTokenFile)
+        }
+        return try self.credentialStore.open(for: self.settings)
+    }
+
+    /// Where the token goes, for what login and logout say: the file, or the keyring item.
+    var storePlace: String {
+        guard self.credentialStore.keyring != nil else { return self.refreshTokenFile }
+        return
+            "the Secret Service (\(ConfigurationKey.credentialStore) = secret-service; secret-tool lookup application bearer-proxy session \(self.settings.sessionName) kind refresh_token)"
     }
 
     func shutdown() {

@@ -198,6 +198,10 @@ final class AdminConnection: StreamConnectionDelegate {
                 ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
             } ?? JSONNull()
         object["failure"] = status.failure ?? JSONNull()
+        // Which store keeps the refresh token (file or secret-service), never what it holds.
+        object["credential_store"] =
+            session.settings.effectiveGrantType == .refreshToken
+            ? (session.tokens.store?.storeName ?? JSONNull()) : JSONNull()
         // The key's thumbprint is public (RFC 7638): what a server binds tokens to, never the key.
         object["dpop"] =
             session.dpop.map {

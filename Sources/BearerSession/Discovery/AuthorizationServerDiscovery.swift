@@ -172,6 +172,7 @@ package enum AuthorizationServerDiscovery {
         place: String
     ) throws(DiscoveryError) {
         var keys: Set<String> = []
+        var origins = session.discovered?.origins ?? [:]
         func fill(_ path: WritableKeyPath<SessionSettings, HTTPURL?>, _ key: ConfigurationKey, _ value: HTTPURL?) {
             guard session[keyPath: path] == nil, let value else { return }
             session[keyPath: path] = value
@@ -189,6 +190,8 @@ package enum AuthorizationServerDiscovery {
             let registered = RegisteredClient.stored(besides: file, for: endpoint.description)
         {
             session.clientID = registered.clientID
+            origins[ConfigurationKey.clientID.name] =
+                "registered at \(endpoint) by login, kept in \(RegisteredClient.path(besides: file))"
         }
         if places[.grantType] == nil, let offered = metadata.grantTypes {
             let grant = session.effectiveGrantType.formValue
@@ -203,7 +206,7 @@ package enum AuthorizationServerDiscovery {
             session.clientAuthentication = chosen
             keys.insert(ConfigurationKey.clientAuth.name)
         }
-        session.discovered = DiscoveredKeys(source: source, keys: keys)
+        session.discovered = DiscoveredKeys(source: source, keys: keys, origins: origins)
     }
 
     /// With a client secret and no key or certificate to authenticate with: client_secret_basic when

@@ -1,7 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerHTTP
-import Foundation
+import FoundationEssentials
 
 /// The parts of an authorization server's metadata (RFC 8414 §2, OpenID Connect Discovery §3) the
 /// proxy uses, read from the document and checked: its `issuer` equals the configured one, and every
@@ -32,7 +32,7 @@ package struct AuthorizationServerMetadata: Equatable, Sendable {
 
     /// The metadata in `body`, checked against `issuer`.
     package static func parse(_ body: [UInt8], issuer: Issuer) -> Result<AuthorizationServerMetadata, Problem> {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = JSONText.object(body) else {
             return .failure(.unusable("it is not a JSON object"))
         }
         guard let named = object["issuer"] as? String, named == issuer.text else {

@@ -1,6 +1,6 @@
 import BearerCore
 import BearerHTTP
-import Foundation
+import FoundationEssentials
 
 /// Dynamic client registration (RFC 7591) of bearer-proxy as a public client: the request, and what
 /// its answer means. The login that needs a client_id sends it (docs/token-sources.md, "Discovery").
@@ -24,8 +24,8 @@ package enum ClientRegistration {
             "redirect_uris": redirectURIs,
         ]
         if let scope { metadata["scope"] = scope }
-        let body = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data()
-        return EndpointRequest(url: endpoint, contentType: "application/json", body: Array(body))
+        let body = JSONText.text(of: metadata)
+        return EndpointRequest(url: endpoint, contentType: "application/json", body: Array(body.utf8))
     }
 
     /// The registered client (RFC 7591 §3.2.1), or the sentence saying why not (§3.2.2: the server's
@@ -35,7 +35,7 @@ package enum ClientRegistration {
         from endpoint: HTTPURL
     ) -> Result<RegisteredClient, DiscoveryError> {
         let what = "client registration at \(endpoint)"
-        let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        let object = JSONText.object(response.body)
         guard (200..<300).contains(response.status) else {
             guard let error = object?["error"] as? String else {
                 return .failure(DiscoveryError(description: "\(what) answered \(response.status)"))

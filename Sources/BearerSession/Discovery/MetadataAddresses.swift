@@ -25,9 +25,9 @@ package enum MetadataAddresses {
 
     /// Where a protected resource's metadata is (RFC 9728 §3.1): its well-known path inserted between
     /// the host and the resource's path, like RFC 8414's.
-    package static func url(forResource resource: Issuer) -> HTTPURL {
-        var url = resource.url
-        url.pathPrefix = Self.protectedResource + resource.url.pathPrefix
+    package static func url(forResource resource: HTTPURL) -> HTTPURL {
+        var url = resource
+        url.pathPrefix = Self.protectedResource + resource.pathPrefix
         return url
     }
 }

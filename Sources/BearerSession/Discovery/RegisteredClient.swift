@@ -1,5 +1,6 @@
+import BearerCore
 import BearerIO
-import Foundation
+import FoundationEssentials
 
 /// A client this proxy registered itself as (RFC 7591), kept beside refresh_token_file as
 /// `FILE.client` (mode 0600) so that the proxy and later logins use the same client_id: a new
@@ -27,7 +28,7 @@ package struct RegisteredClient: Equatable, Sendable {
     package static func stored(besides refreshTokenFile: String, for registrationEndpoint: String) -> RegisteredClient?
     {
         guard let data = FileManager.default.contents(atPath: Self.path(besides: refreshTokenFile)),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let object = JSONText.object(data),
             let clientID = object["client_id"] as? String, !clientID.isEmpty,
             object["registration_endpoint"] as? String == registrationEndpoint
         else { return nil }
@@ -37,8 +38,12 @@ package struct RegisteredClient: Equatable, Sendable {
     /// Writes it beside `refreshTokenFile`, atomically, mode 0600.
     package func store(besides refreshTokenFile: String) throws(AtomicFile.WriteError) {
         let object = ["client_id": self.clientID, "registration_endpoint": self.registrationEndpoint]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         let path = Self.path(besides: refreshTokenFile)
-        try AtomicFile.replace(path, with: Array(data) + [0x0A], mode: 0o600, temporary: path + ".tmp")
+        try AtomicFile.replace(
+            path,
+            with: Array(JSONText.text(of: object).utf8) + [0x0A],
+            mode: 0o600,
+            temporary: path + ".tmp"
+        )
     }
 }

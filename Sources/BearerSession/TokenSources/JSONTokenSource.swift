@@ -46,6 +46,10 @@ package final class JSONTokenSource: TokenSource {
         self.pool.execute {
             let lease = self.store?.beginRefresh()
             let finish = endingRefresh(lease, in: self.store, pool: self.pool, logger: self.logger, then: completion)
+            if let problem = lease?.unreadable {
+                finish(.transient(reason: problem, timedOut: false))
+                return
+            }
             let refreshToken = lease?.token.flatMap { token in self.refused.withLock { $0 } == token ? nil : token }
             if let refreshToken, let request = self.requests.refresh(refreshToken) {
                 self.call(request, isLogin: false, spending: refreshToken) { outcome in

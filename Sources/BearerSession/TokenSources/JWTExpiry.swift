@@ -6,12 +6,15 @@ import FoundationEssentials
 package enum JWTExpiry {
     /// Seconds since the epoch, or nil.
     package static func expiry(of token: String) -> Double? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = self.base64URLDecode(parts[1]),
-            let object = JSONText.object(payload),
-            let exp = JSONText.number(object["exp"]), exp > 0
-        else { return nil }
+        guard let exp = JSONText.number(self.claims(of: token)?["exp"]), exp > 0 else { return nil }
         return exp
+    }
+
+    /// The payload of a token that is a JWT (three dot-separated parts), unverified; nil otherwise.
+    static func claims(of token: String) -> [String: Any]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = self.base64URLDecode(parts[1]) else { return nil }
+        return JSONText.object(payload)
     }
 
     static func base64URLDecode(_ text: Substring) -> Data? {

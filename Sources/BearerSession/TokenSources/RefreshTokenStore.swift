@@ -12,8 +12,18 @@ import Synchronization
 /// the old one, so a crash leaves either the old or the new token, never half of one. The lock is on
 /// a separate file because rename replaces the token file's inode. That file is never removed (see
 /// `lockPath(for:)`). Blocking: call off the event loops.
+///
+/// Under `credential_store = secret-service` the token is a keyring item instead of a file
+/// (`keyring`, `path` nil): the same lock, on a file beside where the token file would be, and the
+/// item re-read after taking it.
 package final class RefreshTokenStore: Sendable {
     package let path: String?
+    /// The keyring item that holds the token, instead of a file.
+    package let keyring: KeyringRefreshToken?
+    /// The file every process sharing the token locks across a refresh.
+    package let lockFile: String?
+    /// Which store and why (`CredentialStoreChoice.summary`), for the start-up line.
+    package let origin: String
     private struct State {
         var token: Secret<String>?
         var stamp: FileStamp?
@@ -34,8 +44,11 @@ package final class RefreshTokenStore: Sendable {
         package var description: String
     }
 
-    package init(token: Secret<String>?, path: String?) throws(StoreError) {
+    package init(token: Secret<String>?, path: String?, origin: String = "file") throws(StoreError) {
         self.path = path
+        self.keyring = nil
+        self.lockFile = path.map(Self.lockPath(for:))
+        self.origin = origin
         self.state = Locked(State(token: token))
         if let path {
             let (token, stamp) = try Self.read(path)
@@ -46,6 +59,20 @@ package final class RefreshTokenStore: Sendable {
         }
     }
 
+    /// The token in `keyring`, read now; `lockFile` locked across each refresh (its folder made then).
+    package init(keyring: KeyringRefreshToken, lockFile: String, origin: String) throws(StoreError) {
+        self.path = nil
+        self.keyring = keyring
+        self.lockFile = lockFile
+        self.origin = origin
+        self.state = Locked(State(token: try keyring.read()))
+    }
+
+    /// Where the token is kept, as `/status` and the start-up line name it.
+    package var storeName: String {
+        self.keyring == nil ? "file" : "secret-service"
+    }
+
     package var current: Secret<String>? {
         self.state.withLock { $0.token }
     }
@@ -54,6 +81,10 @@ package final class RefreshTokenStore: Sendable {
     package struct Lease: Sendable {
         package var token: Secret<String>?
         fileprivate var lockFD: Int32?
+        /// Why the keyring item could not be read after taking the lock: the refresh must then fail
+        /// rather than spend the token in memory, which another process may have rotated away, and
+        /// whose successor could not be stored either.
+        package var unreadable: String?
     }
 
     /// `<file>.lock`, the file every process sharing the token file `flock`s across a refresh.
@@ -71,16 +102,27 @@ package final class RefreshTokenStore: Sendable {
 
     /// Locks the file and returns the refresh token to spend: the file's, if another process rotated it.
     package func beginRefresh() -> Lease {
-        guard let path = self.path else { return Lease(token: self.current, lockFD: nil) }
-        let fd = open(Self.lockPath(for: path), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard let lockFile = self.lockFile else { return Lease(token: self.current, lockFD: nil) }
+        if self.keyring != nil { try? AtomicFile.createFolders(AtomicFile.folder(of: lockFile)) }
+        let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 { _ = try? SystemCall.blocking("flock") { flock(fd, LOCK_EX) } }
-        if let (token, stamp) = try? Self.read(path) {
+        // Another process may have rotated the item meanwhile.
+        var unreadable: String?
+        if let keyring = self.keyring {
+            do throws(StoreError) {
+                let token = try keyring.read()
+                self.state.withLock { $0.token = token }
+            } catch {
+                unreadable = error.description
+            }
+        }
+        if let path = self.path, let (token, stamp) = try? Self.read(path) {
             self.state.withLock {
                 $0.token = token
                 $0.stamp = stamp
             }
         }
-        return Lease(token: self.current, lockFD: fd >= 0 ? fd : nil)
+        return Lease(token: self.current, lockFD: fd >= 0 ? fd : nil, unreadable: unreadable)
     }
 
     /// Stores a rotated token (when there is one) and releases the lock.
@@ -93,6 +135,7 @@ package final class RefreshTokenStore: Sendable {
         }
         guard let rotated, rotated != lease.token else { return }
         self.state.withLock { $0.token = rotated }
+        if let keyring = self.keyring { try keyring.write(rotated) }
         guard let path = self.path else { return }
         try Self.writeAtomically(rotated.reveal() + "\n", to: path)
         let stamp = Self.stamp(path)
@@ -135,6 +178,11 @@ package final class RefreshTokenStore: Sendable {
     /// Re-reads the file (SIGHUP, a change noticed).
     @discardableResult
     package func reload() throws(StoreError) -> Bool {
+        if let keyring = self.keyring {
+            let token = try keyring.read()
+            self.state.withLock { $0.token = token }
+            return true
+        }
         guard let path = self.path else { return false }
         let (token, stamp) = try Self.read(path)
         self.state.withLock {
@@ -142,6 +190,12 @@ package final class RefreshTokenStore: Sendable {
             $0.stamp = stamp
         }
         return true
+    }
+
+    /// Deletes the keyring item (logout); whether there was one. A file store has none.
+    package func deleteKeyringItem() throws(StoreError) -> Bool {
+        guard let keyring = self.keyring else { return false }
+        return try keyring.delete()
     }
 
     /// Drops the token from memory (logout); returns it. The file, if any, is left alone.
@@ -196,6 +250,9 @@ package final class RefreshTokenStore: Sendable {
     /// Why there is no refresh token to spend, for the 401 and the log line. Always something on this
     /// machine (the token endpoint was not asked), so it names the file. Blocking: a `stat` and a read.
     package func absenceReason() -> String {
+        if let keyring = self.keyring {
+            return "there is no \(keyring.description) (bearer-proxy login stores one)"
+        }
         guard let path = self.path else { return "the configured refresh_token was dropped by a logout" }
         do throws(StoreError) {
             if try Self.read(path).1 != nil { return "\(path) is empty" }

@@ -50,6 +50,10 @@ package final class OAuth2TokenSource: TokenSource {
         self.pool.execute {
             let lease = self.store?.beginRefresh()
             let finish = endingRefresh(lease, in: self.store, pool: self.pool, logger: self.logger, then: completion)
+            if let problem = lease?.unreadable {
+                finish(.transient(reason: problem, timedOut: false))
+                return
+            }
             if self.builder.grant == .refreshToken && lease?.token == nil {
                 finish(.permanent(.noRefreshToken(in: self.store)))
                 return

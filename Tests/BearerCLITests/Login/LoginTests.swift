@@ -291,13 +291,16 @@ extension DeviceAuthorizationPoller {
                 OVERVIEW: Log in once and store the refresh token in refresh_token_file, so the proxy can get
                 tokens by itself. A running bearer-proxy picks the new file up within a second.
 
-                USAGE: bearer-proxy login [--config <file>] [--session <name>] [--device] [--no-browser]
+                USAGE: bearer-proxy login [<url>] [--config <file>] [--session <name>] [--device] [--no-browser] [--scope <scope>] [--print]
 
                 OPTIONS:
                   --config <file>         The proxy's config file: how to log in, where the token goes.
                   --device                Log in on another device with a code (OAuth2 device authorization,
                                           RFC 8628). The default when only device_authorization_url is set.
                   --no-browser            Print the authorization URL without opening a browser.
+                  --print                 With <url>: print the new [session <name>] instead of adding it to
+                                          the config file.
+                  --scope <scope>         With <url>: the scope the new session asks for (its scope key).
                   --session <name>        The [session <name>] of the config file to log in (default: the
                                           keys outside any section).
                   -h, --help              Show help information.
@@ -307,6 +310,14 @@ extension DeviceAuthorizationPoller {
                 (authorization code with PKCE; the answer comes back to http://127.0.0.1:<port>/callback);
                 device_authorization_url prints a code to enter elsewhere. Gives up after login_timeout
                 (default: 5m). Prints the token's expiry and scope, never a token.
+
+                With <url> (the API's address) it needs no config: it asks the API without a token, reads
+                the protected resource metadata its 401 names (RFC 9728) and its authorization server's
+                (RFC 8414), registers bearer-proxy as a client when there is no client_id (RFC 7591), logs
+                in (the browser; the device code with --device or when no browser can be opened), stores
+                the refresh token, and adds a [session <name>] for the API to the config file (created
+                when missing; an existing one is only appended to). Then 'bearer-proxy --config <file>'
+                serves the API with the token.
 
                 """
         )
@@ -338,6 +349,10 @@ extension DeviceAuthorizationPoller {
             LoginCommand.Options(configPath: "p.conf", usesDevice: true, opensBrowser: false)
         ),
         (["--config=p.conf"], LoginCommand.Options(configPath: "p.conf")),
+        (
+            ["https://api.example.com/", "--scope", "read write", "--print"],
+            LoginCommand.Options(url: "https://api.example.com/", scope: "read write", printsSection: true)
+        ),
         (["--config", "p.conf", "--session=github"], LoginCommand.Options(configPath: "p.conf", session: "github")),
     ])
     func parsesLoginFlags(arguments: [String], expected: LoginCommand.Options) throws {
@@ -350,7 +365,9 @@ extension DeviceAuthorizationPoller {
         #expect(throws: CommandLineError.unknownOption("--session")) { try CACommand.parse(["--session", "a"]) }
         #expect(throws: CommandLineError.missingValue("--session")) { try LogoutCommand.parse(["--session"]) }
         #expect(throws: CommandLineError.missingValue("--config")) { try LoginCommand.parse(["--config"]) }
-        #expect(throws: CommandLineError.unexpectedArgument("now")) { try LoginCommand.parse(["now"]) }
+        #expect(throws: CommandLineError.unexpectedArgument("now")) {
+            try LoginCommand.parse(["https://api.example.com", "now"])
+        }
     }
 
     @Test func summariesNameExpiryAndScopeButNoToken() {
