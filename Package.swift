@@ -67,6 +67,17 @@ let package = Package(
             dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "BearerTestSupport"],
             path: "bench"
         ),
+        // The libFuzzer targets, one per parser of outside bytes (docs/development.md, "Fuzzing"), and
+        // the one executable that runs them: with libFuzzer when scripts/fuzz links it in, as a replay
+        // of files otherwise. Not installed.
+        .target(
+            name: "BearerFuzzTargets",
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerHTTP2", "BearerIO", "BearerCrypto", "BearerConfig", "BearerSession",
+            ],
+            path: "fuzz/Targets"
+        ),
+        .executableTarget(name: "bearer-fuzz", dependencies: ["BearerCore", "BearerFuzzTargets"], path: "fuzz/Driver"),
         // What only tests and the bench use (the executable does not link it): `waitUntil`, child
         // programs (redis-server, openssl), test keys, blocking clients, the token endpoint's login
         // endpoints and its checks of signed JWTs and DPoP proofs; a private session bus and keyring
@@ -118,6 +129,8 @@ let package = Package(
             dependencies: ["BearerDemo", "BearerTestSupport", "BearerHTTP", "BearerIO"]
         ),
         .testTarget(name: "BearerDocsTests", dependencies: ["BearerDocs", "BearerConfig", "BearerTestSupport"]),
+        // Every file of fuzz/corpus run through its target: each crash kept there stays a test.
+        .testTarget(name: "BearerFuzzTests", dependencies: ["BearerFuzzTargets"]),
         .testTarget(name: "BenchTests", dependencies: ["bearer-bench", "BearerDemo", "BearerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -107,7 +107,9 @@ package enum TokenEndpointResponse {
         let type = (object["token_type"] as? String)?.lowercased() ?? "bearer"
         guard type == "bearer" || type == "dpop" else { return nil }
         var expiresIn: Duration?
-        if let seconds = JSONText.number(object["expires_in"]), seconds > 0 {
+        // Past 10⁹ seconds (about 31 years, the JSON backend's bound too) is no expiry: a Duration in
+        // milliseconds could not hold every number a server may write.
+        if let seconds = JSONText.number(object["expires_in"]), seconds > 0, seconds < 1e9 {
             expiresIn = .milliseconds(Int64(seconds * 1000))
         }
         var refreshToken: Secret<String>?
@@ -151,7 +153,8 @@ package enum TokenEndpointResponse {
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         let words = text.split(separator: " ")
         guard words.count == 6, days.contains(String(words[0])), words[5] == "GMT",
-            let day = Int(words[1]), let month = months.firstIndex(of: String(words[2])), let year = Int(words[3])
+            let day = Int(words[1]), let month = months.firstIndex(of: String(words[2])),
+            words[3].count == 4, let year = Int(words[3]), year >= 1000
         else { return nil }
         let time = words[4].split(separator: ":", omittingEmptySubsequences: false).compactMap { Int($0) }
         guard time.count == 3, (1...31).contains(day), (0...23).contains(time[0]), (0...59).contains(time[1]),

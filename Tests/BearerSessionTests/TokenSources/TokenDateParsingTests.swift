@@ -27,6 +27,27 @@ import Testing
         #expect(TokenEndpointResponse.parseRetryAfter("120", now: 0) == .seconds(120))
     }
 
+    /// Found by the token-response fuzz target: a year past Int32 stopped the process (its
+    /// conversion for timegm trapped). An IMF-fixdate's year is four digits.
+    @Test func retryAfterRefusesAYearOfMoreThanFourDigits() {
+        for year in ["99999999999", "-9223372036854775808", "10000", "999"] {
+            #expect(TokenEndpointResponse.parseRetryAfter("Sun, 06 Nov \(year) 08:49:37 GMT", now: 0) == nil, "\(year)")
+        }
+        #expect(TokenEndpointResponse.parseHTTPDate("Fri, 31 Dec 9999 23:59:59 GMT") == 253_402_300_799)
+    }
+
+    /// Found by the token-response fuzz target: an `expires_in` past what a Duration holds in
+    /// milliseconds stopped the process. A lifetime beyond the JSON backend's bound (10⁹ seconds,
+    /// about 31 years) is no expiry, as there.
+    @Test(arguments: ["1e23", "1e300", "9223372036854775807", "1000000000"])
+    func anExpiresInTooLongForADurationIsNoExpiry(value: String) throws {
+        let body = Array(#"{"access_token":"a","token_type":"Bearer","expires_in":\#(value)}"#.utf8)
+        let token = try #require(TokenEndpointResponse.parseTokenJSON(body))
+        #expect(token.expiresIn == nil)
+        let fine = Array(#"{"access_token":"a","expires_in":999999999}"#.utf8)
+        #expect(TokenEndpointResponse.parseTokenJSON(fine)?.expiresIn == .seconds(999_999_999))
+    }
+
     @Test(arguments: [
         "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.250Z", "2026-06-30T12:34:56+02:00", "2026-06-30T12:34:56.5-05:30",
     ])
