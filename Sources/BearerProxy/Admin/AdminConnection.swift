@@ -2,8 +2,8 @@ import BearerCore
 import BearerHTTP
 import BearerIO
 
-/// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
-/// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
+/// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `/events` (a snapshot
+/// a second until the client goes), `POST /refresh`, `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
 /// page cannot log the user out or read their session. `?session=NAME` names the session refresh
 /// and logout act on (none: the default session, when there is one). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
@@ -13,6 +13,8 @@ final class AdminConnection: StreamConnectionDelegate {
     private var head: RequestHead?
     private var isBusy = false
     private var closes = false
+    /// Answering `/events`: the connection is the stream's until the client goes.
+    private var isWatching = false
 
     init(stream: StreamConnection, server: AdminServer) {
         self.stream = stream
@@ -21,11 +23,14 @@ final class AdminConnection: StreamConnectionDelegate {
 
     func streamReceived(_ connection: StreamConnection) { self.process() }
     func streamReadEnded(_ connection: StreamConnection) {
-        if !self.isBusy { connection.closeAfterFlush() } else { self.closes = true }
+        if self.isWatching { self.server.viewers.value.remove(connection) }
+        if !self.isBusy || self.isWatching { connection.closeAfterFlush() } else { self.closes = true }
     }
     func streamWritable(_ connection: StreamConnection) {}
     func streamConnected(_ connection: StreamConnection) {}
-    func streamClosed(_ connection: StreamConnection, error: IOError?) {}
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        if self.isWatching { self.server.viewers.value.remove(connection) }
+    }
 
     private func process() {
         while !self.isBusy && !self.stream.isClosed {
@@ -99,11 +104,13 @@ final class AdminConnection: StreamConnectionDelegate {
             }
         case ("GET", "/status"):
             self.respond(200, self.statusJSON(), contentType: "application/json")
+        case ("GET", "/events"):
+            self.watch()
         case ("POST", "/refresh"):
             if let session = self.session(named: query) { self.refresh(session) }
         case ("POST", "/logout"):
             if let session = self.session(named: query) { self.logOut(session) }
-        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
+        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
             let allowed = Self.allowedMethods(path)
             self.respond(
@@ -114,9 +121,30 @@ final class AdminConnection: StreamConnectionDelegate {
         default:
             self.respond(
                 404,
-                "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n"
+                "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, /events, POST /refresh, POST /logout)\n"
             )
         }
+    }
+
+    /// `GET /events`: a `text/event-stream` without a length, one snapshot a second (`EventStreamViewers`)
+    /// until the client closes; past the viewers' limit a 503 that says so.
+    private func watch() {
+        let viewers = self.server.viewers.value
+        guard viewers.count < EventStreamViewers.limit else {
+            self.closes = true
+            self.respond(
+                503,
+                "bearer-proxy: \(EventStreamViewers.limit) viewers are watching /events already, the most it serves; close one and try again\n"
+            )
+            return
+        }
+        self.isBusy = true
+        self.isWatching = true
+        self.stream.withOutbound { buffer in
+            buffer.writeString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n")
+            buffer.writeString("Connection: close\r\n\r\n")
+        }
+        _ = viewers.add(self.stream, of: self.server)
     }
 
     /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name
