@@ -2,8 +2,9 @@ import BearerCore
 import BearerHTTP
 import BearerIO
 
-/// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `/events` (a snapshot
-/// a second until the client goes), `POST /refresh`, `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
+/// One connection to the admin listener: the page (`/`, `/app.js`, `/app.css`), `/metrics`,
+/// `/healthz`, `/status`, `/events` (a snapshot a second until the client goes), `/exchanges` (the
+/// audit log's last lines), `POST /refresh`, `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
 /// page cannot log the user out or read their session. `?session=NAME` names the session refresh
 /// and logout act on (none: the default session, when there is one). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
@@ -106,11 +107,22 @@ final class AdminConnection: StreamConnectionDelegate {
             self.respond(200, self.statusJSON(), contentType: "application/json")
         case ("GET", "/events"):
             self.watch()
+        case ("GET", "/"):
+            self.respondPage(AdminPage.html, contentType: "text/html; charset=utf-8")
+        case ("GET", "/app.js"):
+            self.respondPage(AdminPageScript.source, contentType: "text/javascript; charset=utf-8")
+        case ("GET", "/app.css"):
+            self.respondPage(AdminPage.style, contentType: "text/css; charset=utf-8")
+        case ("GET", "/exchanges"):
+            let isOn = runtime.auditLog != nil
+            let lines = isOn ? runtime.recentExchanges.json : "[]"
+            self.respond(200, #"{"audit_log":\#(isOn),"exchanges":\#(lines)}"# + "\n", contentType: "application/json")
         case ("POST", "/refresh"):
             if let session = self.session(named: query) { self.refresh(session) }
         case ("POST", "/logout"):
             if let session = self.session(named: query) { self.logOut(session) }
-        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"):
+        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"),
+            (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/exchanges"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
             let allowed = Self.allowedMethods(path)
             self.respond(
@@ -121,7 +133,7 @@ final class AdminConnection: StreamConnectionDelegate {
         default:
             self.respond(
                 404,
-                "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, /events, POST /refresh, POST /logout)\n"
+                "bearer-proxy admin: no such endpoint (try /, /metrics, /healthz, /status, /events, /exchanges, POST /refresh, POST /logout)\n"
             )
         }
     }
@@ -145,6 +157,17 @@ final class AdminConnection: StreamConnectionDelegate {
             buffer.writeString("Connection: close\r\n\r\n")
         }
         _ = viewers.add(self.stream, of: self.server)
+    }
+
+    /// A part of the page, with the policy that keeps it to the listener's own script and style.
+    private func respondPage(_ body: String, contentType: String) {
+        self.respond(
+            200,
+            body,
+            contentType: contentType,
+            extraHeaders: "Content-Security-Policy: \(AdminPage.contentSecurityPolicy)\r\n"
+                + "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+        )
     }
 
     /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name

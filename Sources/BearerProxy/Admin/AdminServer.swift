@@ -38,7 +38,8 @@ final class AdminServer: Sendable {
         self.isUnixSocket = address.isUnix
         self.requestGuard = RequestGuard(
             configuration: runtime.configuration,
-            names: ProxyNames(boundAddresses: [address], acceptHosts: runtime.configuration.acceptHosts)
+            names: ProxyNames(boundAddresses: [address], acceptHosts: runtime.configuration.acceptHosts),
+            acceptsOwnOrigin: true
         )
     }
 
