@@ -113,6 +113,8 @@ final class AdminConnection: StreamConnectionDelegate {
             self.respondPage(AdminPageScript.source, contentType: "text/javascript; charset=utf-8")
         case ("GET", "/app.css"):
             self.respondPage(AdminPage.style, contentType: "text/css; charset=utf-8")
+        case ("GET", "/icon.svg"):
+            self.respondPage(AdminPage.icon, contentType: "image/svg+xml")
         case ("GET", "/exchanges"):
             let isOn = runtime.auditLog != nil
             let lines = isOn ? runtime.recentExchanges.json : "[]"
@@ -122,7 +124,7 @@ final class AdminConnection: StreamConnectionDelegate {
         case ("POST", "/logout"):
             if let session = self.session(named: query) { self.logOut(session) }
         case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"),
-            (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/exchanges"):
+            (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/icon.svg"), (_, "/exchanges"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
             let allowed = Self.allowedMethods(path)
             self.respond(

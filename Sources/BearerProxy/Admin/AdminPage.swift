@@ -19,6 +19,7 @@ enum AdminPage {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>bearer-proxy</title>
         <link rel="stylesheet" href="/app.css">
+        <link rel="icon" href="/icon.svg" type="image/svg+xml">
         <script src="/app.js" defer></script>
         </head>
         <body>
@@ -40,6 +41,12 @@ enum AdminPage {
         </main>
         </body>
         </html>
+
+        """#
+
+    /// The tab's icon (without one a browser asks for /favicon.ico, and logs the 404 as an error).
+    static let icon = #"""
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1d2430"/><path d="M5 4h4a2.5 2.5 0 0 1 0 5H5zM5 9h4.5a2.5 2.5 0 0 1 0 5H5z" fill="none" stroke="#fff" stroke-width="1.6"/></svg>
 
         """#
 
