@@ -109,7 +109,7 @@ struct AdminPageBrowserTests {
                     future = asyncio.get_event_loop().create_future()
                     pending[ids[0]] = future
                     await ws.send(json.dumps({"id": ids[0], "method": method, "params": params}))
-                    return (await asyncio.wait_for(future, 60)).get("result", {})
+                    return (await asyncio.wait_for(future, shown + 60)).get("result", {})
 
                 async def evaluate(expression):
                     result = await call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
@@ -136,7 +136,7 @@ struct AdminPageBrowserTests {
                 outcome = "document.querySelector('.session .outcome').textContent"
                 report["outcome"] = await until(f"/^[0-9]{{3}} /.test({outcome}) && {outcome}", 5)
                 await until(f"bearerPage.snapshots >= {shown}", shown + 10)
-                shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+                shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=False)
                 with open(screenshot, "wb") as out:
                     out.write(base64.b64decode(shot["data"]))
                 report["errors"] = errors
