@@ -2,10 +2,11 @@ import BearerCore
 import BearerHTTP
 import BearerIO
 
-/// One connection to the admin listener: the page (`/`, `/app.js`, `/app.css`), `/metrics`,
-/// `/healthz`, `/status`, `/events` (a snapshot a second until the client goes), `/exchanges` (the
-/// audit log's last lines), `POST /refresh`, `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
-/// page cannot log the user out or read their session. `?session=NAME` names the session refresh
+/// One connection to the admin listener: the page (`/`, `/app.js`, `/app.css`, `/icon.svg`),
+/// `/metrics`, `/healthz`, `/status`, `/events` (a snapshot a second until the client goes),
+/// `/exchanges` (the audit log's last lines), `POST /refresh`, `POST /logout`, nothing else. Follows
+/// the same Host and Origin rules as the proxy port (its own origin allowed, for the page's buttons),
+/// so another web page cannot log the user out or read their session. `?session=NAME` names the session refresh
 /// and logout act on (none: the default session, when there is one). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
     let stream: StreamConnection
