@@ -30,6 +30,7 @@ extension ProxyCommand {
         value: Flag.Value("addr", .address),
         help: """
             Serve /metrics, /healthz, /status, POST /refresh, POST /logout
+            and the live admin page at /
             there
             """,
         default: Flag.Default("off; with --demo: a free port on 127.0.0.1"),

@@ -25,6 +25,8 @@ package final class ProxyRuntime: Sendable {
     /// One JSON line per exchange, when audit_log is on. SIGUSR1 opens its file again (`reopenAuditLog`).
     package var auditLog: LogSink? { self.auditLogSink.withLock { $0 } }
     private let auditLogSink: Locked<LogSink?>
+    /// The audit log's last lines, for the admin page (none while it is off).
+    package let recentExchanges = RecentExchanges()
     /// Lines the audit files SIGUSR1 replaced had dropped.
     private let retiredDroppedAuditLines = Atomic<Int>(0)
     package let openConnections = Atomic<Int>(0)
@@ -152,7 +154,7 @@ final class LoopContext {
         self.accessLog = runtime.accessLog.map {
             AccessLogBuffer(sink: $0, loop: loop, namesSessions: runtime.namesSessions)
         }
-        self.auditLog = runtime.auditLog.map { AuditLogBuffer(sink: $0, loop: loop) }
+        self.auditLog = runtime.auditLog.map { AuditLogBuffer(sink: $0, loop: loop, recent: runtime.recentExchanges) }
         self.ports = runtime.sessions.map { SessionPort($0.tokens, loop: loop) }
     }
 }

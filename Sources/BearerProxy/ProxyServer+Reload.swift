@@ -131,7 +131,9 @@ extension ProxyServer {
         _ = self.runtime.replaceAuditLog(with: sink)
         self.onEveryLoop { context in
             context.auditLog?.flush()
-            context.auditLog = sink.map { AuditLogBuffer(sink: $0, loop: context.loop) }
+            context.auditLog = sink.map {
+                AuditLogBuffer(sink: $0, loop: context.loop, recent: context.runtime.recentExchanges)
+            }
         }
         self.runtime.logger.info(
             "SIGUSR1: the audit log was opened again",

@@ -54,6 +54,7 @@ import Testing
                                           (default: 127.0.0.1:8080)
                   --upstream <url>        Target of origin-form requests: http(s)://host[:port][/prefix]
                   --admin-listen <addr>   Serve /metrics, /healthz, /status, POST /refresh, POST /logout
+                                          and the live admin page at /
                                           there (default: off; with --demo: a free port on 127.0.0.1)
                   --log-level <level>     error, warn, info or debug (default: info)
                   --check                 Validate the configuration, print it with secrets masked, and exit.

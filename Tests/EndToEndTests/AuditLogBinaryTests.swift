@@ -43,6 +43,15 @@ import Testing
         #expect(try proxy.get("/a/v1/items").status == 200)
         // A host of no session (the default API's token server), by host as a forward proxy client asks.
         let otherHost = try proxy.get(proxy["default"].tokens.url)
+        // The admin page's recent exchanges are the same lines, the refused one among them.
+        let exchanges = try proxy.admin("GET", "/exchanges").text
+        let recent = try #require(JSONText.object(Array(exchanges.utf8)))
+        #expect(recent["audit_log"] as? Bool == true)
+        let recentLines = try #require(recent["exchanges"] as? [[String: Any]])
+        #expect(recentLines.count == 4)
+        #expect(
+            recentLines.filter { $0["decision"] as? String == "refused" }.map { $0["method"] as? String } == ["DELETE"]
+        )
         #expect(proxy.proxy.stop() == 0)
 
         let records = try Self.records(path)
@@ -95,6 +104,7 @@ import Testing
             #expect(api.authority.issuedCount > 0)
             for number in 0...api.authority.issuedCount {
                 #expect(!text.contains("\(name)-access-\(number)"), "a token in the audit log")
+                #expect(!exchanges.contains("\(name)-access-\(number)"), "a token in /exchanges")
             }
             #expect(!text.contains("\(name)-secret-e2e"))
         }

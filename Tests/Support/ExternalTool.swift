@@ -88,6 +88,9 @@ package struct ExternalTool: Sendable {
     package static let pythonH2 = ExternalTool.pythonModule("h2", package: "python3-h2")
     /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).
     package static let pythonAuthlib = ExternalTool.pythonModule("authlib", package: "python3-authlib")
+    /// A real browser for the admin page (`AdminPageBrowserTests`), driven headless over its
+    /// DevTools protocol.
+    package static let chromium = ExternalTool.at("/usr/bin/chromium", package: "chromium")
     /// The formatter `man` uses, which checks the man pages (`groff -ww`: every warning).
     package static let groff = ExternalTool.named("groff", orIn: ["/usr/bin"], package: "groff-base")
     /// The shells whose completion scripts `bearer-proxy completions` writes (`CompletionsTests`).

@@ -2,9 +2,11 @@ import BearerCore
 import BearerHTTP
 import BearerIO
 
-/// One connection to the admin listener: `/metrics`, `/healthz`, `/status`, `POST /refresh`,
-/// `POST /logout`, nothing else. Follows the same Host and Origin rules as the proxy port, so a web
-/// page cannot log the user out or read their session. `?session=NAME` names the session refresh
+/// One connection to the admin listener: the page (`/`, `/app.js`, `/app.css`, `/icon.svg`),
+/// `/metrics`, `/healthz`, `/status`, `/events` (a snapshot a second until the client goes),
+/// `/exchanges` (the audit log's last lines), `POST /refresh`, `POST /logout`, nothing else. Follows
+/// the same Host and Origin rules as the proxy port (its own origin allowed, for the page's buttons),
+/// so another web page cannot log the user out or read their session. `?session=NAME` names the session refresh
 /// and logout act on (none: the default session, when there is one). Confined to its loop.
 final class AdminConnection: StreamConnectionDelegate {
     let stream: StreamConnection
@@ -13,6 +15,8 @@ final class AdminConnection: StreamConnectionDelegate {
     private var head: RequestHead?
     private var isBusy = false
     private var closes = false
+    /// Answering `/events`: the connection is the stream's until the client goes.
+    private var isWatching = false
 
     init(stream: StreamConnection, server: AdminServer) {
         self.stream = stream
@@ -21,11 +25,14 @@ final class AdminConnection: StreamConnectionDelegate {
 
     func streamReceived(_ connection: StreamConnection) { self.process() }
     func streamReadEnded(_ connection: StreamConnection) {
-        if !self.isBusy { connection.closeAfterFlush() } else { self.closes = true }
+        if self.isWatching { self.server.viewers.value.remove(connection) }
+        if !self.isBusy || self.isWatching { connection.closeAfterFlush() } else { self.closes = true }
     }
     func streamWritable(_ connection: StreamConnection) {}
     func streamConnected(_ connection: StreamConnection) {}
-    func streamClosed(_ connection: StreamConnection, error: IOError?) {}
+    func streamClosed(_ connection: StreamConnection, error: IOError?) {
+        if self.isWatching { self.server.viewers.value.remove(connection) }
+    }
 
     private func process() {
         while !self.isBusy && !self.stream.isClosed {
@@ -99,11 +106,26 @@ final class AdminConnection: StreamConnectionDelegate {
             }
         case ("GET", "/status"):
             self.respond(200, self.statusJSON(), contentType: "application/json")
+        case ("GET", "/events"):
+            self.watch()
+        case ("GET", "/"):
+            self.respondPage(AdminPage.html, contentType: "text/html; charset=utf-8")
+        case ("GET", "/app.js"):
+            self.respondPage(AdminPageScript.source, contentType: "text/javascript; charset=utf-8")
+        case ("GET", "/app.css"):
+            self.respondPage(AdminPage.style, contentType: "text/css; charset=utf-8")
+        case ("GET", "/icon.svg"):
+            self.respondPage(AdminPage.icon, contentType: "image/svg+xml")
+        case ("GET", "/exchanges"):
+            let isOn = runtime.auditLog != nil
+            let lines = isOn ? runtime.recentExchanges.json : "[]"
+            self.respond(200, #"{"audit_log":\#(isOn),"exchanges":\#(lines)}"# + "\n", contentType: "application/json")
         case ("POST", "/refresh"):
             if let session = self.session(named: query) { self.refresh(session) }
         case ("POST", "/logout"):
             if let session = self.session(named: query) { self.logOut(session) }
-        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/refresh"), (_, "/logout"):
+        case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"),
+            (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/icon.svg"), (_, "/exchanges"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
             let allowed = Self.allowedMethods(path)
             self.respond(
@@ -114,9 +136,41 @@ final class AdminConnection: StreamConnectionDelegate {
         default:
             self.respond(
                 404,
-                "bearer-proxy admin: no such endpoint (try /metrics, /healthz, /status, POST /refresh, POST /logout)\n"
+                "bearer-proxy admin: no such endpoint (try /, /metrics, /healthz, /status, /events, /exchanges, POST /refresh, POST /logout)\n"
             )
         }
+    }
+
+    /// `GET /events`: a `text/event-stream` without a length, one snapshot a second (`EventStreamViewers`)
+    /// until the client closes; past the viewers' limit a 503 that says so.
+    private func watch() {
+        let viewers = self.server.viewers.value
+        guard viewers.count < EventStreamViewers.limit else {
+            self.closes = true
+            self.respond(
+                503,
+                "bearer-proxy: \(EventStreamViewers.limit) viewers are watching /events already, the most it serves; close one and try again\n"
+            )
+            return
+        }
+        self.isBusy = true
+        self.isWatching = true
+        self.stream.withOutbound { buffer in
+            buffer.writeString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n")
+            buffer.writeString("Connection: close\r\n\r\n")
+        }
+        _ = viewers.add(self.stream, of: self.server)
+    }
+
+    /// A part of the page, with the policy that keeps it to the listener's own script and style.
+    private func respondPage(_ body: String, contentType: String) {
+        self.respond(
+            200,
+            body,
+            contentType: contentType,
+            extraHeaders: "Content-Security-Policy: \(AdminPage.contentSecurityPolicy)\r\n"
+                + "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+        )
     }
 
     /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name

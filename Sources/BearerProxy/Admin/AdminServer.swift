@@ -16,6 +16,8 @@ final class AdminServer: Sendable {
     private let socketFiles: UnixSocketFiles
     private let contexts: @Sendable () -> [UnsafeTransfer<LoopContext>]
     private let listeners = Locked<[UnsafeTransfer<Listener>]>([])
+    /// `/events`' viewers, on the admin's loop (the first), where its connections live.
+    let viewers: UnsafeTransfer<EventStreamViewers>
 
     init(
         endpoint: ListeningEndpoint,
@@ -32,10 +34,12 @@ final class AdminServer: Sendable {
         self.loops = loops
         self.socketFiles = socketFiles
         self.contexts = contexts
+        self.viewers = UnsafeTransfer(EventStreamViewers(loop: loops[0]))
         self.isUnixSocket = address.isUnix
         self.requestGuard = RequestGuard(
             configuration: runtime.configuration,
-            names: ProxyNames(boundAddresses: [address], acceptHosts: runtime.configuration.acceptHosts)
+            names: ProxyNames(boundAddresses: [address], acceptHosts: runtime.configuration.acceptHosts),
+            acceptsOwnOrigin: true
         )
     }
 

@@ -53,10 +53,13 @@ final class AuditLogBuffer {
 
     /// The batching, the access log's.
     private let lines: AccessLogBuffer
+    /// The last lines, for the admin page.
+    private let recent: RecentExchanges
 
     /// `loop` outlives its buffer (the loop context holds both).
-    init(sink: LogSink, loop: EventLoop) {
+    init(sink: LogSink, loop: EventLoop, recent: RecentExchanges) {
         self.lines = AccessLogBuffer(sink: sink, loop: loop)
+        self.recent = recent
     }
 
     /// `{"time":"…Z", …}`: the time first, the other fields in the order of their names.
@@ -91,6 +94,7 @@ final class AuditLogBuffer {
         case .noToken: fields["decision"] = "no_token"
         }
         let rest = JSONText.text(of: fields).dropFirst()
+        self.recent.append("{\"time\":\"\(formatTimestamp(wallClockSeconds()))\"," + rest)
         self.lines.appendLine { buffer, timestamp in
             buffer.writeStaticString("{\"time\":\"")
             timestamp.write(into: &buffer)

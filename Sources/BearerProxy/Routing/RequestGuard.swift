@@ -14,16 +14,20 @@ import BearerIO
 /// - Any request with browser fetch metadata from another site is refused: an `Origin` not in
 ///   `accept_origins`, or `Sec-Fetch-Site: cross-site/same-site` without an allowed Origin. curl,
 ///   scripts and SDKs send neither.
+/// - On the admin listener (`acceptsOwnOrigin`), an `Origin` naming the listener itself (`http://`
+///   and a host:port it answers to) is its own page's, which POSTs refresh and logout.
 ///
 /// A class, as `Router` is: checked from the machine's rules, the struct was copied for every request
 /// (four retains and two bridge retains, and their releases).
 package final class RequestGuard: Sendable {
     private let names: ProxyNames
     private let acceptOrigins: Set<String>
+    private let acceptsOwnOrigin: Bool
 
-    package init(configuration: Configuration, names: ProxyNames) {
+    package init(configuration: Configuration, names: ProxyNames, acceptsOwnOrigin: Bool = false) {
         self.names = names
         self.acceptOrigins = Set(configuration.acceptOrigins)
+        self.acceptsOwnOrigin = acceptsOwnOrigin
     }
 
     /// Nil when the request may proceed, else the refusal.
@@ -59,11 +63,23 @@ package final class RequestGuard: Sendable {
             }
         }
         if let origin {
-            return self.acceptOrigins.contains(origin) ? nil : .originRefused(oneLine(origin, limit: 100))
+            if self.acceptOrigins.contains(origin) || self.isOwn(origin) { return nil }
+            return .originRefused(oneLine(origin, limit: 100))
         }
         if let fetchSite, fetchSite == "cross-site" || fetchSite == "same-site" {
             return .originRefused("Sec-Fetch-Site: \(fetchSite)")
         }
         return nil
+    }
+
+    /// Whether `origin` (lower-cased) is `http://` and one of this listener's own names: a page the
+    /// listener served. A rebinding page's Origin carries its own host name, so it is not.
+    private func isOwn(_ origin: String) -> Bool {
+        guard self.acceptsOwnOrigin, origin.hasPrefix("http://") else { return false }
+        let authority = origin.dropFirst("http://".count)
+        guard let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"),
+            let port = Int(authority[authority.index(after: colon)...])
+        else { return false }
+        return self.names.contains(host: ProxyNames.normalizedHost(String(authority[..<colon])), port: port)
     }
 }

@@ -5,7 +5,14 @@ extension TokenSession {
     /// What the session remembers of ended refreshes.
     struct Records {
         var lastOutcome: (outcome: String, wallTime: Double)?
+        /// How long the last refresh took (nil: none ended, or a token adopted without one).
+        var lastDuration: Double?
+        /// When refreshes ended, the last hour's (the admin page's "refreshes in the last hour"),
+        /// oldest first; bounded by the hour and by `recentLimit`.
+        var recentEnds: [Instant] = []
         var metrics = SessionMetrics()
+
+        static let recentLimit = 4096
 
         /// Notes how a refresh (or an adoption) ended; a retry, or an end the machine ignored, is none.
         mutating func note(_ action: Machine.RefreshEndAction, isAdoption: Bool, now: Instant) {
@@ -31,7 +38,16 @@ extension TokenSession {
             self.lastOutcome = (outcome, wallClockSeconds())
             self.metrics.refreshes[metric, default: 0] += 1
             // A token adopted while no refresh ran took none of this proxy's time.
-            if let ended { self.metrics.refreshDuration.record((now - ended.startedAt).seconds) }
+            self.lastDuration = ended.map { (now - $0.startedAt).seconds }
+            if let duration = self.lastDuration { self.metrics.refreshDuration.record(duration) }
+            self.recentEnds.removeFirst(max(0, self.recentEnds.count + 1 - Self.recentLimit))
+            self.recentEnds.append(now)
+        }
+
+        /// How many refreshes ended in the hour before `now`.
+        func endedInLastHour(now: Instant) -> Int {
+            let since = now - .seconds(3600)
+            return self.recentEnds.count - (self.recentEnds.firstIndex { $0 > since } ?? self.recentEnds.count)
         }
     }
 
@@ -51,6 +67,11 @@ extension TokenSession {
     package var generation: Int { self.state.withLock { $0.machine.generation } }
     package var metrics: SessionMetrics { self.state.withLock { $0.records.metrics } }
     package var parkedCount: Int { self.state.withLock { $0.machine.parkedCount } }
+    /// Refusals of the current token go to clients now, not to a refresh (the storm guard's wait).
+    package var isWaitingOutStormGuard: Bool {
+        let now = self.clock.now()
+        return self.state.withLock { $0.machine.isHoldingStormGuard(at: now) }
+    }
 
     /// What `/status` shows: never a token.
     package struct Status: Sendable {
@@ -59,13 +80,16 @@ extension TokenSession {
         package var expiresInSeconds: Double?
         package var lastRefreshOutcome: String?
         package var lastRefreshWallTime: Double?
+        package var lastRefreshSeconds: Double?
+        package var refreshesInLastHour: Int
         package var parked: Int
         package var failure: String?
     }
 
     package var status: Status {
         let now = self.clock.now()
-        let (machine, lastOutcome) = self.state.withLock { ($0.machine, $0.records.lastOutcome) }
+        let (machine, records) = self.state.withLock { ($0.machine, $0.records) }
+        let lastOutcome = records.lastOutcome
         let name: String
         switch machine.failure {
         case .loggedOut: name = "logged_out"
@@ -79,6 +103,8 @@ extension TokenSession {
             expiresInSeconds: machine.token?.expiresAt.map { ($0 - now).seconds },
             lastRefreshOutcome: lastOutcome?.outcome,
             lastRefreshWallTime: lastOutcome?.wallTime,
+            lastRefreshSeconds: records.lastDuration,
+            refreshesInLastHour: records.endedInLastHour(now: now),
             parked: machine.parkedCount,
             failure: (machine.failure ?? machine.unreachableFailure)?.message
                 ?? (machine.isRejectedWithoutRefresh ? self.rejectionText : nil)

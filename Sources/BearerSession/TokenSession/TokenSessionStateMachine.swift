@@ -270,6 +270,14 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
         return false
     }
 
+    /// The storm guard holds at `now`: the next refusal of the current token is passed to the client
+    /// instead of starting a refresh, until the window moves past the last suspect refreshes.
+    package func isHoldingStormGuard(at now: Instant) -> Bool {
+        guard case .idle = self.state, !self.currentTokenServedTraffic else { return false }
+        let recent = self.suspectRefreshTimes.filter { now - $0 < self.settings.refreshWindow }
+        return recent.count >= self.settings.maximumSuspectRefreshes
+    }
+
     package var parkedCount: Int {
         if case .refreshing(let refresh) = self.state { return refresh.waiters.count }
         return 0

@@ -585,10 +585,15 @@ func ended(
             )
             _ = session.refreshEnded(attempt, .success(token("t\(round + 2)")), now: now + .milliseconds(10))
         }
+        // What the admin page shows as "storm guard": the next refusal goes to the client, until the
+        // window moves past the three refreshes.
+        #expect(session.isHoldingStormGuard(at: at(2.5)))
         #expect(
             session.upstreamRejected("b", generation: 4, canWait: true, now: at(3))
                 == .forwardToClientStormGuard(isFirst: true)
         )
+        #expect(session.isHoldingStormGuard(at: at(3)))
+        #expect(!session.isHoldingStormGuard(at: at(30.5)))
         #expect(
             session.upstreamRejected("c", generation: 4, canWait: true, now: at(4))
                 == .forwardToClientStormGuard(isFirst: false)
