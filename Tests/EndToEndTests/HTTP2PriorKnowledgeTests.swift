@@ -73,6 +73,26 @@ import Testing
         #expect(!stderr.contains("mock-access-1"))
     }
 
+    /// A stream is an exchange like any other: the session's rules refuse it before anything of it
+    /// reaches the upstream (docs/untrusted-programs.md).
+    @Test(.requires(.curl)) func aStreamTheRulesRefuseIsA403ThatReachesNothing() throws {
+        let setup = try Setup("deny = GET /v1/admin")
+        let allowed = try setup.curl([
+            "--http2-prior-knowledge", "-w", "\n%{http_code} %{http_version}", "http://127.0.0.1:\(setup.port)/whoami",
+        ])
+        let seenBefore = setup.upstream.requests.count
+        let refused = try setup.curl([
+            "--http2-prior-knowledge", "-w", "\n%{http_code} %{http_version}",
+            "http://127.0.0.1:\(setup.port)/v1/admin",
+        ])
+        let seenAfter = setup.upstream.requests.count
+        _ = setup.stop()
+        #expect(allowed.standardOutput.hasSuffix("\n200 2"), "\(allowed.standardOutput)")
+        #expect(refused.standardOutput.hasSuffix("(deny = GET /v1/admin)\n\n403 2"), "\(refused.standardOutput)")
+        #expect(refused.standardOutput.hasPrefix("bearer-proxy: GET /v1/admin is not allowed for session"))
+        #expect(seenAfter == seenBefore)
+    }
+
     @Test(.requires(.h2load)) func aRevocationUnderManyConcurrentStreamsCostsOneTokenCall() throws {
         let setup = try Setup()
         let warm = try setup.curl([
