@@ -107,7 +107,23 @@ struct KeyringBinaryTests {
         let rotated = try #require(proxies.tokenServer.issuedRefreshTokenList.last)
         #expect(try proxies.storedToken() == rotated)
         #expect(try proxies.status(0)["credential_store"] as? String == "secret-service")
+        #expect(Self.firstEvent(from: proxies.admins[0]).contains(#""store":"secret-service""#))
         proxies.stopAll()
+    }
+
+    /// The first snapshot of the admin's `/events` stream, as its text.
+    static func firstEvent(from admin: SocketAddress) -> String {
+        guard let client = try? BlockingHTTPClient(connectingTo: admin, timeout: .seconds(5)) else { return "" }
+        client.send("GET /events HTTP/1.1\r\nHost: \(admin)\r\n\r\n")
+        var text = ""
+        for _ in 0..<20 {
+            guard let bytes = client.readSome() else { break }
+            text += String(decoding: bytes, as: UTF8.self)
+            if let start = text.range(of: "data: "), let end = text[start.upperBound...].range(of: "\n\n") {
+                return String(text[start.upperBound..<end.lowerBound])
+            }
+        }
+        return text
     }
 
     /// Login creates the item (secret-tool reads back the token the server issued); logout revokes

@@ -68,10 +68,13 @@ struct AdminSnapshot {
     }
 
     /// Where the session's tokens are kept: the shared Redis store (its URL, password redacted), the
-    /// refresh token file, or this process's memory only.
+    /// refresh token's store (`file` or `secret-service`, as /status names it), or this process's
+    /// memory only.
     private static func store(of session: NamedSession) -> String {
         if let store = session.tokens.sessionStore?.status { return "redis \(store.store)" }
-        if session.settings.refreshTokenFile != nil { return "file" }
+        if session.settings.effectiveGrantType == .refreshToken, let store = session.tokens.store {
+            return store.storeName
+        }
         return "memory"
     }
 }
