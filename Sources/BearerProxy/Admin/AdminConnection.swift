@@ -253,9 +253,7 @@ final class AdminConnection: StreamConnectionDelegate {
             } ?? JSONNull()
         object["failure"] = status.failure ?? JSONNull()
         // Which store keeps the refresh token (file or secret-service), never what it holds.
-        object["credential_store"] =
-            session.settings.effectiveGrantType == .refreshToken
-            ? (session.tokens.store?.storeName ?? JSONNull()) : JSONNull()
+        object["credential_store"] = session.refreshTokenStoreName ?? JSONNull()
         // The key's thumbprint is public (RFC 7638): what a server binds tokens to, never the key.
         object["dpop"] =
             session.dpop.map {

@@ -72,9 +72,14 @@ struct AdminSnapshot {
     /// memory only.
     private static func store(of session: NamedSession) -> String {
         if let store = session.tokens.sessionStore?.status { return "redis \(store.store)" }
-        if session.settings.effectiveGrantType == .refreshToken, let store = session.tokens.store {
-            return store.storeName
-        }
-        return "memory"
+        return session.refreshTokenStoreName ?? "memory"
+    }
+}
+
+extension NamedSession {
+    /// Which store keeps the session's refresh token (`file` or `secret-service`), for /status and the
+    /// page alike; nil for a session that does not spend one.
+    var refreshTokenStoreName: String? {
+        self.settings.effectiveGrantType == .refreshToken ? self.tokens.store?.storeName : nil
     }
 }
