@@ -102,6 +102,11 @@ struct ProxyBuilder {
             throw StartError(description: error.description)
         }
         configuration = try self.discoverEndpoints(tls: tlsFactory, endpointTLS: endpointTLS)
+        // A client login registered and kept in the keyring, beside the refresh token.
+        for (index, store) in stores.enumerated() {
+            KeyringRegisteredClient(store.keyring?.items, of: configuration.sessions[index])?
+                .fill(&configuration.sessions[index])
+        }
         let interceptCertificates = try self.startInterception()
         let accessLog = try Self.openAccessLog(process.accessLog)
         let admin = try process.adminListen.map { spec throws(StartError) in

@@ -41,9 +41,10 @@ import Testing
         upstream: MockUpstream,
         server: AuthlibServer,
         tokensIssued: Int,
+        environment: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        let proxy = try ProxyProcess(["--config", config, "--listen", "127.0.0.1:0"])
+        let proxy = try ProxyProcess(["--config", config, "--listen", "127.0.0.1:0"], environment: environment)
         let port = try tcpPort(of: try #require(proxy.waitUntilListening(), sourceLocation: sourceLocation))
         let response = try httpRequest(
             SocketAddress(ipAddress: "127.0.0.1", port: port)!,
@@ -192,9 +193,10 @@ import Testing
     static func login(
         config: String,
         server: AuthlibServer,
+        environment: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> String {
-        let login = try ProxyProcess(["login", "--config", config, "--no-browser"])
+        let login = try ProxyProcess(["login", "--config", config, "--no-browser"], environment: environment)
         let authorize = "http://127.0.0.1:\(server.port)/authorize?"
         #expect(waitUntil { login.standardOutput.contains(authorize) }, sourceLocation: sourceLocation)
         let url = try #require(word(startingWith: authorize, in: login.standardOutput), sourceLocation: sourceLocation)

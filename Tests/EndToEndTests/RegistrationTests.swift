@@ -85,4 +85,46 @@ import Testing
                 == "Error: the authorization server \(server.issuer) offers no client registration (its metadata has no registration_endpoint): register a client at \(server.issuer) and set client_id\n"
         )
     }
+
+    /// Under credential_store = secret-service the registered client is a keyring item of its own,
+    /// which secret-tool finds, and no `.client` file is written; the proxy refreshes as that client,
+    /// and the next login reuses it.
+    @Test(.requires(.dbusDaemon), .requires(.gnomeKeyring), .requires(.secretTool))
+    func underTheSecretServiceTheClientIsAKeyringItem() throws {
+        let bus = try SessionBus()
+        try bus.startKeyring()
+        let server = try AuthlibServer(mode: .rfc8414, registration: .open)
+        let upstream = MockUpstream(group: e2eMockGroup)
+        try upstream.start()
+        defer { upstream.stop() }
+        let stateFolder = temporaryDirectory()
+        let environment = bus.environment.merging(["XDG_STATE_HOME": stateFolder]) { $1 }
+        let config = temporaryFile(
+            "upstream = \(upstream.baseURL)\nissuer = \(server.issuer)\ncredential_store = secret-service\n"
+        )
+
+        let url = try DiscoveryTests.login(config: config, server: server, environment: environment)
+        let item = try bus.secretTool(["lookup", "application", "bearer-proxy", "session", "default", "kind", "client"])
+        #expect(item.status == 0, "\(item.standardError)")
+        let kept = try #require(
+            try JSONSerialization.jsonObject(with: Data(item.standardOutput.utf8)) as? [String: String]
+        )
+        let clientID = try #require(kept["client_id"])
+        #expect(kept["registration_endpoint"] == "http://127.0.0.1:\(server.port)/register")
+        #expect(url.contains("client_id=\(clientID)&"), "\(url)")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: stateFolder)
+        #expect(!files.contains { $0.hasSuffix(".client") }, "\(files)")
+
+        try DiscoveryTests.expectServes(
+            config: config,
+            upstream: upstream,
+            server: server,
+            tokensIssued: 2,
+            environment: environment
+        )
+
+        let again = try DiscoveryTests.login(config: config, server: server, environment: environment)
+        #expect(again.contains("client_id=\(clientID)&"), "\(again)")
+        #expect(try server.registeredClients().count == 1)
+    }
 }

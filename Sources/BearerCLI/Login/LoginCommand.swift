@@ -66,7 +66,8 @@ enum LoginCommand: Command {
             for: settings,
             usesDevice: usesDevice,
             context: context,
-            refreshTokenFile: environment.refreshTokenFile
+            refreshTokenFile: environment.refreshTokenFile,
+            keyringClient: environment.keyringClient
         )
         .flatMap { $0() }
     }
@@ -76,7 +77,8 @@ enum LoginCommand: Command {
         for settings: SessionSettings,
         usesDevice: Bool,
         context: LoginContext,
-        refreshTokenFile: String
+        refreshTokenFile: String,
+        keyringClient: KeyringRegisteredClient?
     ) -> Result<() -> Result<FetchedToken, LoginError>, LoginError> {
         switch settings.tokenFormat {
         case .json:
@@ -96,7 +98,11 @@ enum LoginCommand: Command {
                 guard let endpoint = settings.registrationURL else {
                     return .failure(.notConfigured(Self.unregistered(settings)))
                 }
-                registration = LoginRegistration(endpoint: endpoint, refreshTokenFile: refreshTokenFile)
+                registration = LoginRegistration(
+                    endpoint: endpoint,
+                    refreshTokenFile: refreshTokenFile,
+                    keyring: keyringClient
+                )
             }
             if let deviceURL = login.deviceAuthorizationURL, usesDevice || login.authorizationURL == nil {
                 return .success {

@@ -11,6 +11,8 @@ import FoundationEssentials
 struct SubcommandEnvironment {
     /// The session `--session` names (the default one without).
     let settings: SessionSettings
+    /// Under the Secret Service store, the keyring item that keeps a client login registered.
+    let keyringClient: KeyringRegisteredClient?
     /// What the session's token requests sign with, and its TLS client certificate.
     let credentials: SessionCredentials
     /// refresh_token_file: where login stores and logout deletes (under the keyring: what the lock
@@ -47,7 +49,7 @@ struct SubcommandEnvironment {
         } catch {
             throw .notConfigured(error.description)
         }
-        guard let settings = root.session(named: name) else {
+        guard var settings = root.session(named: name) else {
             let known = root.sessions.map(\.name).joined(separator: ", ")
             throw .notConfigured("\(path): there is no [session \(name)] (the sessions are \(known))")
         }
@@ -87,6 +89,9 @@ struct SubcommandEnvironment {
         } catch {
             throw .notConfigured(error.description)
         }
+        // A client an earlier login registered and kept in the keyring.
+        self.keyringClient = KeyringRegisteredClient(credentialStore.keyring, of: settings)
+        self.keyringClient?.fill(&settings)
         self.settings = settings
         self.credentials = credentials
         self.refreshTokenFile = file

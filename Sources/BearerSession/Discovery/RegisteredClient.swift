@@ -3,7 +3,8 @@ import BearerIO
 import FoundationEssentials
 
 /// A client this proxy registered itself as (RFC 7591), kept beside refresh_token_file as
-/// `FILE.client` (mode 0600) so that the proxy and later logins use the same client_id: a new
+/// `FILE.client` (mode 0600), or under the Secret Service store as its own item
+/// (`KeyringRegisteredClient`), so that the proxy and later logins use the same client_id: a new
 /// registration per login would leave the server a client per run, and the stored refresh token is
 /// bound to the client that got it. Only the client_id is kept: the client is public
 /// (token_endpoint_auth_method none), so a secret the server returned anyway is not used.
@@ -27,21 +28,31 @@ package struct RegisteredClient: Equatable, Sendable {
     /// (or it was registered elsewhere, or cannot be read: then login registers again).
     package static func stored(besides refreshTokenFile: String, for registrationEndpoint: String) -> RegisteredClient?
     {
-        guard let data = FileManager.default.contents(atPath: Self.path(besides: refreshTokenFile)),
-            let object = JSONText.object(data),
+        guard let data = FileManager.default.contents(atPath: Self.path(besides: refreshTokenFile)) else { return nil }
+        return Self(json: Array(data), for: registrationEndpoint)
+    }
+
+    /// The client in `json` (what `json` writes) when it was registered at `registrationEndpoint`.
+    package init?(json: [UInt8], for registrationEndpoint: String) {
+        guard let object = JSONText.object(json),
             let clientID = object["client_id"] as? String, !clientID.isEmpty,
             object["registration_endpoint"] as? String == registrationEndpoint
         else { return nil }
-        return RegisteredClient(clientID: clientID, registrationEndpoint: registrationEndpoint)
+        self.init(clientID: clientID, registrationEndpoint: registrationEndpoint)
+    }
+
+    /// `{"client_id": …, "registration_endpoint": …}` and a newline: the file's, and the keyring item's secret.
+    package var json: [UInt8] {
+        let object = ["client_id": self.clientID, "registration_endpoint": self.registrationEndpoint]
+        return Array(JSONText.text(of: object).utf8) + [0x0A]
     }
 
     /// Writes it beside `refreshTokenFile`, atomically, mode 0600.
     package func store(besides refreshTokenFile: String) throws(AtomicFile.WriteError) {
-        let object = ["client_id": self.clientID, "registration_endpoint": self.registrationEndpoint]
         let path = Self.path(besides: refreshTokenFile)
         try AtomicFile.replace(
             path,
-            with: Array(JSONText.text(of: object).utf8) + [0x0A],
+            with: self.json,
             mode: 0o600,
             temporary: path + ".tmp"
         )
