@@ -91,12 +91,31 @@ extension ProxyCommand {
                 )
                 let which = session.name == Configuration.defaultSessionName ? "" : " [session \(session.name)]"
                 Console.write("# credential_store\(which): \(choice.summary)\n", to: STDOUT_FILENO)
+                Self.reportKeyringClient(of: session, in: choice, which: which)
             } catch {
                 writeStandardError("Error: \(error)\n")
                 return false
             }
         }
         return true
+    }
+
+    /// `# client_id …` for a client login registered and kept in the keyring: the file store's client
+    /// shows in the report as its `client_id` line, this one only once the store is chosen. Its
+    /// client_id is no credential (a public client), so it is shown.
+    private static func reportKeyringClient(
+        of session: SessionSettings,
+        in choice: CredentialStoreChoice,
+        which: String
+    ) {
+        guard session.clientID == nil, let endpoint = session.registrationURL,
+            let item = KeyringRegisteredClient(choice.keyring, of: session),
+            let registered = item.stored(for: endpoint.description)
+        else { return }
+        Console.write(
+            "# client_id\(which): \(registered.clientID), registered at \(endpoint) by login, kept in \(item.description)\n",
+            to: STDOUT_FILENO
+        )
     }
 
     /// The demo's mock servers (`--demo json`: the JSON backend), or nil after saying on stderr why they

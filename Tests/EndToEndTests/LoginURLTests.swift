@@ -144,7 +144,7 @@ import Testing
         let result = try self.login(api, server: server)
         #expect(result.status == 1)
         let tokenFile = self.state + "/bearer-proxy/127-0-0-1.refresh-token"
-        let kept = try Data(contentsOf: URL(fileURLWithPath: tokenFile + ".client"))
+        let kept = try Data(contentsOf: URL(fileURLWithPath: self.state + "/bearer-proxy/127-0-0-1.client.json"))
         let clientID = try #require((try JSONSerialization.jsonObject(with: kept) as? [String: String])?["client_id"])
         #expect(
             result.stderr

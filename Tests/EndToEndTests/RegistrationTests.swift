@@ -32,7 +32,7 @@ import Testing
         #expect(client["grant_types"] as? [String] == ["authorization_code", "refresh_token"])
         let redirects = try #require(client["redirect_uris"] as? [String])
         #expect(redirects.count == 1 && redirects[0].hasPrefix("http://127.0.0.1:"), "\(redirects)")
-        let kept = tokenFile + ".client"
+        let kept = tokenFile + ".client.json"
         var status = stat()
         #expect(stat(kept, &status) == 0 && status.st_mode & 0o777 == 0o600)
         let keptText = try String(contentsOfFile: kept, encoding: .utf8)
@@ -55,6 +55,13 @@ import Testing
         let again = try DiscoveryTests.login(config: config, server: server)
         #expect(again.contains("client_id=\(clientID)&"))
         #expect(try server.registeredClients().count == 1)
+
+        // Logout deletes what login created: the token file and the client beside it.
+        let logout = try ProxyProcess.run(["logout", "--config", config])
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stdout.contains("Deleted \(kept).\n"), "\(logout.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: tokenFile))
+        #expect(!FileManager.default.fileExists(atPath: kept))
     }
 
     @Test func aRefusedRegistrationIsOneLineWithTheServersError() throws {
@@ -71,7 +78,7 @@ import Testing
         )
         #expect(result.stderr.hasSuffix("; register a client and set client_id\n"), "\(result.stderr)")
         #expect(result.stderr.filter { $0 == "\n" }.count == 1, "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: tokenFile + ".client"))
+        #expect(!FileManager.default.fileExists(atPath: tokenFile + ".client.json"))
     }
 
     @Test func noRegistrationEndpointAndNoClientIDSaysWhereToRegister() throws {
@@ -113,7 +120,15 @@ import Testing
         #expect(kept["registration_endpoint"] == "http://127.0.0.1:\(server.port)/register")
         #expect(url.contains("client_id=\(clientID)&"), "\(url)")
         let files = try FileManager.default.subpathsOfDirectory(atPath: stateFolder)
-        #expect(!files.contains { $0.hasSuffix(".client") }, "\(files)")
+        #expect(!files.contains { $0.hasSuffix(".client.json") }, "\(files)")
+        // --check names the client and where it is kept.
+        let check = try ProxyProcess.run(["--check", "--config", config], environment: environment)
+        #expect(
+            check.stdout.contains(
+                "\n# client_id: \(clientID), registered at http://127.0.0.1:\(server.port)/register by login, kept in the Secret Service item application=bearer-proxy session=default kind=client"
+            ),
+            "\(check.stdout)"
+        )
 
         try DiscoveryTests.expectServes(
             config: config,
@@ -126,5 +141,14 @@ import Testing
         let again = try DiscoveryTests.login(config: config, server: server, environment: environment)
         #expect(again.contains("client_id=\(clientID)&"), "\(again)")
         #expect(try server.registeredClients().count == 1)
+
+        // Logout deletes both items (the contract's "logout deletes the items").
+        let logout = try ProxyProcess.run(["logout", "--config", config], environment: environment)
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stdout.contains("Deleted the registered client from "), "\(logout.stdout)")
+        for kind in ["refresh_token", "client"] {
+            let gone = try bus.secretTool(["lookup", "application", "bearer-proxy", "session", "default", "kind", kind])
+            #expect(gone.status != 0, "\(kind): \(gone.standardOutput)")
+        }
     }
 }

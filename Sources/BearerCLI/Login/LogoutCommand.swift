@@ -5,7 +5,8 @@ import Dispatch
 import Glibc
 
 /// `bearer-proxy logout`: revokes the stored refresh token (RFC 7009 at revocation_url, or a JSON
-/// backend's logout_url), then deletes refresh_token_file under the refresh lock. The file goes even
+/// backend's logout_url), then deletes refresh_token_file under the refresh lock, and the client a
+/// login registered (what login created, logout deletes: the contract's "logout deletes the items"). The file goes even
 /// when the server cannot be reached: logging out on this machine must not depend on the network;
 /// the output says whether the token was revoked. The lock file stays, and the output says why
 /// (`RefreshTokenStore.lockPath(for:)`): a user would otherwise take it for litter.
@@ -39,6 +40,7 @@ enum LogoutCommand: Command {
         guard access(path, F_OK) == 0 else {
             // Nothing to delete, so nothing to lock: no lock file is made for it either.
             console.say("Not logged in: \(path) does not exist. Nothing to revoke.")
+            Self.deleteRegisteredClientFile(besides: path, console: console)
             Self.sayWhyTheLockFileStays(path, console: console)
             return 0
         }
@@ -47,6 +49,7 @@ enum LogoutCommand: Command {
         guard let token = lease.token else {
             unlink(path)
             console.say("Not logged in: \(path) holds no refresh token. Nothing to revoke.")
+            Self.deleteRegisteredClientFile(besides: path, console: console)
             Self.sayWhyTheLockFileStays(path, console: console)
             return 0
         }
@@ -58,8 +61,15 @@ enum LogoutCommand: Command {
             return 1
         }
         console.say("Deleted \(path).")
+        Self.deleteRegisteredClientFile(besides: path, console: console)
         Self.sayWhyTheLockFileStays(path, console: console)
         return 0
+    }
+
+    /// The registered client's file beside the token file, when there is one.
+    private static func deleteRegisteredClientFile(besides path: String, console: Console) {
+        let client = RegisteredClient.path(besides: path)
+        if unlink(client) == 0 { console.say("Deleted \(client).") }
     }
 
     /// Logout under credential_store = secret-service: under the refresh lock, the item read, the token
@@ -74,18 +84,22 @@ enum LogoutCommand: Command {
         }
         let lease = store.beginRefresh()
         defer { try? store.endRefresh(lease, rotated: nil) }
-        guard let token = lease.token else {
+        if let token = lease.token {
+            console.say(Self.revoke(token, environment: environment))
+        } else {
             console.say("Not logged in: there is no refresh token in \(environment.storePlace). Nothing to revoke.")
-            return 0
         }
-        console.say(Self.revoke(token, environment: environment))
         do throws(RefreshTokenStore.StoreError) {
-            _ = try store.deleteKeyringItem()
+            if try store.deleteKeyringItem() {
+                console.say("Deleted the refresh token from \(environment.storePlace).")
+            }
+            if let client = environment.keyringClient, try client.delete() {
+                console.say("Deleted the registered client from \(client.description).")
+            }
         } catch {
             console.fail(.cannotStore(error.description))
             return 1
         }
-        console.say("Deleted the refresh token from \(environment.storePlace).")
         return 0
     }
 

@@ -3,7 +3,7 @@ import BearerIO
 import FoundationEssentials
 
 /// A client this proxy registered itself as (RFC 7591), kept beside refresh_token_file as
-/// `FILE.client` (mode 0600), or under the Secret Service store as its own item
+/// `NAME.client.json` (mode 0600; the contract's name beside `NAME.refresh-token`), or under the Secret Service store as its own item
 /// (`KeyringRegisteredClient`), so that the proxy and later logins use the same client_id: a new
 /// registration per login would leave the server a client per run, and the stored refresh token is
 /// bound to the client that got it. Only the client_id is kept: the client is public
@@ -19,9 +19,13 @@ package struct RegisteredClient: Equatable, Sendable {
         self.registrationEndpoint = registrationEndpoint
     }
 
-    /// The file beside `refreshTokenFile`.
+    /// The file beside `refreshTokenFile`: `NAME.client.json` beside `NAME.refresh-token` (the state
+    /// folder's name for it), else `FILE.client.json`.
     package static func path(besides refreshTokenFile: String) -> String {
-        refreshTokenFile + ".client"
+        let suffix = ".refresh-token"
+        let stem =
+            refreshTokenFile.hasSuffix(suffix) ? String(refreshTokenFile.dropLast(suffix.count)) : refreshTokenFile
+        return stem + ".client.json"
     }
 
     /// The client stored beside `refreshTokenFile` for `registrationEndpoint`; nil when there is none

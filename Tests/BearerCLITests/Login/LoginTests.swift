@@ -327,8 +327,8 @@ extension DeviceAuthorizationPoller {
         #expect(
             LogoutCommand.syntax.helpText == """
                 OVERVIEW: Revoke the stored refresh token (at revocation_url, or at logout_url for
-                token_format = json) and delete refresh_token_file. The file is deleted even when the server
-                cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
+                token_format = json) and delete refresh_token_file (or the keyring item) and the client a login
+                registered. They are deleted even when the server cannot be reached. Its lock file (<file>.lock) stays: removing a lock another process may hold
                 would let two processes spend one refresh token.
 
                 USAGE: bearer-proxy logout [--config <file>] [--session <name>]
