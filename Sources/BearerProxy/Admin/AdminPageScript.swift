@@ -47,9 +47,9 @@ enum AdminPageScript {
           const canvas = element("canvas");
           canvas.width = 640; canvas.height = 160;
           const legend = element("div", "legend");
-          legend.append(element("span", "requests", "— requests/s (proxy)"),
-            element("span", "rejections", "— upstream 401s/s (proxy)"),
-            element("span", "parked", "— parked (this session)"),
+          legend.append(element("span", "requests", "— requests/s"),
+            element("span", "rejections", "— upstream 401s/s"),
+            element("span", "parked", "— parked"),
             element("span", "refreshes", "▲ refresh"));
           const actions = element("div", "actions");
           const refresh = element("button", "refresh", "Refresh token");
@@ -102,7 +102,7 @@ enum AdminPageScript {
               (entry.lastRefreshAt !== null && last && last.at !== entry.lastRefreshAt);
             entry.generation = session.token_generation;
             entry.lastRefreshAt = last ? last.at : null;
-            entry.points.push({ at: now, requests: snapshot.requests_per_second, rejections: snapshot.upstream_401s_per_second,
+            entry.points.push({ at: now, requests: session.requests_per_second, rejections: session.upstream_401s_per_second,
               parked: session.parked_requests, refresh: refreshed });
             while (entry.points.length && entry.points[0].at < now - WINDOW_SECONDS) entry.points.shift();
             draw(entry, now);

@@ -2,7 +2,7 @@ import BearerCore
 import BearerSession
 
 /// One second of the proxy as `/events` sends it (and the admin page draws it): each shown session's
-/// state and refreshes, and the proxy's request, upstream-401 and parked counts. Never a token: the
+/// state, refreshes, and its request, upstream-401 and parked counts, and the proxy's totals. Never a token: the
 /// session's `Status` holds none, and the store shows its URL with the password redacted.
 struct AdminSnapshot {
     /// The totals the previous snapshot saw, for rates over the time between them.
@@ -10,6 +10,8 @@ struct AdminSnapshot {
         var at: Instant
         var requests: Int
         var rejections: Int
+        /// By session index.
+        var bySession: [LoopMetrics.SessionCounts]
     }
 
     let totals: Totals
@@ -20,13 +22,27 @@ struct AdminSnapshot {
         let totals = Totals(
             at: now,
             requests: loops.requestsByClass.reduce(0, +),
-            rejections: loops.upstreamRejections
+            rejections: loops.upstreamRejections,
+            bySession: loops.bySession
         )
         func rate(_ count: Int, _ before: Int) -> Double {
             guard let previous, now > previous.at else { return 0 }
             return (Double(count - before) / (now - previous.at).seconds * 10).rounded() / 10
         }
-        let sessions = runtime.shownSessions.map(Self.fields)
+        func counts(_ index: Int, in totals: Totals?) -> LoopMetrics.SessionCounts {
+            guard let totals, index < totals.bySession.count else { return LoopMetrics.SessionCounts() }
+            return totals.bySession[index]
+        }
+        let sessions = runtime.shownSessions.map { session in
+            let current = counts(session.index, in: totals)
+            let before = counts(session.index, in: previous)
+            return Self.fields(session).merging([
+                "requests_per_second": rate(current.requests, before.requests),
+                "upstream_401s_per_second": rate(current.upstreamRejections, before.upstreamRejections),
+                "requests_total": current.requests,
+                "upstream_401s_total": current.upstreamRejections,
+            ]) { $1 }
+        }
         let object: [String: Any] = [
             "at": formatTimestamp(wallClockSeconds()),
             "requests_per_second": rate(totals.requests, previous?.requests ?? 0),

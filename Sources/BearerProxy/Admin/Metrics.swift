@@ -53,11 +53,35 @@ struct LoopMetrics: Sendable {
     var trailersDropped = 0
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
+    /// Requests and upstream refusals by session (`NamedSession.index`), for the admin page's chart
+    /// of each session; grown as sessions are first seen.
+    var bySession: [SessionCounts] = []
 
-    mutating func recordRequest(status: Int, seconds: Double, isHTTP2: Bool = false) {
+    /// One session's share of the request and refusal counts.
+    struct SessionCounts: Sendable, Equatable {
+        var requests = 0
+        var upstreamRejections = 0
+    }
+
+    /// `session`: the index of the session the request was for, nil for none (another host, unrouted).
+    mutating func recordRequest(status: Int, seconds: Double, isHTTP2: Bool = false, session: Int? = nil) {
         let index = min(max(status / 100 - 1, 0), 4) + (isHTTP2 ? 5 : 0)
         self.requestsByClass[index] += 1
         self.requestDuration.record(seconds)
+        if let session { self.withSession(session) { $0.requests += 1 } }
+    }
+
+    /// An upstream refused the token a request of session `session` carried (a status in refresh_on).
+    mutating func recordUpstreamRejection(session: Int?) {
+        self.upstreamRejections += 1
+        if let session { self.withSession(session) { $0.upstreamRejections += 1 } }
+    }
+
+    private mutating func withSession(_ index: Int, _ body: (inout SessionCounts) -> Void) {
+        if self.bySession.count <= index {
+            self.bySession.append(contentsOf: repeatElement(SessionCounts(), count: index + 1 - self.bySession.count))
+        }
+        body(&self.bySession[index])
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -71,6 +95,12 @@ struct LoopMetrics: Sendable {
         self.interceptHandshakeFailures += other.interceptHandshakeFailures
         self.trailersDropped += other.trailersDropped
         self.loopTurns.add(other.loopTurns)
+        for (index, counts) in other.bySession.enumerated() {
+            self.withSession(index) {
+                $0.requests += counts.requests
+                $0.upstreamRejections += counts.upstreamRejections
+            }
+        }
     }
 }
 

@@ -56,7 +56,7 @@ extension ClientConnection {
                 return
 
             case .reportRejection(let session, let generation, let canWait):
-                self.context.metrics.upstreamRejections += 1
+                self.context.metrics.recordUpstreamRejection(session: session.index)
                 let answer = self.context.ports[session.index].upstreamRejected(
                     generation: generation,
                     canWait: canWait,
@@ -84,7 +84,9 @@ extension ClientConnection {
             case .forwardResponseHead(let response):
                 self.runtime.replayBudget.release(response.releasesReplayBytes)
                 response.dpopNonce?.remember()
-                if response.countsRefusal { self.context.metrics.upstreamRejections += 1 }
+                if let refused = response.refusalOf {
+                    self.context.metrics.recordUpstreamRejection(session: refused.index)
+                }
                 if let accepted = response.accepted {
                     self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
                 }
@@ -370,7 +372,12 @@ extension ClientConnection {
         decision: AuditLogBuffer.Decision? = nil
     ) {
         let duration = self.loop.now - record.startedAt
-        self.context.metrics.recordRequest(status: status, seconds: duration.seconds, isHTTP2: self.servesHTTP2Stream)
+        self.context.metrics.recordRequest(
+            status: status,
+            seconds: duration.seconds,
+            isHTTP2: self.servesHTTP2Stream,
+            session: record.target?.session?.index
+        )
         self.context.accessLog?.append(
             head: record.head,
             host: record.target?.logName,

@@ -119,8 +119,9 @@ extension ClientConnectionStateMachine {
         var releasesReplayBytes = 0
         /// A `DPoP-Nonce` the response carried, to remember for the next proofs to its origin.
         var dpopNonce: DPoPNonceUpdate?
-        /// The upstream refused a replay's token: counted in `bearer_proxy_upstream_401s_total`.
-        var countsRefusal = false
+        /// The upstream refused a replay's token (of this session): counted in
+        /// `bearer_proxy_upstream_401s_total`, since no `reportRejection` counted it.
+        var refusalOf: NamedSession?
     }
 
     /// A `DPoP-Nonce` from an upstream, for the session's nonce store. A class: in every response's

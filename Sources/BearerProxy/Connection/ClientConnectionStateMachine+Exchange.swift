@@ -346,7 +346,7 @@ extension ClientConnectionStateMachine {
                 accepted: accepted,
                 releasesReplayBytes: released,
                 dpopNonce: dpopNonce,
-                countsRefusal: refused
+                refusalOf: refused ? exchange.target.session : nil
             )
         )
     }

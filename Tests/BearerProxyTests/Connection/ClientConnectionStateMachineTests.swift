@@ -503,7 +503,7 @@ typealias Action = ClientConnectionStateMachine.Action
             return
         }
         #expect(response.head.status == 401)
-        #expect(response.countsRefusal)
+        #expect(response.refusalOf?.name == "default")
         #expect(response.accepted == nil)
     }
 

@@ -106,6 +106,13 @@ import Testing
         #expect(last?["requests_total"] as? Int == 3)
         #expect(last?["upstream_401s_total"] as? Int == 2)
         #expect(last?["parked_requests"] as? Int == 0)
+        // Each session's chart counts its own: default's two requests (one refused, replayed), and
+        // vendor's one, refused.
+        #expect(main["requests_total"] as? Int == 2)
+        #expect(main["upstream_401s_total"] as? Int == 1)
+        #expect(vendor["requests_total"] as? Int == 1)
+        #expect(vendor["upstream_401s_total"] as? Int == 1)
+        #expect(main["requests_per_second"] is Double && vendor["upstream_401s_per_second"] is Double)
 
         let issued = (1...max(1, world.authority.issuedCount)).map { "\(world.authority.prefix)\($0)" }
         for secret in issued + [TestWorld.clientSecret, "vendor-static-token-5e2a"] {
