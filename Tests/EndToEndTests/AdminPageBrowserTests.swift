@@ -1,3 +1,4 @@
+import BearerDemo
 import BearerTestSupport
 import Foundation
 import Testing
@@ -6,6 +7,8 @@ import Testing
 /// python3-websockets client, `driver`) against the demo. The page loads with no console error or
 /// failed resource, shows the session, its countdown moves, its Refresh button's POST passes the
 /// admin's Origin check and shows up in the chart's data within two seconds; a screenshot is kept.
+/// Under a storm (every token revoked while clients send, behind a slow token endpoint), the chart's
+/// parked count rises and falls back to 0, with the session's 401s in it.
 @Suite(.requires(.chromium), .requires(.pythonWebSockets))
 struct AdminPageBrowserTests {
     @Test func thePageLoadsCleanlyCountsDownAndChartsARefresh() throws {
@@ -44,10 +47,76 @@ struct AdminPageBrowserTests {
         print("admin page screenshot: \(screenshot)")
     }
 
+    /// Eight clients of the driver's own send through the proxy; every token is revoked; the token
+    /// endpoint takes 2.5 s, so the page's once-a-second snapshots see the requests parked behind the
+    /// one refresh, then none once it is done. The screenshot is the page after the storm.
+    @Test func aStormShowsTheParkedCountRiseAndFall() throws {
+        let authority = MockTokenAuthority()
+        var settings = MockTokenServer.Settings()
+        settings.clientID = "page-client"
+        settings.clientSecret = "page-secret-e2e"
+        settings.delay = .milliseconds(2500)
+        let tokens = MockTokenServer(group: e2eMockGroup, authority: authority, settings: settings)
+        try tokens.start()
+        defer { tokens.stop() }
+        let upstream = MockUpstream(group: e2eMockGroup, authority: authority)
+        try upstream.start()
+        defer { upstream.stop() }
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            admin_listen = 127.0.0.1:0
+            upstream = \(upstream.baseURL)
+            token_url = \(tokens.url)
+            client_id = page-client
+            client_secret = page-secret-e2e
+            """
+        )
+        let proxy = try ProxyProcess(["--config", config])
+        let listening = try #require(proxy.waitUntilListening())
+        let admin = try #require(word(startingWith: "admin=", in: proxy.standardError)?.dropFirst(6))
+        let folder = temporaryDirectory()
+        let driver = folder + "/admin-page-cdp.py"
+        try Self.driver.write(toFile: driver, atomically: true, encoding: .utf8)
+        let screenshot = folder + "/admin-page-storm.png"
+        let revoke = tokens.url.replacingOccurrences(of: "/oauth/token", with: MockTokenServer.revokeAllPath)
+        let outcome = try ExternalTools.run(
+            [
+                ExternalTools.debianPython, "-I", driver, "http://\(admin)/", screenshot, ExternalTool.chromium.program,
+                "3", "http://\(listening)/whoami", revoke,
+            ],
+            timeout: .seconds(120)
+        )
+        #expect(proxy.stop() == 0)
+        #expect(outcome.status == 0, "the driver failed: \(outcome.standardError)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
+            "no report: \(outcome.standardOutput) \(outcome.standardError)"
+        )
+        #expect(report["errors"] as? [String] == [], "console errors")
+        let storm = try #require(report["storm"] as? [String: Any], "no storm in the report")
+        #expect((storm["parked_peak"] as? Int ?? 0) >= 1, "the parked count did not rise: \(storm)")
+        #expect(storm["fell"] as? Bool == true, "the parked count did not fall back to 0: \(storm)")
+        #expect((storm["rejections_peak"] as? Double ?? 0) > 0, "no upstream 401 in the session's chart: \(storm)")
+        #expect((storm["answered"] as? Int ?? 0) >= 8 && storm["failed"] as? Int == 0, "\(storm)")
+        // One refresh for the storm: the token at start, the Refresh button's, and the storm's one.
+        #expect(tokens.callCount == 3)
+        let page = report["page"] as? String ?? ""
+        for issued in 1...max(1, authority.issuedCount) {
+            #expect(!page.contains("\(authority.prefix)\(issued)"), "a token in the page")
+        }
+        let png = try #require(FileManager.default.contents(atPath: screenshot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "a PNG")
+        print("admin page screenshot under a storm: \(screenshot)")
+    }
+
     /// Starts Chromium headless with a DevTools port of its own (from the line it writes when it
     /// listens), opens the page, checks it (each wait a condition the page looks at on every change
     /// of its document, bounded), writes the screenshot, prints a JSON report, and ends the browser.
-    /// `python3 -I driver ADMIN_URL PNG CHROMIUM [SNAPSHOTS]` also makes docs/admin-page.png.
+    /// `python3 -I driver ADMIN_URL PNG CHROMIUM [SNAPSHOTS [API_URL REVOKE_URL]]` also makes
+    /// docs/admin-page.png. With API_URL and REVOKE_URL, a storm before the screenshot: eight threads
+    /// GET API_URL through the proxy, REVOKE_URL is POSTed, and the report's `storm` says whether the
+    /// first session's chart saw requests parked, and then none.
     static let driver = #"""
         import asyncio, base64, json, shutil, subprocess, sys, tempfile, threading, urllib.request
         import websockets
@@ -55,6 +124,36 @@ struct AdminPageBrowserTests {
         admin, screenshot, chromium = sys.argv[1], sys.argv[2], sys.argv[3]
         # Snapshots the page draws before the screenshot (more: a fuller chart).
         shown = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+        api, revoke = (sys.argv[5], sys.argv[6]) if len(sys.argv) > 6 else (None, None)
+        # Straight to the proxy and the mocks, whatever proxy the environment names.
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        class Load:
+            # Eight clients sending to `api` until stopped (each a bounded number of requests).
+            def __init__(self):
+                self.stopping, self.answered, self.failed, self.lock = threading.Event(), 0, 0, threading.Lock()
+                self.threads = [threading.Thread(target=self.client, daemon=True) for _ in range(8)]
+                for thread in self.threads:
+                    thread.start()
+
+            def client(self):
+                for _ in range(100000):
+                    if self.stopping.is_set():
+                        return
+                    try:
+                        ok = direct.open(api, timeout=30).status == 200
+                    except Exception:
+                        ok = False
+                    with self.lock:
+                        if ok:
+                            self.answered += 1
+                        else:
+                            self.failed += 1
+
+            def stop(self):
+                self.stopping.set()
+                for thread in self.threads:
+                    thread.join(40)
         profile = tempfile.mkdtemp(prefix="bearer-chromium-")
         browser = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
@@ -135,6 +234,20 @@ struct AdminPageBrowserTests {
                     " && Math.round((performance.now() / 1000 - clickedAt) * 100) / 100", 2)
                 outcome = "document.querySelector('.session .outcome').textContent"
                 report["outcome"] = await until(f"/^[0-9]{{3}} /.test({outcome}) && {outcome}", 5)
+                if api:
+                    load = Load()
+                    await evaluate("window.stormAt = performance.now() / 1000; true")
+                    direct.open(urllib.request.Request(revoke, data=b"", method="POST"), timeout=10).read()
+                    points = "Object.values(bearerPage.sessions)[0].filter(p => p.at >= stormAt)"
+                    peak = await until(f"Math.max(0, ...{points}.map(p => p.parked))", 10)
+                    fell = await until(
+                        f"(() => {{ const ps = {points}; const top = ps.findIndex(p => p.parked > 0);"
+                        " return top >= 0 && ps.slice(top).some(p => p.parked === 0); })()", 10)
+                    await until(f"bearerPage.snapshots >= {shown} + 2", 10)
+                    load.stop()
+                    rejections = await evaluate(f"Math.max(0, ...{points}.map(p => p.rejections))")
+                    report["storm"] = {"parked_peak": peak or 0, "fell": bool(fell), "rejections_peak": rejections,
+                                       "answered": load.answered, "failed": load.failed}
                 await until(f"bearerPage.snapshots >= {shown}", shown + 10)
                 shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=False)
                 with open(screenshot, "wb") as out:

@@ -15,6 +15,7 @@ final class MockTestEndpoints: MockTokenServerAdditions {
         switch request.path {
         case MockTokenServer.authorizePath: server.authorize(request)
         case MockTokenServer.devicePath: server.startDeviceAuthorization(request)
+        case MockTokenServer.revokeAllPath: server.revokeEverything()
         default: nil
         }
     }
@@ -46,6 +47,15 @@ final class MockTestEndpoints: MockTokenServerAdditions {
 }
 
 extension MockTokenServer {
+    /// `POST` here revokes every token issued so far: the upstream refuses them all from then on.
+    package static let revokeAllPath = "/test/revoke-all"
+
+    /// An expiry storm on demand, for a test's own client (the admin page's browser test).
+    func revokeEverything() -> MockResponse {
+        self.authority.revokeAll()
+        return .text(200, "revoked\n")
+    }
+
     /// A token endpoint with the tests' login endpoints and checks of signed credentials.
     package convenience init(
         group: EventLoopGroup,
