@@ -25,6 +25,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case metadata
     /// PEM private keys (client_key_file, DPoP keys, tls_client_key).
     case pem
+    /// `WWW-Authenticate` challenges and the `DPoP-Nonce` a proof then carries.
+    case wwwAuthenticate = "www-authenticate"
 
     /// Runs the target on one input; a finding stops the process (`precondition`).
     package func run(_ input: [UInt8]) {
@@ -37,6 +39,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .tokenResponse: TokenResponseFuzz.run(input)
         case .metadata: MetadataFuzz.run(input)
         case .pem: PEMFuzz.run(input)
+        case .wwwAuthenticate: AuthenticateFuzz.run(input)
         }
     }
 }

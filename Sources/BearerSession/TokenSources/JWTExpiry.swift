@@ -11,7 +11,7 @@ package enum JWTExpiry {
     }
 
     /// The payload of a token that is a JWT (three dot-separated parts), unverified; nil otherwise.
-    static func claims(of token: String) -> [String: Any]? {
+    package static func claims(of token: String) -> [String: Any]? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = self.base64URLDecode(parts[1]) else { return nil }
         return JSONText.object(payload)
