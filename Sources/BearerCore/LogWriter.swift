@@ -73,6 +73,9 @@ package final class LogWriter: Sendable {
     /// Lines lost because the queue was full, or because the descriptor refused them (closed, full disk).
     package var droppedLines: Int { self.dropped.load(ordering: .relaxed) }
 
+    /// Bytes queued and not yet written: a soak watches that it does not grow.
+    package var queuedBytes: Int { self.queue.withLock { $0.pending.count + $0.inFlight } }
+
     /// Queues whole lines, or drops and counts them when the queue is full. Never waits for the log.
     package func write(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }

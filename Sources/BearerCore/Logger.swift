@@ -247,6 +247,12 @@ package final class LogSink: Sendable {
         return 0
     }
 
+    /// Bytes queued for the writer and not yet written (`bearer_proxy_log_queue_bytes`).
+    package var queuedBytes: Int {
+        if case .fileDescriptor(let writer) = self.destination { return writer.queuedBytes }
+        return 0
+    }
+
     /// Waits (at most `timeout`) until what was logged is written: before the process exits.
     package func flush(timeout: Duration = .seconds(2)) {
         if case .fileDescriptor(let writer) = self.destination { writer.flush(timeout: timeout) }

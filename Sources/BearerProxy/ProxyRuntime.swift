@@ -55,6 +55,13 @@ package final class ProxyRuntime: Sendable {
         return sink.droppedLines + accessLog.droppedLines + retired
     }
 
+    /// Bytes the log and the access log hold queued (`bearer_proxy_log_queue_bytes`).
+    var queuedLogBytes: Int {
+        let sink = self.logger.sink
+        guard let accessLog = self.accessLog, accessLog !== sink else { return sink.queuedBytes }
+        return sink.queuedBytes + accessLog.queuedBytes
+    }
+
     /// Lines the audit log dropped (`bearer_proxy_audit_lines_dropped_total`); 0 when it is stderr,
     /// whose losses are the log's.
     var droppedAuditLines: Int {

@@ -48,6 +48,9 @@ import Testing
         #expect(answered == 20_000, "the proxy stopped answering after \(answered) requests")
 
         #expect(try Self.droppedLines(admin) > 0, "lines that cannot be written are dropped and counted")
+        // The queue holds what the pipe did not take, bounded (LogWriter.defaultCapacity).
+        let queued = try Self.metric("bearer_proxy_log_queue_bytes", admin)
+        #expect(queued > 0 && queued <= LogWriter.defaultCapacity + 4096, "\(queued) bytes queued")
 
         // Someone reads the log again: the next line comes after one saying how many are missing.
         let log = Locked("")
@@ -88,10 +91,13 @@ import Testing
 
     /// `bearer_proxy_log_lines_dropped_total` from the admin endpoint.
     static func droppedLines(_ admin: SocketAddress) throws -> Int {
+        try Self.metric("bearer_proxy_log_lines_dropped_total", admin)
+    }
+
+    /// A metric without labels from the admin endpoint.
+    static func metric(_ name: String, _ admin: SocketAddress) throws -> Int {
         let metrics = try httpRequest(admin, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").text
-        let line = try #require(
-            metrics.split(separator: "\n").first { $0.hasPrefix("bearer_proxy_log_lines_dropped_total ") }
-        )
+        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") })
         return try #require(Int(line.split(separator: " ")[1]))
     }
 }

@@ -95,7 +95,8 @@ final class AdminConnection: StreamConnectionDelegate {
                 text += renderRefusalMetrics(runtime.shownSessions.map { ($0.name, $0.refusals.withLock { $0 }) })
                 text += renderLogMetrics(
                     droppedLines: runtime.droppedLogLines,
-                    droppedAuditLines: runtime.droppedAuditLines
+                    droppedAuditLines: runtime.droppedAuditLines,
+                    queuedBytes: runtime.queuedLogBytes
                 )
                 text += renderInterceptMetrics(
                     leavesIssued: runtime.interceptCertificates?.leavesIssued ?? 0,

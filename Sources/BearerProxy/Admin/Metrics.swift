@@ -25,6 +25,7 @@ enum MetricNames {
     static let storeErrors = "bearer_proxy_session_store_errors_total"
     static let storeUp = "bearer_proxy_session_store_up"
     static let logLinesDropped = "bearer_proxy_log_lines_dropped_total"
+    static let logQueueBytes = "bearer_proxy_log_queue_bytes"
     static let interceptedTunnels = "bearer_proxy_intercepted_tunnels_total"
     static let interceptHandshakeFailures = "bearer_proxy_intercept_handshake_failures_total"
     static let leafCertificatesIssued = "bearer_proxy_leaf_certificates_issued_total"
@@ -268,7 +269,7 @@ private func labelValue(_ text: String) -> String {
 
 /// Log lines lost because the log did not take them (a pipe nobody reads): the loops drop rather than
 /// wait. The audit log's are counted apart: a gap in it is a gap in a record someone may rely on.
-func renderLogMetrics(droppedLines: Int, droppedAuditLines: Int) -> String {
+func renderLogMetrics(droppedLines: Int, droppedAuditLines: Int, queuedBytes: Int) -> String {
     counter(
         MetricNames.logLinesDropped,
         "Log and access log lines dropped because the log was not taking them (see docs/operations.md).",
@@ -278,6 +279,11 @@ func renderLogMetrics(droppedLines: Int, droppedAuditLines: Int) -> String {
             MetricNames.auditLinesDropped,
             "Audit log lines dropped because the audit file could not be opened or written.",
             droppedAuditLines
+        )
+        + gauge(
+            MetricNames.logQueueBytes,
+            "Bytes of log and access log lines queued for the log's writer thread and not yet written.",
+            queuedBytes
         )
 }
 
