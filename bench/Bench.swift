@@ -18,6 +18,10 @@ final class Bench {
     let sessionAPIs: [SessionAPI]
     var log: (String) -> Void
     let progress: ProgressLine
+    /// `--soak`: every measurement is a soak (its storm, its rotating connections, its sampler).
+    var soak: SoakPlan?
+    /// What each soaked scenario's sampler found, in the order they ran.
+    private(set) var soakResults: [SoakResult] = []
     /// The fleet's session store, started when the fleet scenario first runs.
     private var redis: RedisServerProcess?
     /// The https mock API of the TLS scenarios (the test certificate for localhost), started when one
@@ -116,6 +120,10 @@ final class Bench {
             "max_connections = 100000",
         ]
         if let workers = self.options.proxyWorkers { lines.append("workers = \(workers)") }
+        // A soak reads the log queue from the admin's metrics.
+        if self.soak != nil, let path = try? ScratchSpace.newPath("admin") {
+            lines.append("admin_listen = unix:\(path).sock")
+        }
         let sections = withSessions ? self.sessionAPIs.dropFirst().map(\.section) : []
         return (lines + [extra] + sections).joined(separator: "\n") + "\n"
     }
@@ -401,6 +409,11 @@ final class Bench {
         apis: [SessionAPI]
     ) -> ScenarioResult {
         let label = round.isEmpty ? name : "\(name), \(round)"
+        // A soak storms every scenario and rotates some of its connections.
+        let expireEvery = self.soak == nil ? expireEvery : self.options.expireEvery
+        let targets = self.soak?.rotating(targets) ?? targets
+        var sampler: SoakSampler?
+        var samples: [SoakSampler.Sample] = []
         self.log(
             "\(label): \(self.options.connections) connections, \(formatSeconds(self.options.warmup)) warm-up, \(formatSeconds(self.options.duration)) measured"
         )
@@ -427,6 +440,9 @@ final class Bench {
                 tokenCallsBefore = apis.map(\.tokenServer.callCount)
                 rejectedBefore = apis.map { $0.upstream.rejected.load(ordering: .relaxed) }
                 cpuBefore = proxies.map(\.cpuSeconds).reduce(0, +)
+                if let soak = self.soak, let proxy = proxies.first {
+                    sampler = SoakSampler(proxy, every: soak.sampleEvery)
+                }
                 if let expireEvery {
                     revokers = apis.indices.map { index in
                         let interval = Self.expiryInterval(expireEvery, api: index, of: apis.count)
@@ -443,6 +459,7 @@ final class Bench {
             onMeasurementEnd: {
                 expiryInstants = revokers.isEmpty ? expiryInstants : revokers.map { $0.stop() }
                 cpuAfter = proxies.map(\.cpuSeconds).reduce(0, +)
+                samples = sampler?.stop() ?? []
             },
             progress: { phase, elapsed, completed in
                 let total = phase == .warmup ? self.options.warmup : self.options.duration
@@ -474,7 +491,7 @@ final class Bench {
         nonSuccess[401] = nil
         var errors = result.errors
         for (status, count) in nonSuccess { errors["status \(status)", default: 0] += count }
-        return ScenarioResult(
+        let scenarioResult = ScenarioResult(
             name: name,
             proxies: proxies.count,
             connections: self.options.connections,
@@ -497,6 +514,17 @@ final class Bench {
             refreshTimes: refreshInstants.map { ($0 - start).seconds },
             sessions: apis.count > 1 ? sessions : []
         )
+        if self.soak != nil {
+            self.soakResults.append(
+                SoakResult(
+                    scenario: name,
+                    samples: samples,
+                    durationSeconds: result.measuredSeconds,
+                    result: scenarioResult
+                )
+            )
+        }
+        return scenarioResult
     }
 
     /// How often API `index` of `count` revokes its tokens: `every` for the first, up to 1.5 times

@@ -22,6 +22,8 @@ struct BenchOptions: Equatable {
 
         /// What `all` and the default run: every scenario that needs nothing but this bench.
         static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
+        /// What `--soak` can hold for long: one proxy, one session.
+        static let soakable: [Scenario] = [.expiry, .steady, .steadyTLS, .intercept]
     }
 
     var scenarios: [Scenario] = Scenario.standard
@@ -53,6 +55,9 @@ struct BenchOptions: Equatable {
     var loadThreads = 1
     var jsonPath: String?
     var svgPath: String?
+    /// `--soak DURATION`: each scenario once, this long, sampled (`SoakPlan`).
+    var soak: Duration?
+    var sampleEvery: Duration = .seconds(5)
     var isHelp = false
 
     struct ParseError: Error, Equatable, CustomStringConvertible {
@@ -128,9 +133,26 @@ struct BenchOptions: Equatable {
             case "--threads": options.loadThreads = try integer(name)
             case "--json": options.jsonPath = try value(name)
             case "--svg": options.svgPath = try value(name)
+            case "--soak": options.soak = try duration(name)
+            case "--sample-every": options.sampleEvery = try duration(name)
             case "-h", "--help": options.isHelp = true
             default: throw ParseError(description: "Unknown option '\(name)'")
             }
+        }
+        if let soak = options.soak {
+            // A soak is one long round of what was asked for (expiry by default), nothing beside it.
+            if !arguments.contains("--scenario") { options.scenarios = [.expiry] }
+            guard options.scenarios.allSatisfy(Scenario.soakable.contains), options.sessions == 1 else {
+                throw ParseError(
+                    description:
+                        "--soak: runs expiry, steady, steady-tls or intercept, one session each, got \(options.scenarios.map(\.rawValue).joined(separator: ","))"
+                )
+            }
+            options.duration = soak
+            options.repeats = 1
+            if !arguments.contains("--warmup") { options.warmup = .seconds(5) }
+            if options.rate == nil { options.rate = 1000 }
+            return options
         }
         // intercept is reported beside steady-tls (the same requests as base-URL requests), with the
         // cost of new tunnels, and beside mitmproxy when asked.
@@ -189,7 +211,14 @@ struct BenchOptions: Equatable {
           --threads <n>           Load generator threads (default: 1)
           --json <file>           Write every figure as JSON (a bare name goes to bench-results/)
           --svg <file>            Chart throughput and p99 per 100 ms, expiry events and refreshes marked
-                                  (a bare name goes to bench-results/)
+                                  (a bare name goes to bench-results/); with --soak, memory and
+                                  descriptors over time
+          --soak <time>           Hold each scenario (expiry by default; steady, steady-tls, intercept)
+                                  this long, once, at --rate (default 1000/s), every token revoked each
+                                  --expire-every, one connection in eight reconnecting after each
+                                  response; sample the proxy's RSS, descriptors and log queue and
+                                  report their growth after the warm-up (the first tenth, 60 s at least)
+          --sample-every <time>   --soak: how often to sample (default: 5s)
           -h, --help              Show help information.
 
         """

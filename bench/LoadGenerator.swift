@@ -377,7 +377,8 @@ final class LoadConnection: StreamConnectionDelegate {
             self.lastDue = Instant.now() + offset - interval
             return self.sendWhenDue()
         }
-        self.sendRequests()
+        // A connection opened again (reconnectsAfterEachResponse) keeps its pace under a rate.
+        self.sendWhenDue()
     }
 
     /// The answer to CONNECT: 200, then TLS inside the tunnel.

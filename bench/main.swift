@@ -34,6 +34,7 @@ func benchMain() -> Int32 {
     do {
         let bench = try Bench(options: options, proxyBinary: binary, log: log, progress: ProgressLine())
         defer { bench.shutdown() }
+        if options.soak != nil { bench.soak = SoakPlan(sampleEvery: options.sampleEvery) }
         var nginx: NginxTarget?
         if options.withNginx {
             nginx = try NginxTarget.start(upstreamPort: bench.upstream.port, token: options.staticToken, log: log)
@@ -54,6 +55,7 @@ func benchMain() -> Int32 {
             }
             rounds.append(results)
         }
+        if options.soak != nil { return try reportSoak(bench.soakResults, options: options, log: log) }
         let idle = options.idleConnections > 0 ? try bench.measureIdleConnections(options.idleConnections) : nil
         let summaries = ScenarioSummary.group(rounds)
         let ratios = RatioSummary.compute(rounds, comparison: comparison == nil ? nil : comparisonName)
@@ -81,6 +83,27 @@ func benchMain() -> Int32 {
         FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
         return 1
     }
+}
+
+/// A soak's report: each scenario's samples and verdict, its JSON and chart when asked; 1 when a
+/// figure grew or a request went unanswered, so a script can run it as a check.
+func reportSoak(_ results: [SoakResult], options: BenchOptions, log: (String) -> Void) throws -> Int32 {
+    print(results.map(\.text).joined(separator: "\n"), terminator: "")
+    if let given = options.jsonPath {
+        let path = try prepareOutput(given)
+        let data = try JSONSerialization.data(
+            withJSONObject: ["soak": results.map(\.json)],
+            options: [.prettyPrinted, .sortedKeys]
+        )
+        try data.write(to: URL(fileURLWithPath: path))
+        log("wrote \(path)")
+    }
+    if let given = options.svgPath {
+        let path = try prepareOutput(given)
+        try SoakResult.svg(results).write(toFile: path, atomically: true, encoding: .utf8)
+        log("wrote \(path)")
+    }
+    return results.allSatisfy { $0.isFlat && $0.allAnswered } ? 0 : 1
 }
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP end the run at once, as their default action did, but only
