@@ -22,6 +22,10 @@ final class Bench {
     var soak: SoakPlan?
     /// What each soaked scenario's sampler found, in the order they ran.
     private(set) var soakResults: [SoakResult] = []
+
+    func recordSoak(_ result: SoakResult) {
+        self.soakResults.append(result)
+    }
     /// The fleet's session store, started when the fleet scenario first runs.
     private var redis: RedisServerProcess?
     /// The https mock API of the TLS scenarios (the test certificate for localhost), started when one
@@ -187,6 +191,8 @@ final class Bench {
             return try self.runTLS(scenario, round: round)
         case .dpop, .dpopExpiry:
             return try self.runDPoP(scenario, round: round)
+        case .h2Expiry:
+            return try self.runHTTP2Expiry(round: round)
         }
     }
 
@@ -245,7 +251,7 @@ final class Bench {
                 proxies: [],
                 apis: [self.defaultAPI(upstream: mock)]
             )
-        case .direct, .steady, .expiry, .proactive, .fleet, .dpop, .dpopExpiry:
+        case .direct, .steady, .expiry, .proactive, .fleet, .dpop, .dpopExpiry, .h2Expiry:
             preconditionFailure("not a TLS scenario: \(scenario)")
         }
     }
@@ -515,7 +521,7 @@ final class Bench {
             sessions: apis.count > 1 ? sessions : []
         )
         if self.soak != nil {
-            self.soakResults.append(
+            self.recordSoak(
                 SoakResult(
                     scenario: name,
                     samples: samples,

@@ -19,11 +19,13 @@ struct BenchOptions: Equatable {
         case dpop
         /// dpop under the expiry storm: each replay needs a new token and a new proof.
         case dpopExpiry = "dpop-expiry"
+        /// expiry's storm with HTTP/2 clients: h2load, prior knowledge, several streams per connection.
+        case h2Expiry = "h2-expiry"
 
         /// What `all` and the default run: every scenario that needs nothing but this bench.
         static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
         /// What `--soak` can hold for long: one proxy, one session.
-        static let soakable: [Scenario] = [.expiry, .steady, .steadyTLS, .intercept]
+        static let soakable: [Scenario] = [.expiry, .steady, .steadyTLS, .intercept, .h2Expiry]
     }
 
     var scenarios: [Scenario] = Scenario.standard
@@ -101,7 +103,7 @@ struct BenchOptions: Equatable {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop or dpop-expiry, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop, dpop-expiry or h2-expiry, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
@@ -145,7 +147,7 @@ struct BenchOptions: Equatable {
             guard options.scenarios.allSatisfy(Scenario.soakable.contains), options.sessions == 1 else {
                 throw ParseError(
                     description:
-                        "--soak: runs expiry, steady, steady-tls or intercept, one session each, got \(options.scenarios.map(\.rawValue).joined(separator: ","))"
+                        "--soak: runs expiry, steady, steady-tls, intercept or h2-expiry, one session each, got \(options.scenarios.map(\.rawValue).joined(separator: ","))"
                 )
             }
             options.duration = soak
@@ -179,8 +181,9 @@ struct BenchOptions: Equatable {
           --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet,
                                   intercept (with steady-tls, new-tunnels and resumed-tunnels),
                                   steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop (with
-                                  steady), dpop-expiry (default: all, which is direct, steady,
-                                  expiry, proactive)
+                                  steady), dpop-expiry, h2-expiry (expiry's storm from h2load's
+                                  HTTP/2 clients, needs nghttp2-client) (default: all, which is
+                                  direct, steady, expiry, proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
           --sessions <n>          direct, steady, expiry, proactive: n APIs, each with its own token
@@ -213,7 +216,8 @@ struct BenchOptions: Equatable {
           --svg <file>            Chart throughput and p99 per 100 ms, expiry events and refreshes marked
                                   (a bare name goes to bench-results/); with --soak, memory and
                                   descriptors over time
-          --soak <time>           Hold each scenario (expiry by default; steady, steady-tls, intercept)
+          --soak <time>           Hold each scenario (expiry by default; steady, steady-tls, intercept,
+                                  h2-expiry)
                                   this long, once, at --rate (default 1000/s), every token revoked each
                                   --expire-every, one connection in eight reconnecting after each
                                   response; sample the proxy's RSS, descriptors and log queue and

@@ -116,4 +116,35 @@ import Testing
             sessions: []
         )
     }
+
+    @Test func h2loadsTotalsAreRead() {
+        let output = """
+            finished in 5.00s, 1198.40 req/s, 40.02KB/s
+            requests: 5992 total, 6120 started, 5992 done, 5990 succeeded, 2 failed, 0 errored, 0 timeout
+            status codes: 5990 2xx, 0 3xx, 2 4xx, 0 5xx
+            """
+        let counts = H2LoadCounts(output)
+        #expect(counts.succeeded == 5990)
+        #expect(counts.failed == 2)
+        #expect(counts.errored == 0)
+        #expect(counts.statuses == [2: 5990, 3: 0, 4: 2, 5: 0])
+    }
+
+    /// h2-expiry against the built proxy: HTTP/2 clients under the storm, every request answered with
+    /// a 2xx, one token call per expiry, and the soak's samples.
+    @Test(.requires(.h2load)) func h2ExpiryAnswersEveryStreamWithOneTokenCallPerExpiry() throws {
+        let bench = try shortBench(connections: 4) { $0.proxyWorkers = 2 }
+        defer { bench.shutdown() }
+        bench.soak = SoakPlan(sampleEvery: .milliseconds(500))
+        let result = try bench.run(.h2Expiry)
+        #expect(result.requests > 0)
+        #expect(result.errors.isEmpty, "\(result.errors)")
+        #expect(result.expiryEvents >= 2)
+        #expect(
+            result.refreshesPerExpiry == 1,
+            "token calls \(result.tokenCalls) for \(result.expiryEvents) expiry events"
+        )
+        #expect(result.replays > 0, "the storm was not exercised")
+        #expect((bench.soakResults.first?.samples.count ?? 0) >= 2)
+    }
 }
