@@ -114,16 +114,24 @@ enum AdminPageScript {
           const context = entry.canvas.getContext("2d");
           const width = entry.canvas.width, height = entry.canvas.height, pad = 14;
           context.clearRect(0, 0, width, height);
-          const peak = Math.max(1, ...entry.points.map(p => Math.max(p.requests, p.rejections, p.parked)));
+          // Requests per second on the left scale; 401s per second and parked requests, a storm's
+          // few, on the right one, so that eight parked requests show beside thousands of requests.
+          const peak = Math.max(1, ...entry.points.map(p => p.requests));
+          const stormPeak = Math.max(1, ...entry.points.map(p => Math.max(p.rejections, p.parked)));
           const x = at => width - (now - at) / WINDOW_SECONDS * width;
-          const y = value => height - pad - value / peak * (height - 2 * pad);
+          const y = (value, top) => height - pad - value / top * (height - 2 * pad);
           context.fillStyle = "#6b7482"; context.font = "11px sans-serif";
-          context.fillText(String(Math.round(peak * 10) / 10), 4, pad);
+          context.fillText(String(Math.round(peak * 10) / 10) + " req/s", 4, pad);
+          context.textAlign = "right";
+          context.fillText(String(Math.round(stormPeak * 10) / 10) + " 401s/s · parked", width - 4, pad);
+          context.textAlign = "left";
           context.fillText("5 min", 4, height - 2);
-          for (const [key, color] of [["requests", "#2a6fdb"], ["rejections", "#d33"], ["parked", "#b07d00"]]) {
+          for (const [key, color, top] of [["requests", "#2a6fdb", peak], ["rejections", "#d33", stormPeak],
+            ["parked", "#b07d00", stormPeak]]) {
             context.strokeStyle = color; context.lineWidth = 1.5; context.beginPath();
             entry.points.forEach((point, index) => {
-              if (index === 0) context.moveTo(x(point.at), y(point[key])); else context.lineTo(x(point.at), y(point[key]));
+              const py = y(point[key], top);
+              if (index === 0) context.moveTo(x(point.at), py); else context.lineTo(x(point.at), py);
             });
             context.stroke();
           }
