@@ -54,12 +54,27 @@ final class ChildProxy: @unchecked Sendable {
         // The reader owns the pipe's end and closes it once the proxy's stderr ends.
         let output = self.output
         _ = spawnThread(name: "proxy-stderr") {
-            readUntilEnd(errors.read) { text in output.withLock { $0 += text } }
+            readUntilEnd(errors.read) { text in output.withLock { Self.append(text, to: &$0) } }
             close(errors.read)
         }
     }
 
     var pid: Int32 { self.process.pid }
+
+    /// What is kept of the proxy's stderr: its start (the start lines, `listening on`) and its last
+    /// lines (why it stopped). A user's config may log a line per request (`access_log = stderr`),
+    /// which a long run must not keep whole in memory.
+    static let keptHead = 64 * 1024
+    static let keptTail = 16 * 1024
+
+    static func append(_ text: String, to output: inout String) {
+        output += text
+        guard output.utf8.count > Self.keptHead + 2 * Self.keptTail else { return }
+        let bytes = Array(output.utf8)
+        output =
+            String(decoding: bytes.prefix(Self.keptHead), as: UTF8.self) + "\n[…]\n"
+            + String(decoding: bytes.suffix(Self.keptTail), as: UTF8.self)
+    }
 
     /// The admin listener's port from the start line's `admin=127.0.0.1:PORT` (after `waitForPort`).
     var adminPort: Int? {

@@ -84,6 +84,10 @@ struct StackReport {
         guard let calls = phase.phase.refreshesEnded else {
             return "the proxy's /metrics could not be read after the phase, so its token calls are unknown"
         }
+        if storms == 0 {
+            return
+                "no storm fell in the phase (a storm every \(formatSeconds(self.settings.refreshEvery)), none in its last half second)"
+        }
         if calls == storms && phase.phase.naturals.isEmpty { return "one token call per storm" }
         var reasons: [String] = []
         let joined = phase.phase.storms.filter(\.joined).count

@@ -84,6 +84,16 @@ import Testing
         }
     }
 
+    /// A proxy that logs a line per request keeps only its start and its last lines in the bench.
+    @Test func aProxysStderrIsKeptBounded() {
+        var output = ""
+        ChildProxy.append("listening on 127.0.0.1:8080 admin=127.0.0.1:9901\n", to: &output)
+        for index in 0..<20_000 { ChildProxy.append("request \(index) status=200 path=/v1/items\n", to: &output) }
+        #expect(output.utf8.count <= ChildProxy.keptHead + 3 * ChildProxy.keptTail)
+        #expect(output.hasPrefix("listening on 127.0.0.1:8080 admin=127.0.0.1:9901\n"))
+        #expect(output.hasSuffix("request 19999 status=200 path=/v1/items\n"))
+    }
+
     @Test func defaultsToAllScenarios() throws {
         #expect(try BenchOptions.parse([]).scenarios == [.direct, .steady, .expiry, .proactive])
         #expect(try BenchOptions.parse(["--scenario", "all"]).scenarios == [.direct, .steady, .expiry, .proactive])
