@@ -94,13 +94,13 @@ func benchMain() -> Int32 {
 /// written; a second one ends the bench as above.
 func removeTemporaryFilesOnSignals(firstStopsLoad: Bool) {
     SignalReceiver(blocking: endingSignals).start(name: "bench-signals") { received in
-        if firstStopsLoad
-            && !loadInterrupted.withLock({ (was: inout Bool) in
-                defer { was = true }; return was
-            })
-        {
-            return
-        }
+        let isFirstThatStopsLoad =
+            firstStopsLoad
+            && loadInterrupted.withLock { isSet in
+                defer { isSet = true }
+                return !isSet
+            }
+        if isFirstThatStopsLoad { return }
         signalEnding.withLock { $0 = true }
         BenchChildren.endAll(timeout: .seconds(5))
         ScratchSpace.removeAll()
