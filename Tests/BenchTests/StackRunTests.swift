@@ -61,7 +61,7 @@ import Testing
         let outcome = try runProgram(
             [
                 BenchTemporaryFilesTests.binary, "--config", stack.config, "--path", "/items", "--connections", "8",
-                "--duration", "2s", "--warmup", "0s", "--refresh-every", "600ms", "--json", json, "--svg", svg,
+                "--duration", "3s", "--warmup", "0s", "--refresh-every", "600ms", "--json", json, "--svg", svg,
             ],
             timeout: .seconds(120)
         )
@@ -171,7 +171,13 @@ import Testing
             close(output.read)
         }
         defer {
-            if bench.isRunning { kill(-bench.pid, SIGKILL) }
+            if bench.isRunning {
+                // Its proxy runs in a process group of its own: a Ctrl-C does not reach it.
+                for child in BenchTemporaryFilesTests.processes(where: { $0.parent == bench.pid }) {
+                    kill(child.pid, SIGKILL)
+                }
+                kill(-bench.pid, SIGKILL)
+            }
             _ = bench.waitUntilExit()
         }
         // The load is flowing once the upstream has answered requests.
