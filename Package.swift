@@ -62,9 +62,11 @@ let package = Package(
         // and the commands' flag tables; `swift run bearer-docs` writes them (no product: not installed).
         .target(name: "BearerDocs", dependencies: ["BearerCore", "BearerConfig", "BearerCLI"]),
         .executableTarget(name: "bearer-docs", dependencies: ["BearerDocs"]),
+        // BearerConfig: a run against your own stack reads your config's session (its upstream and
+        // token endpoint) to say what it will do before anything is sent.
         .executableTarget(
             name: "bearer-bench",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerDemo", "BearerTestSupport"],
+            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerConfig", "BearerDemo", "BearerTestSupport"],
             path: "bench"
         ),
         // The libFuzzer targets, one per parser of outside bytes (docs/development.md, "Fuzzing"), and

@@ -12,9 +12,16 @@ import Glibc
 enum BenchChildren {
     private static let running = Locked<[pid_t: ChildProcess]>([:])
 
-    /// Starts `argv` (as `ChildProcess` does) and lists it until `ended`.
-    static func start(_ argv: [String], stdout: Int32, stderr: Int32) throws(SpawnFailure) -> ChildProcess {
-        let process = try ChildProcess(argv, stdout: stdout, stderr: stderr)
+    /// Starts `argv` (as `ChildProcess` does) and lists it until `ended`. `ownProcessGroup`: a
+    /// terminal's Ctrl-C does not reach it (a run against your own stack reads its proxy's figures
+    /// after the load stopped).
+    static func start(
+        _ argv: [String],
+        stdout: Int32,
+        stderr: Int32,
+        ownProcessGroup: Bool = false
+    ) throws(SpawnFailure) -> ChildProcess {
+        let process = try ChildProcess(argv, stdout: stdout, stderr: stderr, ownProcessGroup: ownProcessGroup)
         Self.running.withLock { $0[process.pid] = process }
         return process
     }

@@ -61,6 +61,20 @@ struct BenchOptions: Equatable {
     var soak: Duration?
     var sampleEvery: Duration = .seconds(5)
     var isHelp = false
+    /// Your own stack (`StackRun`): the proxy with this config, or the running one at `proxyURL`.
+    var configPath: String?
+    var sessionName: String?
+    /// The request target sent through the proxy (below the session's mount).
+    var path: String?
+    var method = "GET"
+    var refreshEvery: Duration = .seconds(2)
+    var proxyURL: String?
+    var adminURL: String?
+    /// `--yes`: send to an upstream that is not loopback.
+    var assumeYes = false
+
+    /// `--config` or `--proxy`: load against the user's own API and identity provider, not the mocks.
+    var isStackRun: Bool { self.configPath != nil || self.proxyURL != nil }
 
     struct ParseError: Error, Equatable, CustomStringConvertible {
         var description: String
@@ -137,17 +151,33 @@ struct BenchOptions: Equatable {
             case "--svg": options.svgPath = try value(name)
             case "--soak": options.soak = try duration(name)
             case "--sample-every": options.sampleEvery = try duration(name)
+            case "--config": options.configPath = try value(name)
+            case "--session": options.sessionName = try value(name)
+            case "--path": options.path = try value(name)
+            case "--method":
+                let method = try value(name)
+                guard !method.isEmpty, method.allSatisfy({ $0.isLetter && $0.isUppercase }) else {
+                    throw ParseError(description: "--method: expected a method such as GET or POST, got '\(method)'")
+                }
+                options.method = method
+            case "--refresh-every": options.refreshEvery = try duration(name)
+            case "--proxy": options.proxyURL = try value(name)
+            case "--admin": options.adminURL = try value(name)
+            case "--yes": options.assumeYes = true
             case "-h", "--help": options.isHelp = true
             default: throw ParseError(description: "Unknown option '\(name)'")
             }
         }
+        try Self.checkStackRun(options)
         if let soak = options.soak {
             // A soak is one long round of what was asked for (expiry by default), nothing beside it.
             if !arguments.contains("--scenario") { options.scenarios = [.expiry] }
-            guard options.scenarios.allSatisfy(Scenario.soakable.contains), options.sessions == 1 else {
+            guard options.scenarios.allSatisfy(Scenario.soakable.contains), options.sessions == 1,
+                options.configPath == nil, options.proxyURL == nil
+            else {
                 throw ParseError(
                     description:
-                        "--soak: runs expiry, steady, steady-tls, intercept or h2-expiry, one session each, got \(options.scenarios.map(\.rawValue).joined(separator: ","))"
+                        "--soak: runs expiry, steady, steady-tls, intercept or h2-expiry, one session each, against the bench's own mocks (not with --config or --proxy), got \(options.scenarios.map(\.rawValue).joined(separator: ","))"
                 )
             }
             options.duration = soak
@@ -171,11 +201,54 @@ struct BenchOptions: Equatable {
         return options
     }
 
+    /// What a run against your own stack needs, and what it does not take.
+    private static func checkStackRun(_ options: BenchOptions) throws(ParseError) {
+        guard options.isStackRun else {
+            for (flag, given) in [
+                ("--session", options.sessionName != nil), ("--path", options.path != nil),
+                ("--admin", options.adminURL != nil),
+                ("--yes", options.assumeYes),
+            ] where given {
+                throw ParseError(description: "\(flag) needs --config FILE (or --proxy URL --admin URL)")
+            }
+            return
+        }
+        guard options.path?.hasPrefix("/") == true else {
+            throw ParseError(description: "--path: the request path to load, starting with / (e.g. --path /v1/items)")
+        }
+        if (options.proxyURL == nil) != (options.adminURL == nil) {
+            throw ParseError(
+                description: "--proxy and --admin go together: the running proxy's listener and its admin_listen"
+            )
+        }
+        guard options.refreshEvery >= .milliseconds(100) else {
+            throw ParseError(description: "--refresh-every: at least 100ms")
+        }
+    }
+
     static let helpText = """
         OVERVIEW: Measures bearer-proxy: throughput and latency, and how refresh coalescing holds up
         when every token expires at once under load.
 
         USAGE: bearer-bench [<options>]
+               bearer-bench --config <file> [--session <name>] --path <path> [<options>]
+               bearer-bench --proxy <url> --admin <url> [--session <name>] --path <path> [<options>]
+
+        YOUR OWN STACK (docs/load-testing-your-stack.md):
+          --config <file>         Start bearer-proxy with your config and load your session's upstream
+                                  through it: a steady phase, then one with expiry storms
+          --proxy <url>           Use the proxy running there instead (with --admin, its admin_listen)
+          --admin <url>           The running proxy's admin endpoints, e.g. http://127.0.0.1:9901
+          --session <name>        The [session] to load (default: the default session)
+          --path <path>           The request path sent through the proxy, below the session's mount
+          --method <method>       The requests' method, sent without a body (default: GET)
+          --refresh-every <time>  Force an expiry storm this often: POST /refresh?park=1 on the admin
+                                  listener, so that every request parks behind one token call to your
+                                  identity provider (default: 2s)
+          --yes                   Send to an upstream that is not loopback (the bench prints what it
+                                  will do and sends nothing without it); --rate then defaults to 100
+          With --connections, --duration (each phase), --warmup, --rate, --threads, --json, --svg.
+          Ctrl-C stops the load at once and still writes the report.
 
         OPTIONS:
           --scenario <list>       all, or a comma list of direct, steady, expiry, proactive, fleet,

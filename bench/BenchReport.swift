@@ -262,7 +262,7 @@ enum BenchReport {
     }
 
     /// Rows as aligned columns: the first left-aligned, the others right-aligned, a rule under the header.
-    private static func columns(_ rows: [[String]]) -> [String] {
+    static func columns(_ rows: [[String]]) -> [String] {
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines: [String] = []
         for (index, row) in rows.enumerated() {

@@ -9,7 +9,8 @@ import Synchronization
 final class ChildProxy: @unchecked Sendable {
     let process: ChildProcess
     private let output = Locked<String>("")
-    let configPath: String
+    /// The config the bench wrote for this proxy (nil: the user's own, given as it is).
+    let configPath: String?
 
     /// `bearer-proxy` next to this executable, unless given.
     static func locateBinary(_ given: String?) -> String? {
@@ -21,9 +22,18 @@ final class ChildProxy: @unchecked Sendable {
         return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
     }
 
-    init(binary: String, config: String) throws {
-        self.configPath = try ScratchSpace.newDirectory("proxy") + "/proxy.conf"
-        try config.write(toFile: self.configPath, atomically: true, encoding: .utf8)
+    /// The proxy with `config` written to a file of its own (removed by `stop`).
+    convenience init(binary: String, config: String) throws {
+        let path = try ScratchSpace.newDirectory("proxy") + "/proxy.conf"
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        try self.init(binary: binary, arguments: ["--config", path], ownConfig: path)
+    }
+
+    /// The proxy with `arguments`; `ownConfig`: the config file the bench wrote for it, removed by
+    /// `stop` (a user's own config is never removed). In a process group of its own when it runs
+    /// the user's config (`BenchChildren.start`).
+    init(binary: String, arguments: [String], ownConfig: String? = nil) throws {
+        self.configPath = ownConfig
         let errors = makeClosingPipe()
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer {
@@ -32,9 +42,10 @@ final class ChildProxy: @unchecked Sendable {
         }
         do {
             self.process = try BenchChildren.start(
-                [binary, "--config", self.configPath],
+                [binary] + arguments,
                 stdout: null,
-                stderr: errors.write
+                stderr: errors.write,
+                ownProcessGroup: ownConfig == nil
             )
         } catch {
             close(errors.read)
@@ -43,12 +54,33 @@ final class ChildProxy: @unchecked Sendable {
         // The reader owns the pipe's end and closes it once the proxy's stderr ends.
         let output = self.output
         _ = spawnThread(name: "proxy-stderr") {
-            readUntilEnd(errors.read) { text in output.withLock { $0 += text } }
+            readUntilEnd(errors.read) { text in output.withLock { Self.append(text, to: &$0) } }
             close(errors.read)
         }
     }
 
     var pid: Int32 { self.process.pid }
+
+    /// What is kept of the proxy's stderr: its start (the start lines, `listening on`) and its last
+    /// lines (why it stopped). A user's config may log a line per request (`access_log = stderr`),
+    /// which a long run must not keep whole in memory.
+    static let keptHead = 64 * 1024
+    static let keptTail = 16 * 1024
+
+    static func append(_ text: String, to output: inout String) {
+        output += text
+        guard output.utf8.count > Self.keptHead + 2 * Self.keptTail else { return }
+        let bytes = Array(output.utf8)
+        output =
+            String(decoding: bytes.prefix(Self.keptHead), as: UTF8.self) + "\n[…]\n"
+            + String(decoding: bytes.suffix(Self.keptTail), as: UTF8.self)
+    }
+
+    /// The admin listener's port from the start line's `admin=127.0.0.1:PORT` (after `waitForPort`).
+    var adminPort: Int? {
+        guard let range = self.standardError.range(of: "admin=127.0.0.1:") else { return nil }
+        return Int(self.standardError[range.upperBound...].prefix { $0.isNumber })
+    }
     var standardError: String { self.output.withLock { $0 } }
 
     /// The port from the `listening on` line, waiting at most `timeout`.
@@ -72,9 +104,11 @@ final class ChildProxy: @unchecked Sendable {
         }
         _ = self.process.waitUntilExit()
         BenchChildren.ended(self.process)
-        try? FileManager.default.removeItem(
-            atPath: URL(fileURLWithPath: self.configPath).deletingLastPathComponent().path
-        )
+        if let configPath = self.configPath {
+            try? FileManager.default.removeItem(
+                atPath: URL(fileURLWithPath: configPath).deletingLastPathComponent().path
+            )
+        }
     }
 
     /// CPU seconds used so far (user + system), from /proc/PID/stat.

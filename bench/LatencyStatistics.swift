@@ -40,11 +40,14 @@ struct Sample {
     var latencyMicroseconds: UInt32
 }
 
-/// Throughput and p99 per time window, for the chart.
+/// Throughput and latency per time window: p99 for the chart, p50 and p99.9 beside it in a run
+/// against your own stack's report.
 struct TimeSeriesPoint: Equatable {
     var startSeconds: Double
     var requestsPerSecond: Double
     var p99Milliseconds: Double
+    var p50Milliseconds: Double = 0
+    var p999Milliseconds: Double = 0
 }
 
 func timeSeries(_ samples: [Sample], window: Double, duration: Double) -> [TimeSeriesPoint] {
@@ -59,10 +62,13 @@ func timeSeries(_ samples: [Sample], window: Double, duration: Double) -> [TimeS
     }
     // From whole microseconds: 3 × 0.1 would be 0.30000000000000004 in the JSON.
     return buckets.enumerated().map { index, latencies in
-        TimeSeriesPoint(
+        let statistics = LatencyStatistics(microseconds: latencies)
+        return TimeSeriesPoint(
             startSeconds: Double(UInt32(index) * windowMicros) / 1_000_000,
             requestsPerSecond: Double(latencies.count) * 1_000_000 / Double(windowMicros),
-            p99Milliseconds: LatencyStatistics(microseconds: latencies).p99Milliseconds
+            p99Milliseconds: statistics.p99Milliseconds,
+            p50Milliseconds: statistics.p50Milliseconds,
+            p999Milliseconds: statistics.p999Milliseconds
         )
     }
 }

@@ -22,6 +22,8 @@ final class LoadGenerator: Sendable {
         /// Each connection carries one request and is then closed and opened again (with a tunnel:
         /// CONNECT and a full handshake every time), so what is measured is new connections.
         var reconnectsAfterEachResponse = false
+        /// Sent without a body (with `Content-Length: 0` where a body is expected).
+        var method = "GET"
     }
 
     /// A CONNECT tunnel and the TLS session inside it.
@@ -95,7 +97,8 @@ final class LoadGenerator: Sendable {
         duration: Duration,
         onMeasurementStart: () -> Void = {},
         onMeasurementEnd: () -> Void = {},
-        progress: (Phase, Duration, Int) -> Void = { _, _, _ in }
+        progress: (Phase, Duration, Int) -> Void = { _, _, _ in },
+        isInterrupted: () -> Bool = { false }
     ) -> Result {
         let shared = SharedState()
         let perLoop = Locked<[Result]>([])
@@ -134,11 +137,13 @@ final class LoadGenerator: Sendable {
                 connection.open()
             }
         }
-        Self.wait(warmup) { progress(.warmup, $0, 0) }
+        Self.wait(warmup, isInterrupted: isInterrupted) { progress(.warmup, $0, 0) }
         let measurementStart = Instant.now()
         shared.measurementStart.withLock { $0 = measurementStart }
         onMeasurementStart()
-        Self.wait(duration) { progress(.measuring, $0, shared.completed.load(ordering: .relaxed)) }
+        Self.wait(duration, isInterrupted: isInterrupted) {
+            progress(.measuring, $0, shared.completed.load(ordering: .relaxed))
+        }
         let measurementEnd = Instant.now()
         shared.measurementEnd.withLock { $0 = measurementEnd }
         onMeasurementEnd()
@@ -168,15 +173,20 @@ final class LoadGenerator: Sendable {
         return merged
     }
 
-    /// Sleeps for `duration`, calling `tick` with the time spent every quarter of a second.
-    private static func wait(_ duration: Duration, tick: (Duration) -> Void) {
+    /// Sleeps for `duration`, calling `tick` with the time spent every quarter of a second; ends
+    /// within 20 ms of `isInterrupted` (a Ctrl-C stops the load at once).
+    private static func wait(_ duration: Duration, isInterrupted: () -> Bool, tick: (Duration) -> Void) {
         let start = Instant.now()
         let end = start + duration
-        while true {
+        var nextTick = start
+        while !isInterrupted() {
             let now = Instant.now()
             guard now < end else { return }
-            tick(now - start)
-            usleep(UInt32(min((end - now).nanoseconds / 1000, 250_000)))
+            if now >= nextTick {
+                tick(now - start)
+                nextTick = now + .milliseconds(250)
+            }
+            usleep(UInt32(min((end - now).nanoseconds / 1000, 20_000)))
         }
     }
 
@@ -330,7 +340,8 @@ final class LoadConnection: StreamConnectionDelegate {
             self.sequence += 1
             let requestID = self.id << 32 | self.sequence
             stream.withOutbound { buffer in
-                buffer.writeStaticString("GET ")
+                buffer.writeString(self.target.method)
+                buffer.writeStaticString(" ")
                 buffer.writeString(self.target.requestTarget)
                 buffer.writeStaticString(" HTTP/1.1\r\nHost: ")
                 buffer.writeString(self.target.hostHeader)
@@ -371,7 +382,7 @@ final class LoadConnection: StreamConnectionDelegate {
         }
         if self.phase == .handshaking { self.state.recordHandshake(resumed: connection.tls?.wasSessionReused ?? false) }
         self.phase = .ready
-        self.parser.expectResponse(to: .get)
+        self.parser.expectResponse(to: self.target.method == "HEAD" ? .head : .get)
         if self.lastDue == nil, let interval = self.interval, let offset = self.offset {
             // The first request, at this connection's point of the interval.
             self.lastDue = Instant.now() + offset - interval
@@ -433,7 +444,7 @@ final class LoadConnection: StreamConnectionDelegate {
                     sentAt: sentAt,
                     completedAt: Instant.now()
                 )
-                self.parser.expectResponse(to: .get)
+                self.parser.expectResponse(to: self.target.method == "HEAD" ? .head : .get)
                 if self.target.reconnectsAfterEachResponse {
                     connection.close()
                     self.stream = nil

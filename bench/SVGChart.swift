@@ -23,13 +23,35 @@ enum SVGChart {
     static let expiryColor = "#d62728"
     static let tokenCallColor = "#2ca02c"
 
-    static func render(_ results: [ScenarioResult]) -> String {
+    /// What the title, the panels and the dashed lines are: the scenarios' expiry events, or the
+    /// storms a run against your own stack forced.
+    struct Labels {
+        var title: String
+        var subtitle: String
+        var expiry: String
+        /// What a panel's figures count the dashed lines as.
+        var event = "expiry event"
+
+        static let scenarios = Labels(
+            title: "bearer-bench: throughput and p99 latency over time",
+            subtitle: "each panel: the scenario's round with the median throughput, measured in windows of 100 ms",
+            expiry: "expiry: every token revoked"
+        )
+        static let storms = Labels(
+            title: "bearer-bench against your stack: throughput and p99 latency over time",
+            subtitle: "each panel: one phase, steady then with storms, measured in windows of 100 ms",
+            expiry: "storm: POST /refresh?park=1",
+            event: "storm"
+        )
+    }
+
+    static func render(_ results: [ScenarioResult], labels: Labels = .scenarios) -> String {
         let panels = results.filter { !$0.series.isEmpty }
         var document = SVGDocument()
-        var top = Self.header(into: &document)
+        var top = Self.header(labels, into: &document)
         let scales = Scales(panels)
         for result in panels {
-            Self.panel(result, scales: scales, top: top, into: &document)
+            Self.panel(result, scales: scales, top: top, event: labels.event, into: &document)
             top += Self.panelHeight
         }
         if panels.isEmpty {
@@ -58,16 +80,10 @@ enum SVGChart {
     }
 
     /// Title, what a panel is, and the legend; returns where the first panel starts.
-    private static func header(into document: inout SVGDocument) -> Double {
+    private static func header(_ labels: Labels, into document: inout SVGDocument) -> Double {
+        document.text(labels.title, x: Self.left, y: 24, size: 15, weight: "bold")
         document.text(
-            "bearer-bench: throughput and p99 latency over time",
-            x: Self.left,
-            y: 24,
-            size: 15,
-            weight: "bold"
-        )
-        document.text(
-            "each panel: the scenario's round with the median throughput, measured in windows of 100 ms",
+            labels.subtitle,
             x: Self.left,
             y: 42,
             size: 12,
@@ -76,7 +92,7 @@ enum SVGChart {
         let items: [(Swatch, String)] = [
             (.line(Self.throughputColor, dashed: false), "requests/s"),
             (.line(Self.latencyColor, dashed: false), "p99 latency (log scale)"),
-            (.line(Self.expiryColor, dashed: true), "expiry: every token revoked"),
+            (.line(Self.expiryColor, dashed: true), labels.expiry),
             (.triangle(Self.tokenCallColor), "token endpoint call"),
         ]
         var x = Self.left
@@ -104,7 +120,13 @@ enum SVGChart {
         case triangle(String)
     }
 
-    private static func panel(_ result: ScenarioResult, scales: Scales, top: Double, into document: inout SVGDocument) {
+    private static func panel(
+        _ result: ScenarioResult,
+        scales: Scales,
+        top: Double,
+        event: String,
+        into document: inout SVGDocument
+    ) {
         let plotWidth = Self.width - Self.left - Self.right
         let throughputTop = top + 24
         let laneTop = throughputTop + Self.throughputHeight
@@ -118,7 +140,7 @@ enum SVGChart {
             latencyTop + Self.latencyHeight * (1 - scales.latency.fraction(value))
         }
 
-        document.titledText(result.name, Self.figures(result), x: Self.left, y: top + 14)
+        document.titledText(result.name, Self.figures(result, event: event), x: Self.left, y: top + 14)
         // Grid and axes: round ticks.
         for tick in scales.timeTicks {
             document.line(x1: x(tick), y1: throughputTop, x2: x(tick), y2: bottom, color: "#eee", width: 1)
@@ -191,13 +213,13 @@ enum SVGChart {
     }
 
     /// `28,331 req/s · p99 6.20 ms · 2 expiry events · 2 token calls · 0 client 401s`.
-    static func figures(_ result: ScenarioResult) -> String {
+    static func figures(_ result: ScenarioResult, event: String = "expiry event") -> String {
         var parts = [
             "\(grouped(result.requestsPerSecond)) req/s", "p99 \(format(result.latency.p99Milliseconds, 2)) ms",
         ]
         if result.proxies > 0 {
             parts += [
-                plural(result.expiryEvents, "expiry event"), plural(result.tokenCalls, "token call"),
+                plural(result.expiryEvents, event), plural(result.tokenCalls, "token call"),
                 plural(result.client401s, "client 401"),
             ]
         }

@@ -67,7 +67,7 @@ final class SoakSampler: @unchecked Sendable {
 
     /// The admin listener's unix socket, from the proxy's config (`Bench.proxyConfig` adds it).
     private static func adminAddress(of proxy: ChildProxy) -> SocketAddress? {
-        guard let config = try? String(contentsOfFile: proxy.configPath, encoding: .utf8),
+        guard let path = proxy.configPath, let config = try? String(contentsOfFile: path, encoding: .utf8),
             let line = config.split(separator: "\n").first(where: { $0.hasPrefix("admin_listen = unix:") })
         else { return nil }
         return .unix(path: String(line.dropFirst("admin_listen = unix:".count)))

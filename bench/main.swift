@@ -19,6 +19,7 @@ func benchMain() -> Int32 {
         print(BenchOptions.helpText, terminator: "")
         return 0
     }
+    if options.isStackRun { return StackRun.main(options) }
     guard let binary = ChildProxy.locateBinary(options.proxyBinary) else {
         FileHandle.standardError.write(
             Data(
@@ -28,7 +29,7 @@ func benchMain() -> Int32 {
         )
         return 1
     }
-    removeTemporaryFilesOnSignals()
+    removeTemporaryFilesOnSignals(firstStopsLoad: false)
     raiseFileDescriptorLimit()
     let log: (String) -> Void = { FileHandle.standardError.write(Data("bearer-bench: \($0)\n".utf8)) }
     do {
@@ -111,9 +112,18 @@ func reportSoak(_ results: [SoakResult], options: BenchOptions, log: (String) ->
 /// not reach them) and its temporary files (the proxies' configs, the DPoP key, the local CA, nginx's
 /// folder: all in the `ScratchSpace`) are gone; an ordinary end, or an error, removes them at exit.
 /// The thread that takes the signal dies of it, so a shell sees the status it saw before (130).
-/// Call before anything makes a thread (`SignalReceiver`).
-func removeTemporaryFilesOnSignals() {
+/// Call before anything makes a thread (`SignalReceiver`). `firstStopsLoad` (a run against your own
+/// stack): the first signal only stops the load (`loadInterrupted`), so that the report is still
+/// written; a second one ends the bench as above.
+func removeTemporaryFilesOnSignals(firstStopsLoad: Bool) {
     SignalReceiver(blocking: endingSignals).start(name: "bench-signals") { received in
+        let isFirstThatStopsLoad =
+            firstStopsLoad
+            && loadInterrupted.withLock { isSet in
+                defer { isSet = true }
+                return !isSet
+            }
+        if isFirstThatStopsLoad { return }
         signalEnding.withLock { $0 = true }
         BenchChildren.endAll(timeout: .seconds(5))
         ScratchSpace.removeAll()
@@ -138,6 +148,9 @@ let endingSignals = [SIGINT, SIGTERM, SIGHUP]
 
 /// Set when a signal's ending has begun (`removeTemporaryFilesOnSignals`).
 let signalEnding = Locked(false)
+
+/// Set by the first signal of a run against your own stack: its load stops, its report is written.
+let loadInterrupted = Locked(false)
 
 /// The run's status, unless a signal is ending the bench: a Ctrl-C reaches its proxies too, and the
 /// run, seeing one die, may return 1 before the signal's thread has cleaned up and died of it (the

@@ -271,8 +271,9 @@ extension KeyGroup {
                 example: "127.0.0.1:9901",
                 """
                 Where the admin endpoints are served: `GET /metrics` (Prometheus), `/healthz`, `/status` (JSON, \
-                never a token), `POST /refresh` and `POST /logout` (`?session=NAME` for a named session), and a \
-                live page at `/` (fed by `/events`, one snapshot a second; docs/operations.md, \
+                never a token), `POST /refresh` and `POST /logout` (`?session=NAME` for a named session; \
+                `POST /refresh?park=1` makes requests wait for the new token, an expiry storm on demand for \
+                `bearer-bench --config`), and a live page at `/` (fed by `/events`, one snapshot a second; docs/operations.md, \
                 "The admin page"). The same Host and Origin rules apply, the page's own origin allowed. Flag: \
                 `--admin-listen`.
                 """

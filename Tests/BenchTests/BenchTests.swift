@@ -63,6 +63,37 @@ import Testing
         #expect(try BenchOptions.parse([]).sessions == 1)
     }
 
+    /// A run against your own stack: its flags, and what it cannot run without.
+    @Test func parsesARunAgainstYourOwnStack() throws {
+        let options = try BenchOptions.parse([
+            "--config", "my.conf", "--session", "shop", "--path", "/v1/items", "--method", "HEAD", "--refresh-every",
+            "5s", "--proxy", "http://127.0.0.1:8080", "--admin", "http://127.0.0.1:9901", "--yes",
+        ])
+        #expect(options.isStackRun)
+        #expect(options.configPath == "my.conf" && options.sessionName == "shop" && options.path == "/v1/items")
+        #expect(options.method == "HEAD" && options.refreshEvery == .seconds(5) && options.assumeYes)
+        #expect(options.proxyURL == "http://127.0.0.1:8080" && options.adminURL == "http://127.0.0.1:9901")
+        #expect(try BenchOptions.parse(["--config", "c", "--path", "/"]).refreshEvery == .seconds(2))
+        #expect(!(try BenchOptions.parse([]).isStackRun))
+        for arguments in [
+            ["--config", "c"], ["--config", "c", "--path", "items"], ["--proxy", "http://127.0.0.1:1", "--path", "/"],
+            ["--session", "shop"], ["--yes"], ["--config", "c", "--path", "/", "--method", "get"],
+            ["--config", "c", "--path", "/", "--refresh-every", "10ms"],
+        ] {
+            #expect(throws: BenchOptions.ParseError.self, "\(arguments)") { try BenchOptions.parse(arguments) }
+        }
+    }
+
+    /// A proxy that logs a line per request keeps only its start and its last lines in the bench.
+    @Test func aProxysStderrIsKeptBounded() {
+        var output = ""
+        ChildProxy.append("listening on 127.0.0.1:8080 admin=127.0.0.1:9901\n", to: &output)
+        for index in 0..<20_000 { ChildProxy.append("request \(index) status=200 path=/v1/items\n", to: &output) }
+        #expect(output.utf8.count <= ChildProxy.keptHead + 3 * ChildProxy.keptTail)
+        #expect(output.hasPrefix("listening on 127.0.0.1:8080 admin=127.0.0.1:9901\n"))
+        #expect(output.hasSuffix("request 19999 status=200 path=/v1/items\n"))
+    }
+
     @Test func defaultsToAllScenarios() throws {
         #expect(try BenchOptions.parse([]).scenarios == [.direct, .steady, .expiry, .proactive])
         #expect(try BenchOptions.parse(["--scenario", "all"]).scenarios == [.direct, .steady, .expiry, .proactive])

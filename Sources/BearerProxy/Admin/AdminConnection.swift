@@ -122,9 +122,11 @@ final class AdminConnection: StreamConnectionDelegate {
             let lines = isOn ? runtime.recentExchanges.json : "[]"
             self.respond(200, #"{"audit_log":\#(isOn),"exchanges":\#(lines)}"# + "\n", contentType: "application/json")
         case ("POST", "/refresh"):
-            if let session = self.session(named: query) { self.refresh(session) }
+            if let (session, parks) = self.session(named: query, allowsPark: true) {
+                self.refresh(session, parks: parks)
+            }
         case ("POST", "/logout"):
-            if let session = self.session(named: query) { self.logOut(session) }
+            if let (session, _) = self.session(named: query) { self.logOut(session) }
         case (_, "/healthz"), (_, "/metrics"), (_, "/status"), (_, "/events"), (_, "/refresh"), (_, "/logout"),
             (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/icon.svg"), (_, "/exchanges"):
             // RFC 9110 §15.5.6: a 405 names the methods the resource does allow.
@@ -174,13 +176,29 @@ final class AdminConnection: StreamConnectionDelegate {
         )
     }
 
-    /// The session `?session=NAME` names (none: the default session); nil after answering 404 (a name
-    /// that is no session's) or 400 (another parameter, or none when there is no default session).
-    private func session(named query: String) -> NamedSession? {
+    /// The session `?session=NAME` names (none: the default session), and for `/refresh` whether
+    /// `park=1` asks requests to wait for its token; nil after answering 404 (a name that is no
+    /// session's) or 400 (another parameter, or no name when there is no default session).
+    private func session(named query: String, allowsPark: Bool = false) -> (NamedSession, parks: Bool)? {
         let runtime = self.server.runtime
         let sessions = runtime.shownSessions
-        guard !query.isEmpty else {
-            if runtime.configuration.hasDefaultSession { return runtime.sessions[0] }
+        let known = sessions.map(\.name).joined(separator: ", ")
+        var name: Substring?
+        var parks = false
+        for parameter in query.split(separator: "&", omittingEmptySubsequences: true) {
+            if parameter.hasPrefix("session="), name == nil {
+                name = parameter.dropFirst("session=".count)
+            } else if allowsPark, parameter == "park=1", !parks {
+                parks = true
+            } else {
+                let allowed =
+                    allowsPark ? "the parameters are session=NAME and park=1" : "the only parameter is session=NAME"
+                self.respond(400, "bearer-proxy: \(allowed) (the sessions are \(known))\n")
+                return nil
+            }
+        }
+        guard let name else {
+            if runtime.configuration.hasDefaultSession { return (runtime.sessions[0], parks) }
             // 400, not 409: the request is incomplete whatever state the sessions are in.
             let choices = sessions.map { "?session=\($0.name)" }
             let listed =
@@ -189,18 +207,12 @@ final class AdminConnection: StreamConnectionDelegate {
             self.respond(400, "bearer-proxy: this proxy has no default session; name one: \(listed)\n")
             return nil
         }
-        let known = sessions.map(\.name).joined(separator: ", ")
-        guard query.hasPrefix("session="), !query.contains("&") else {
-            self.respond(400, "bearer-proxy: the only parameter is session=NAME (the sessions are \(known))\n")
-            return nil
-        }
-        let name = query.dropFirst("session=".count)
         guard let session = sessions.first(where: { $0.name == name }) else {
             let shown = oneLine(String(name), limit: 64)
             self.respond(404, "bearer-proxy: there is no session '\(shown)' (the sessions are \(known))\n")
             return nil
         }
-        return session
+        return (session, parks)
     }
 
     /// What each admin endpoint answers to, as an `Allow` value.
@@ -248,10 +260,21 @@ final class AdminConnection: StreamConnectionDelegate {
         object["token_expires_in_s"] = status.expiresInSeconds.map { ($0 * 10).rounded() / 10 } ?? JSONNull()
         object["token_expires_at"] =
             status.expiresInSeconds.map { formatTimestamp(wallClockSeconds() + $0) } ?? JSONNull()
+        // What started it and how long it took: the token endpoint's latency as this proxy saw it
+        // (what `bearer-bench --config` reports per refresh).
         object["last_refresh"] =
             status.lastRefreshOutcome.map { outcome -> Any in
-                ["outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? ""]
+                [
+                    "outcome": outcome, "at": status.lastRefreshWallTime.map(formatTimestamp) ?? "",
+                    "trigger": status.lastRefreshTrigger ?? JSONNull(),
+                    "duration_s": status.lastRefreshSeconds.map { ($0 * 1000).rounded() / 1000 } ?? JSONNull(),
+                    "waiting_requests": status.lastRefreshWaiting ?? JSONNull(),
+                ] as [String: Any]
             } ?? JSONNull()
+        // Where refreshes go (a URL, or that a command makes the tokens, never the command's words).
+        object["token_endpoint"] =
+            session.settings.tokenURL?.description
+            ?? (session.settings.tokenCommand == nil ? JSONNull() : "token_command")
         object["failure"] = status.failure ?? JSONNull()
         // Which store keeps the refresh token (file or secret-service), never what it holds.
         object["credential_store"] = session.refreshTokenStoreName ?? JSONNull()
@@ -272,11 +295,13 @@ final class AdminConnection: StreamConnectionDelegate {
         return object
     }
 
-    private func refresh(_ session: NamedSession) {
+    /// `parks`: `?park=1`, requests wait for the new token meanwhile, as after a 401 (an expiry storm
+    /// on demand: what `bearer-bench --config` forces).
+    private func refresh(_ session: NamedSession, parks: Bool) {
         let loop = self.stream.loop
         let this = UnsafeTransfer(self)
         self.isBusy = true
-        let started = session.tokens.forceRefresh(trigger: "admin") { outcome in
+        let started = session.tokens.forceRefresh(trigger: parks ? "admin-park" : "admin", parks: parks) { outcome in
             loop.execute {
                 let connection = this.value
                 connection.isBusy = false

@@ -191,12 +191,17 @@ extension TokenSession {
     // MARK: Operator actions
 
     /// Starts a refresh now unless one runs; `observer` hears how it (or the running one) ended.
-    /// Returns false when there is nothing to refresh with.
+    /// `parks`: requests wait for its token meanwhile (`refreshRequested`). Returns false when there
+    /// is nothing to refresh with.
     @discardableResult
-    package func forceRefresh(trigger: String, observer: (@Sendable (RefreshOutcome) -> Void)? = nil) -> Bool {
+    package func forceRefresh(
+        trigger: String,
+        parks: Bool = false,
+        observer: (@Sendable (RefreshOutcome) -> Void)? = nil
+    ) -> Bool {
         let now = self.clock.now()
         let observer = observer.map(RefreshObserver.init)
-        switch self.modify({ $0.machine.refreshRequested(by: trigger, observer: observer, now: now) }) {
+        switch self.modify({ $0.machine.refreshRequested(by: trigger, parks: parks, observer: observer, now: now) }) {
         case .start(let fetch):
             self.startFetch(fetch)
             return true

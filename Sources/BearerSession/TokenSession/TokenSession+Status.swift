@@ -7,6 +7,10 @@ extension TokenSession {
         var lastOutcome: (outcome: String, wallTime: Double)?
         /// How long the last refresh took (nil: none ended, or a token adopted without one).
         var lastDuration: Double?
+        /// What started the last refresh (its log line's `trigger`; nil as `lastDuration`).
+        var lastTrigger: String?
+        /// How many requests waited for it (its log line's `waiting_requests`).
+        var lastWaiting: Int?
         /// When refreshes ended, the last hour's (the admin page's "refreshes in the last hour"),
         /// oldest first; bounded by the hour and by `recentLimit`.
         var recentEnds: [Instant] = []
@@ -39,6 +43,8 @@ extension TokenSession {
             self.metrics.refreshes[metric, default: 0] += 1
             // A token adopted while no refresh ran took none of this proxy's time.
             self.lastDuration = ended.map { (now - $0.startedAt).seconds }
+            self.lastTrigger = ended?.trigger.name
+            self.lastWaiting = ended?.waiters.count
             if let duration = self.lastDuration { self.metrics.refreshDuration.record(duration) }
             self.recentEnds.removeFirst(max(0, self.recentEnds.count + 1 - Self.recentLimit))
             self.recentEnds.append(now)
@@ -81,6 +87,8 @@ extension TokenSession {
         package var lastRefreshOutcome: String?
         package var lastRefreshWallTime: Double?
         package var lastRefreshSeconds: Double?
+        package var lastRefreshTrigger: String?
+        package var lastRefreshWaiting: Int?
         package var refreshesInLastHour: Int
         package var parked: Int
         package var failure: String?
@@ -104,6 +112,8 @@ extension TokenSession {
             lastRefreshOutcome: lastOutcome?.outcome,
             lastRefreshWallTime: lastOutcome?.wallTime,
             lastRefreshSeconds: records.lastDuration,
+            lastRefreshTrigger: records.lastTrigger,
+            lastRefreshWaiting: records.lastWaiting,
             refreshesInLastHour: records.endedInLastHour(now: now),
             parked: machine.parkedCount,
             failure: (machine.failure ?? machine.unreachableFailure)?.message

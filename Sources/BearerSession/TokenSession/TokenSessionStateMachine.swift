@@ -616,17 +616,23 @@ package struct TokenSessionStateMachine<Waiter: Equatable & Sendable, Observer: 
     }
 
     /// An operator forces a refresh (SIGHUP, admin POST /refresh): one starts unless one runs, and
-    /// `observer` hears how it ends. It ends a permanent failure and a logout.
+    /// `observer` hears how it ends. It ends a permanent failure and a logout. `parks` (admin
+    /// `POST /refresh?park=1`): the current token is treated as dead, as after a 401, so every request
+    /// that needs one waits for the new token instead of going on with the old (a running proactive
+    /// refresh turns so too): an expiry storm on demand, without the upstream refusing anything.
     package mutating func refreshRequested(
         by trigger: String,
+        parks: Bool = false,
         observer: Observer? = nil,
         now: Instant
     ) -> RequestedRefreshAction {
         guard self.settings.canRefresh else { return .unavailable }
         var action = RequestedRefreshAction.join
         if !self.isRefreshing {
-            let kind: RefreshKind = self.token == nil ? .reactive : .proactive
+            let kind: RefreshKind = self.token == nil || parks ? .reactive : .proactive
             action = .start(self.startRefresh(kind, trigger: .requested(trigger), now: now))
+        } else if parks {
+            self.modifyRefresh { $0.kind = .reactive }
         }
         if let observer { self.modifyRefresh { $0.observers.append(observer) } }
         return action

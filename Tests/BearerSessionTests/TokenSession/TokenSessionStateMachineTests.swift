@@ -634,6 +634,25 @@ func ended(
         #expect(session.requestNeedsToken("d", now: at(3.1)) == .park(2))
     }
 
+    /// Admin `POST /refresh?park=1`: the current token still works, yet requests wait for the new
+    /// one, as after a 401; without it they go on with the current token. A running proactive
+    /// refresh turns parking too, and stays the one refresh.
+    @Test func aParkingRequestedRefreshHoldsRequestsUntilTheNewToken() {
+        var session: Machine = machine(token: token("t1", expiresIn: 100, refreshIn: 90))
+        #expect(mutate(&session) { $0.refreshRequested(by: "admin", now: at(0)) } == .start(fetch(1, replacing: "t1")))
+        #expect(session.requestNeedsToken("a", now: at(0.1)) == .send(token: Secret("t1"), generation: 1))
+        #expect(mutate(&session) { $0.refreshRequested(by: "admin-park", parks: true, now: at(0.2)) } == .join)
+        #expect(session.requestNeedsToken("b", now: at(0.3)) == .park(1))
+        let end = session.refreshEnded(1, .success(token("t2")), now: at(0.5))
+        #expect(end == .resume(token("t2"), generation: 2, ended: ended(.requested("admin"), at: 0, [parked(1, "b")])))
+
+        #expect(
+            mutate(&session) { $0.refreshRequested(by: "admin-park", parks: true, now: at(1)) }
+                == .start(fetch(2, replacing: "t2"))
+        )
+        #expect(session.requestNeedsToken("c", now: at(1.1)) == .park(2))
+    }
+
     @Test func theGenerationCountsTokensPutInUseAndALogoutIsNotOne() {
         var session: Machine = machine()
         #expect(session.generation == 1)
