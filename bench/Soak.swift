@@ -157,7 +157,7 @@ struct SoakResult {
                 + " (\(percent(self.descriptorGrowth))), log queue at most \(self.samples.compactMap(\.logQueueBytes).max() ?? 0) B"
         )
         lines.append(
-            "  requests \(self.result.requests), errors \(self.result.errors.values.reduce(0, +)), 401s to clients \(self.result.client401s), token calls \(self.result.tokenCalls) for \(self.result.expiryEvents) expiry events"
+            "  requests \(self.result.requests), errors \(self.errorsByKind), 401s to clients \(self.result.client401s), token calls \(self.result.tokenCalls) for \(self.result.expiryEvents) expiry events"
         )
         lines.append(
             "  verdict: "
@@ -168,8 +168,16 @@ struct SoakResult {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// `0`, or each kind of error with its count.
+    var errorsByKind: String {
+        let errors = self.result.errors.sorted { $0.key < $1.key }
+        return errors.isEmpty ? "0" : errors.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+    }
+
     var json: [String: Any] {
         [
+            "errors": self.result.errors,
+            "client_401s": self.result.client401s,
             "scenario": self.scenario,
             "warmup_seconds": self.warmupSeconds,
             "rss_growth_percent": self.residentGrowth ?? NSNull(),
