@@ -55,12 +55,21 @@ package struct HTTP2ClientConnectionStateMachine: Sendable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS say, RFC 9113 §6.5.2's advice) is
     /// not reached; stream ids are not exhausted.
     package var canOpenStream: Bool {
+        self.acceptsNewStreams && self.core.streams.count < self.streamLimit
+            && self.highestStreamID < UInt32(HTTP2.maxWindowSize) - 2
+    }
+
+    /// How many streams the server lets be open at once (its SETTINGS_MAX_CONCURRENT_STREAMS, or
+    /// the assumed limit until they arrive).
+    package var streamLimit: Int {
+        self.core.peerSettings.maxConcurrentStreams ?? self.configuration.assumedMaxConcurrentStreams
+    }
+
+    /// Whether new streams may still start on this connection (no GOAWAY received, not closed).
+    package var acceptsNewStreams: Bool {
         switch self.state {
-        case .awaitingSettings, .open:
-            let limit = self.core.peerSettings.maxConcurrentStreams ?? self.configuration.assumedMaxConcurrentStreams
-            return self.core.streams.count < limit && self.highestStreamID < UInt32(HTTP2.maxWindowSize) - 2
-        case .draining, .closed:
-            return false
+        case .awaitingSettings, .open: true
+        case .draining, .closed: false
         }
     }
 

@@ -2,6 +2,7 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
+import BearerSession
 
 /// Performing the machine's actions: the only place where a decision turns into I/O.
 extension ClientConnection {
@@ -179,23 +180,66 @@ extension ClientConnection {
         return true
     }
 
+    /// A connection to `origin` for the exchange: a stream of a shared HTTP/2 connection when its
+    /// session's `upstream_http2` says so (`HTTP2UpstreamPool`), else a connection of its own.
     private func connectUpstream(to origin: Origin) {
+        if let setting = self.machine.exchangeSession?.settings.upstreamHTTP2,
+            self.context.http2Upstreams.speaksHTTP2(to: origin, setting)
+        {
+            return self.leaseHTTP2Stream(to: origin)
+        }
         self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
             self.connectAttempt = nil
-            switch result {
-            case .success(let stream):
-                self.hold(UpstreamConnection(stream: stream, origin: origin, pool: self.context.pool))
-                self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
-            case .failure(let error):
-                self.context.metrics.upstreamConnectErrors += 1
-                self.runtime.logger.warn(
-                    "upstream connect failed",
-                    ["upstream": origin.description, "error": error.reason]
-                )
-                self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
-            }
-            self.pump()
+            self.connected(to: origin, result.map { ($0, false) })
         }
+    }
+
+    private func leaseHTTP2Stream(to origin: Origin) {
+        let waiter = HTTP2UpstreamPool.Waiter { lease in
+            self.http2Waiter = nil
+            switch lease {
+            case .stream(let stream): self.connected(to: origin, .success((stream, true)))
+            case .http1(let stream?): self.connected(to: origin, .success((stream, false)))
+            case .http1(nil): self.connectUpstream(to: origin)
+            case .failed(let error): self.connected(to: origin, .failure(error))
+            }
+        }
+        self.http2Waiter = waiter
+        self.context.http2Upstreams.lease(origin, waiter)
+    }
+
+    /// The exchange's upstream connection is made (`isHTTP2Stream`: a stream's pipe), or failed.
+    private func connected(to origin: Origin, _ result: Result<(StreamConnection, isHTTP2Stream: Bool), OutboundError>)
+    {
+        switch result {
+        case .success(let (stream, isHTTP2Stream)):
+            let upstream = UpstreamConnection(
+                stream: stream,
+                origin: origin,
+                pool: self.context.pool,
+                isHTTP2Stream: isHTTP2Stream
+            )
+            // A pipe is started here; a socket was by its connect attempt.
+            if isHTTP2Stream { stream.start(delegate: upstream) }
+            self.hold(upstream)
+            self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
+        case .failure(let error):
+            self.context.metrics.upstreamConnectErrors += 1
+            self.runtime.logger.warn(
+                "upstream connect failed",
+                ["upstream": origin.description, "error": error.reason]
+            )
+            self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
+        }
+        self.pump()
+    }
+
+    /// The exchange no longer waits for an upstream connection.
+    private func cancelConnecting() {
+        self.connectAttempt?.cancel()
+        self.connectAttempt = nil
+        self.http2Waiter?.cancel()
+        self.http2Waiter = nil
     }
 
     /// The first tunnel to a host says, once, that the host is no inject host (a client that meant
@@ -284,8 +328,7 @@ extension ClientConnection {
 
     private func respond(_ response: ClientConnectionStateMachine.LocalResponse) {
         if response.endsExchange {
-            self.connectAttempt?.cancel()
-            self.connectAttempt = nil
+            self.cancelConnecting()
             self.dropUpstream()
         }
         if let parked = response.cancelsWaiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
@@ -326,8 +369,7 @@ extension ClientConnection {
     private func releaseEverything(cancelling waiter: ParkedRequest?) {
         self.cancelTimer()
         if let parked = waiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
-        self.connectAttempt?.cancel()
-        self.connectAttempt = nil
+        self.cancelConnecting()
         self.dropUpstream()
         self.context.clients[ObjectIdentifier(self)] = nil
         self.runtime.connectionClosed()

@@ -23,6 +23,8 @@ final class ClientConnection {
     @exclusivity(unchecked) var upstreamBytesSentBeforeRequest = 0
     /// An outbound connection being made for this connection.
     @exclusivity(unchecked) var connectAttempt: ConnectAttempt?
+    /// Waiting for a stream of an HTTP/2 upstream connection (`upstream_http2`).
+    @exclusivity(unchecked) var http2Waiter: HTTP2UpstreamPool.Waiter?
     @exclusivity(unchecked) private var timer = DeadlineTimer()
     @exclusivity(unchecked) private var isPumping = false
     @exclusivity(unchecked) private var needsAnotherPass = false

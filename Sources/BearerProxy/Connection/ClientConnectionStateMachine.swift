@@ -459,6 +459,12 @@ struct ClientConnectionStateMachine {
         )
     }
 
+    /// The session of the exchange in flight, if any (its `upstream_http2` chooses the protocol).
+    var exchangeSession: NamedSession? {
+        guard case .exchange(let exchange) = self.state else { return nil }
+        return exchange.target.session
+    }
+
     /// Runs `body` on the exchange in flight, changed in place; nil when there is none (the event
     /// came for one that has ended). The exchange goes back into `.exchange` unless `body` moved
     /// the machine to another state.

@@ -22,9 +22,9 @@ final class HTTP2StreamExchange {
     private let exchange: ClientConnection
     private var request: HTTP2RequestTranslation
     private var parser: HTTPResponseParser
-    /// Request body bytes written to the pipe and not yet taken by the exchange: (where they end in
-    /// the pipe's byte count, how many), oldest first. Taken, they are credited to the client.
-    private var uncredited: [(end: Int, count: Int)] = []
+    /// Request body bytes written to the pipe and not yet taken by the exchange. Taken, they are
+    /// credited to the client.
+    private var credit = PipeCredit()
     /// Response body bytes waiting for the client's window.
     private var pendingBody = ByteBuffer()
     /// Since when response bytes have been waiting and none went out: the client gives no window, or
@@ -82,7 +82,7 @@ final class HTTP2StreamExchange {
         guard self.state != .finished else { return }
         if !bytes.isEmpty {
             self.pipe.writeBodyPart(bytes, chunked: self.request.isChunked)
-            self.uncredited.append((self.pipe.bytesSent + self.pipe.pendingWriteBytes, bytes.count))
+            self.credit.written(bytes.count, into: self.pipe)
         }
         if endStream && self.request.isChunked { self.pipe.withOutbound { $0.writeLastChunk() } }
         self.pipe.flush()
@@ -91,11 +91,7 @@ final class HTTP2StreamExchange {
 
     /// Credits the client with the body bytes the exchange took out of the pipe.
     private func creditTakenBytes() {
-        var taken = 0
-        while let first = self.uncredited.first, first.end <= self.pipe.bytesSent {
-            taken += first.count
-            self.uncredited.removeFirst()
-        }
+        let taken = self.credit.taken(from: self.pipe)
         guard taken > 0 else { return }
         self.connection.perform(self.connection.machine.requestDataConsumed(streamID: self.streamID, count: taken))
     }

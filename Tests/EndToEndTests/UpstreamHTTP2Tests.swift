@@ -1,0 +1,183 @@
+import BearerCore
+import BearerDemo
+import BearerTestSupport
+import Foundation
+import Testing
+
+/// `upstream_http2` through the built binary, against a real HTTP/2 server (python3-h2's, in front
+/// of a mock API that checks the tokens): what protocol the server saw, on which connection and
+/// stream, comes back in its `x-front-*` fields.
+@Suite struct UpstreamHTTP2Tests {
+    final class Setup {
+        let authority = MockTokenAuthority()
+        let tokenServer: MockTokenServer
+        let backend: MockUpstream
+        let front: H2FrontServer
+        let proxy: ProxyProcess
+        let port: Int
+
+        /// `upstream`: the front's URL is made from it (`http` or `https`, host, the front's port).
+        init(_ setting: String, scheme: String = "http", tls: Bool = false, alpn: String = "h2,http/1.1") throws {
+            self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority)
+            try self.tokenServer.start()
+            self.backend = MockUpstream(group: e2eMockGroup, authority: self.authority)
+            try self.backend.start()
+            self.front = try H2FrontServer(backendPort: self.backend.server.port, tls: tls, alpn: alpn)
+            let host = tls ? "localhost" : "127.0.0.1"
+            let config = temporaryFile(
+                """
+                listen = 127.0.0.1:0
+                upstream = \(scheme)://\(host):\(self.front.port)
+                \(tls ? "ca_file = \(TLSFixtures.caFile)" : "")
+                token_url = \(self.tokenServer.url)
+                client_id = e2e-client
+                client_secret = e2e-secret
+                workers = 1
+                admin_listen = 127.0.0.1:0
+                \(setting)
+                """
+            )
+            self.proxy = try ProxyProcess(["--config", config])
+            let listening = try #require(self.proxy.waitUntilListening())
+            self.port = try tcpPort(of: listening)
+        }
+
+        /// `curl` with each URL a path on the proxy, in parallel; one line per transfer: the status
+        /// and the front's fields.
+        func get(_ paths: [String], _ options: [String] = []) throws -> [String] {
+            var arguments = [ExternalTools.curl, "-sS", "--max-time", "20", "-Z", "--parallel-immediate"] + options
+            arguments += ["-w", "%{http_code} %header{x-front-protocol} %header{x-front-connection}\n"]
+            for path in paths { arguments += ["-o", "/dev/null", "http://127.0.0.1:\(self.port)\(path)"] }
+            let outcome = try ExternalTools.run(arguments, timeout: .seconds(30))
+            return outcome.standardOutput.split(separator: "\n").map(String.init)
+        }
+
+        func metrics() throws -> String {
+            let admin = try #require(word(startingWith: "admin=", in: self.proxy.standardError)?.dropFirst(6))
+            return try ExternalTools.run([ExternalTools.curl, "-sS", "http://\(admin)/metrics"], timeout: .seconds(10))
+                .standardOutput
+        }
+
+        func stop() -> String {
+            self.proxy.signal(SIGTERM)
+            _ = self.proxy.waitForExit()
+            self.front.stop()
+            self.backend.stop()
+            self.tokenServer.stop()
+            return self.proxy.standardError
+        }
+    }
+
+    /// `on` with an `http://` upstream: HTTP/2 with prior knowledge, the token added (as the mock
+    /// API checked it), for an HTTP/1.1 client and an HTTP/2 one alike, on one connection.
+    @Test(.requires(.pythonH2), .requires(.curl)) func onSpeaksPriorKnowledgeToAnHTTPUpstreamWithTheToken() throws {
+        let setup = try Setup("upstream_http2 = on")
+        let overHTTP1 = try setup.get(["/whoami"])
+        let overHTTP2 = try setup.get(["/whoami"], ["--http2-prior-knowledge"])
+        let recorded = setup.backend.requests
+        _ = setup.stop()
+        #expect(overHTTP1 == ["200 h2 1"])
+        #expect(overHTTP2 == ["200 h2 1"])
+        #expect(recorded.count == 2)
+        #expect(recorded.allSatisfy { $0.header("authorization")?.hasPrefix("Bearer mock-access-") == true })
+    }
+
+    /// The point of it all: a 401 from the h2 upstream under concurrent streams costs one token call,
+    /// and each stream is replayed once and answered 200; the streams shared one connection.
+    @Test(.requires(.pythonH2), .requires(.curl)) func aRevocationUnderConcurrentStreamsCostsOneTokenCall() throws {
+        let setup = try Setup("upstream_http2 = on")
+        #expect(try setup.get(["/whoami"]) == ["200 h2 1"])
+        let callsBefore = setup.tokenServer.callCount
+        let acceptedBefore = setup.backend.accepted.load(ordering: .relaxed)
+        setup.authority.revokeAll()
+        let answers = try setup.get(Array(repeating: "/whoami", count: 8))
+        let calls = setup.tokenServer.callCount - callsBefore
+        let accepted = setup.backend.accepted.load(ordering: .relaxed) - acceptedBefore
+        let rejected = setup.backend.rejected.load(ordering: .relaxed)
+        _ = setup.stop()
+        #expect(answers == Array(repeating: "200 h2 1", count: 8))
+        #expect(calls == 1)
+        #expect(accepted == 8)
+        #expect((1...8).contains(rejected), "each stream the upstream refused is replayed once: \(rejected)")
+    }
+
+    /// `auto` offers ALPN `h2, http/1.1` to an https upstream and speaks what it chose; `off` offers
+    /// http/1.1 alone.
+    @Test(
+        .requires(.pythonH2),
+        .requires(.curl),
+        arguments: [
+            ("upstream_http2 = auto", "h2,http/1.1", "200 h2 1"),
+            ("upstream_http2 = auto", "http/1.1", "200 http/1.1 1"),
+            ("upstream_http2 = off", "h2,http/1.1", "200 http/1.1 1"),
+        ]
+    )
+    func alpnChoosesTheProtocolOfAnHTTPSUpstream(setting: String, alpn: String, expected: String) throws {
+        let setup = try Setup(setting, scheme: "https", tls: true, alpn: alpn)
+        let first = try setup.get(["/whoami"])
+        let second = try setup.get(["/whoami"])
+        _ = setup.stop()
+        #expect(first == [expected])
+        #expect(second == [expected], "the second request reuses the connection")
+    }
+
+    /// `auto` leaves an `http://` upstream in HTTP/1.1 (no prior knowledge).
+    @Test(.requires(.pythonH2), .requires(.curl)) func autoSpeaksHTTP1ToAnHTTPUpstream() throws {
+        let setup = try Setup("")
+        let answers = try setup.get(["/whoami"])
+        _ = setup.stop()
+        #expect(answers == ["200 http/1.1 1"])
+    }
+
+    /// A server that sends GOAWAY and closes mid-request is a 502 naming it; the next request goes
+    /// on a new connection.
+    @Test(.requires(.pythonH2), .requires(.curl)) func aGoAwayMidRequestIsA502AndTheNextRequestGetsANewConnection()
+        throws
+    {
+        let setup = try Setup("upstream_http2 = on")
+        let body = try ExternalTools.run(
+            [
+                ExternalTools.curl, "-sS", "--max-time", "20", "-w", "\n%{http_code}",
+                "http://127.0.0.1:\(setup.port)/goaway",
+            ],
+            timeout: .seconds(30)
+        )
+        let next = try setup.get(["/whoami"])
+        _ = setup.stop()
+        #expect(body.standardOutput.hasSuffix("reset the connection\n\n502"), "\(body.standardOutput)")
+        #expect(body.standardOutput.hasPrefix("bearer-proxy: upstream 127.0.0.1:"))
+        #expect(next == ["200 h2 2"])
+    }
+
+    /// An h2 upstream that is not there is a 502 naming it and why, as over HTTP/1.1.
+    @Test(.requires(.pythonH2), .requires(.curl)) func aDeadUpstreamIsA502WithItsReason() throws {
+        let setup = try Setup("upstream_http2 = on")
+        setup.front.stop()
+        let outcome = try ExternalTools.run(
+            [
+                ExternalTools.curl, "-sS", "--max-time", "20", "-w", "\n%{http_code}",
+                "http://127.0.0.1:\(setup.port)/whoami",
+            ],
+            timeout: .seconds(30)
+        )
+        _ = setup.stop()
+        let lines = outcome.standardOutput.split(separator: "\n")
+        #expect(lines.count == 2, "\(outcome.standardOutput)")
+        #expect(lines.first?.contains("cannot connect") == true, "\(outcome.standardOutput)")
+        #expect(lines.last == "502")
+    }
+
+    /// Response trailers from the h2 upstream reach no HTTP/1.1 client: the body arrives whole, and
+    /// the trailers are counted as dropped.
+    @Test(.requires(.pythonH2), .requires(.curl)) func trailersFromTheUpstreamAreCountedAsDropped() throws {
+        let setup = try Setup("upstream_http2 = on")
+        let outcome = try ExternalTools.run(
+            [ExternalTools.curl, "-sS", "--max-time", "20", "http://127.0.0.1:\(setup.port)/trailers"],
+            timeout: .seconds(30)
+        )
+        let metrics = try setup.metrics()
+        _ = setup.stop()
+        #expect(outcome.standardOutput == "body before trailers\n")
+        #expect(metrics.contains("bearer_proxy_trailers_dropped_total 1"), "\(metrics)")
+    }
+}
