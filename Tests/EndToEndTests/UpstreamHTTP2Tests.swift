@@ -69,10 +69,11 @@ import Testing
     }
 
     /// `on` with an `http://` upstream: HTTP/2 with prior knowledge, the token added (as the mock
-    /// API checked it), for an HTTP/1.1 client and an HTTP/2 one alike, on one connection.
+    /// API checked it), for an HTTP/1.1 client and an HTTP/2 one alike, on one connection; the
+    /// client's `TE: trailers` reaches the server (which passes on what it saw as `x-front-te`).
     @Test(.requires(.pythonH2), .requires(.curl)) func onSpeaksPriorKnowledgeToAnHTTPUpstreamWithTheToken() throws {
         let setup = try Setup("upstream_http2 = on")
-        let overHTTP1 = try setup.get(["/whoami"])
+        let overHTTP1 = try setup.get(["/whoami"], ["-H", "TE: trailers"])
         let overHTTP2 = try setup.get(["/whoami"], ["--http2-prior-knowledge"])
         let recorded = setup.backend.requests
         _ = setup.stop()
@@ -80,6 +81,7 @@ import Testing
         #expect(overHTTP2 == ["200 h2 1"])
         #expect(recorded.count == 2)
         #expect(recorded.allSatisfy { $0.header("authorization")?.hasPrefix("Bearer mock-access-") == true })
+        #expect(recorded.map { $0.header("x-front-te") } == ["trailers", "-"])
     }
 
     /// The point of it all: a 401 from the h2 upstream under concurrent streams costs one token call,
@@ -167,17 +169,37 @@ import Testing
         #expect(lines.last == "502")
     }
 
-    /// Response trailers from the h2 upstream reach no HTTP/1.1 client: the body arrives whole, and
-    /// the trailers are counted as dropped.
-    @Test(.requires(.pythonH2), .requires(.curl)) func trailersFromTheUpstreamAreCountedAsDropped() throws {
+    /// Response trailers from the h2 upstream reach an HTTP/2 client as trailers (nghttp prints
+    /// the last HEADERS, with END_STREAM, after the DATA) and an HTTP/1.1 client that sent `TE:
+    /// trailers` in the chunked body's trailer section; a client that did not gets the body whole,
+    /// and the trailers are counted as dropped.
+    @Test(.requires(.pythonH2), .requires(.curl), .requires(.h2load))
+    func trailersFromTheUpstreamReachClientsThatTakeThem() throws {
         let setup = try Setup("upstream_http2 = on")
-        let outcome = try ExternalTools.run(
-            [ExternalTools.curl, "-sS", "--max-time", "20", "http://127.0.0.1:\(setup.port)/trailers"],
+        let url = "http://127.0.0.1:\(setup.port)/trailers"
+        let overHTTP2 = try ExternalTools.run(["/usr/bin/nghttp", "-v", "--timeout=20", url], timeout: .seconds(30))
+        let withTE = try ExternalTools.run(
+            [ExternalTools.curl, "-sS", "--max-time", "20", "--raw", "-H", "TE: trailers", url],
+            timeout: .seconds(30)
+        )
+        let withoutTE = try ExternalTools.run(
+            [ExternalTools.curl, "-sS", "--max-time", "20", url],
             timeout: .seconds(30)
         )
         let metrics = try setup.metrics()
         _ = setup.stop()
-        #expect(outcome.standardOutput == "body before trailers\n")
+        let frames = overHTTP2.standardOutput
+        let data = try #require(frames.range(of: "recv DATA frame <length=21"), "\(frames)")
+        let trailer = try #require(frames.range(of: "recv (stream_id=13) grpc-status: 0"), "\(frames)")
+        #expect(data.upperBound < trailer.lowerBound)
+        #expect(frames[trailer.upperBound...].contains("recv HEADERS frame <length=27, flags=0x05, stream_id=13>"))
+        #expect(
+            withTE.standardOutput.hasSuffix(
+                "body before trailers\n\r\n0\r\ngrpc-status: 0\r\ngrpc-message: done\r\n\r\n"
+            ),
+            "\(withTE.standardOutput)"
+        )
+        #expect(withoutTE.standardOutput == "body before trailers\n")
         #expect(metrics.contains("bearer_proxy_trailers_dropped_total 1"), "\(metrics)")
     }
 }

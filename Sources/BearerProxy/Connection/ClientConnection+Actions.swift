@@ -183,7 +183,7 @@ extension ClientConnection {
     /// A connection to `origin` for the exchange: a stream of a shared HTTP/2 connection when its
     /// session's `upstream_http2` says so (`HTTP2UpstreamPool`), else a connection of its own.
     private func connectUpstream(to origin: Origin) {
-        if let setting = self.machine.exchangeSession?.settings.upstreamHTTP2,
+        if let setting = self.machine.exchangeUpstreamHTTP2,
             self.context.http2Upstreams.speaksHTTP2(to: origin, setting)
         {
             return self.leaseHTTP2Stream(to: origin)
@@ -296,7 +296,8 @@ extension ClientConnection {
                 path: request.path,
                 authorization: request.authorization,
                 // Looked up only for a DPoP-bound token's line: the plain bearer path pays one byte compare.
-                dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil
+                dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil,
+                keepsTrailersTE: self.upstream?.isHTTP2Stream == true
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {
@@ -312,7 +313,11 @@ extension ClientConnection {
 
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
-        if end.writesChunkedEnd { self.stream.withOutbound { $0.writeLastChunk() } }
+        if !self.upstreamTrailers.isEmpty {
+            self.passOnTrailers(chunked: end.writesChunkedEnd, request: end.record.head)
+        } else if end.writesChunkedEnd {
+            self.stream.withOutbound { $0.writeLastChunk() }
+        }
         self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, replayed: end.replayed)
         if let upstream = self.upstream {
             self.upstream = nil
@@ -324,6 +329,31 @@ extension ClientConnection {
             }
         }
         if end.closesConnection { self.stream.closeAfterFlush() }
+    }
+
+    /// The upstream's response trailers end the chunked body for a client that takes them: an
+    /// HTTP/2 stream's exchange (which sends them as trailers) or a client that sent `TE:
+    /// trailers` (RFC 9110 §10.1.4); anywhere else they are dropped and counted.
+    private func passOnTrailers(chunked: Bool, request: RequestHead?) {
+        let trailers = self.upstreamTrailers
+        self.upstreamTrailers = []
+        let takesTrailers =
+            self.servesHTTP2Stream
+            || request.map { head in
+                head.bytes.withUnsafeBytes { raw in
+                    head.fields.contains { $0.knownName == .te && equalsCaseInsensitive(raw, $0.value, "trailers") }
+                }
+            } == true
+        guard chunked && takesTrailers else {
+            self.context.metrics.trailersDropped += 1
+            if chunked { self.stream.withOutbound { $0.writeLastChunk() } }
+            return
+        }
+        self.stream.withOutbound { buffer in
+            buffer.writeStaticString("0\r\n")
+            buffer.writeBytes(trailers)
+            buffer.writeStaticString("\r\n")
+        }
     }
 
     private func respond(_ response: ClientConnectionStateMachine.LocalResponse) {

@@ -459,10 +459,11 @@ struct ClientConnectionStateMachine {
         )
     }
 
-    /// The session of the exchange in flight, if any (its `upstream_http2` chooses the protocol).
-    var exchangeSession: NamedSession? {
-        guard case .exchange(let exchange) = self.state else { return nil }
-        return exchange.target.session
+    /// The `upstream_http2` of the exchange in flight's session; nil without a session, and for a
+    /// WebSocket handshake, which only HTTP/1.1 carries here (RFC 8441 is not spoken).
+    var exchangeUpstreamHTTP2: UpstreamHTTP2Setting? {
+        guard case .exchange(let exchange) = self.state, !exchange.head.upgradesToWebSocket else { return nil }
+        return exchange.target.session?.settings.upstreamHTTP2
     }
 
     /// Runs `body` on the exchange in flight, changed in place; nil when there is none (the event

@@ -33,6 +33,8 @@ final class HTTP2StreamExchange {
     /// no upstream connection and no buffers forever.
     private(set) var stalledSince: Instant?
     private var state = State.awaitingResponse
+    /// The response's trailers, sent as the stream's last HEADERS once its body went out.
+    private var trailers: HeaderList?
 
     private enum State {
         case awaitingResponse
@@ -133,6 +135,10 @@ final class HTTP2StreamExchange {
                 continue
             case .end:
                 self.state = .responseComplete
+                if !self.parser.trailers.isEmpty {
+                    self.trailers = HTTP2ResponseTranslation.trailerList(self.parser.trailers)
+                    if self.trailers == nil { self.connection.owner.context.metrics.trailersDropped += 1 }
+                }
             }
         }
     }
@@ -150,7 +156,8 @@ final class HTTP2StreamExchange {
                 connection.machine.sendableByteCount(streamID: self.streamID)
             )
             guard count > 0 else { return self.stalled(sent: sent) }
-            let ends = self.state == .responseComplete && count == self.pendingBody.readableBytes
+            let ends =
+                self.state == .responseComplete && self.trailers == nil && count == self.pendingBody.readableBytes
             self.pendingBody.withUnsafeReadableBytes { bytes in
                 connection.stream.withOutbound {
                     HTTP2FrameSerializer.writeData(
@@ -167,7 +174,10 @@ final class HTTP2StreamExchange {
             if ends { return self.finish() }
         }
         self.stalledSince = nil
-        if self.state == .responseComplete {
+        if self.state == .responseComplete, let trailers = self.trailers {
+            connection.perform(connection.machine.sendHeaders(streamID: self.streamID, trailers, endStream: true))
+            self.finish()
+        } else if self.state == .responseComplete {
             connection.stream.withOutbound {
                 HTTP2FrameSerializer.writeData(
                     streamID: self.streamID,

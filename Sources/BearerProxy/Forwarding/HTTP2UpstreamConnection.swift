@@ -236,8 +236,8 @@ final class HTTP2UpstreamConnection {
                     endStream: endStream
                 )
             }
-        case .responseTrailers(let streamID, _):
-            self.open[streamID]?.responseTrailers { self.pool.trailersDropped() }
+        case .responseTrailers(let streamID, let trailers):
+            self.open[streamID]?.responseTrailers(trailers) { self.pool.trailersDropped() }
         case .streamFailed(let streamID, let code, let retryable, let frames):
             self.write(frames)
             self.pool.logger.debug(

@@ -172,10 +172,25 @@ final class HTTP2UpstreamStream {
         self.creditTakenBytes()
     }
 
-    /// Trailers end the response. The exchange's HTTP/1.1 parsing drops a chunked body's trailer
-    /// fields, so they reach no client yet: counted as dropped.
-    func responseTrailers(countDropped: () -> Void) {
-        countDropped()
+    /// Trailers end the response: a chunked body's trailer section, which the exchange passes on
+    /// to a client that takes trailers. A body framed by its `content-length` has no place for
+    /// them: dropped and counted.
+    func responseTrailers(_ trailers: HeaderList, countDropped: () -> Void) {
+        if self.responseFraming == .chunked {
+            self.pipe.withOutbound { buffer in
+                buffer.writeStaticString("0\r\n")
+                for index in trailers.fields.indices {
+                    buffer.writeBytes(trailers.name(index))
+                    buffer.writeStaticString(": ")
+                    buffer.writeBytes(trailers.value(index))
+                    buffer.writeStaticString("\r\n")
+                }
+                buffer.writeStaticString("\r\n")
+            }
+            self.responseFraming = .noBody
+        } else {
+            countDropped()
+        }
         self.responseEnded()
         self.pipe.flush()
     }
@@ -238,9 +253,12 @@ extension HTTP2UpstreamStream: StreamConnectionDelegate {
         self.connection?.flush()
     }
 
+    /// The exchange let go of its end (its exchange finished, or gave up): this end closes too,
+    /// which ends the pipe's hold on this object.
     func streamReadEnded(_ connection: StreamConnection) {
         self.readRequest()
-        if !self.requestEnded { self.exchangeClosedEarly() }
+        if !self.requestEnded || !self.isFinished { self.exchangeClosedEarly() }
+        self.pipe.close()
     }
 
     func streamWritable(_ connection: StreamConnection) {

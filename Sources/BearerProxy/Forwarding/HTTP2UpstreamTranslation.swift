@@ -20,7 +20,10 @@ enum HTTP2UpstreamRequestTranslation {
             case .host, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .transferEncoding, .upgrade:
                 continue
             case .te:
-                guard bytes[field.value].elementsEqual("trailers".utf8) else { continue }
+                // Only `te: trailers` is allowed in HTTP/2 (RFC 9113 §8.2.2); the value in lower case.
+                let value = bytes[field.value].map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
+                if value.elementsEqual("trailers".utf8) { list.append(name: "te".utf8, value: "trailers".utf8) }
+                continue
             default:
                 break
             }
@@ -36,7 +39,7 @@ enum HTTP2UpstreamRequestTranslation {
 /// a response that carries no body).
 enum HTTP2UpstreamResponseTranslation {
     enum Framing {
-        case none
+        case noBody
         case contentLength
         case chunked
     }
@@ -57,12 +60,12 @@ enum HTTP2UpstreamResponseTranslation {
         }
         let framing: Framing
         if isHeadRequest || head.status == 204 || head.status == 304 {
-            framing = .none
+            framing = .noBody
         } else if head.contentLength != nil {
             framing = .contentLength
         } else if endStream {
             buffer.writeStaticString("content-length: 0\r\n")
-            framing = .none
+            framing = .noBody
         } else {
             buffer.writeStaticString("transfer-encoding: chunked\r\n")
             framing = .chunked
