@@ -17,12 +17,23 @@ import Testing
         let port: Int
 
         /// `upstream`: the front's URL is made from it (`http` or `https`, host, the front's port).
-        init(_ setting: String, scheme: String = "http", tls: Bool = false, alpn: String = "h2,http/1.1") throws {
+        init(
+            _ setting: String,
+            scheme: String = "http",
+            tls: Bool = false,
+            alpn: String = "h2,http/1.1",
+            maxStreams: Int? = nil
+        ) throws {
             self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority)
             try self.tokenServer.start()
             self.backend = MockUpstream(group: e2eMockGroup, authority: self.authority)
             try self.backend.start()
-            self.front = try H2FrontServer(backendPort: self.backend.server.port, tls: tls, alpn: alpn)
+            self.front = try H2FrontServer(
+                backendPort: self.backend.server.port,
+                tls: tls,
+                alpn: alpn,
+                maxStreams: maxStreams
+            )
             let host = tls ? "localhost" : "127.0.0.1"
             let config = temporaryFile(
                 """
@@ -101,6 +112,21 @@ import Testing
         #expect(calls == 1)
         #expect(accepted == 8)
         #expect((1...8).contains(rejected), "each stream the upstream refused is replayed once: \(rejected)")
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS holds: 8 concurrent slow requests against a
+    /// server that allows 2 streams at once are all answered, and it refused none.
+    @Test(.requires(.pythonH2), .requires(.curl)) func theServersConcurrentStreamLimitIsHonoured() throws {
+        let setup = try Setup("upstream_http2 = on", maxStreams: 2)
+        let answers = try setup.get(Array(repeating: "/slow/300", count: 8))
+        let refused = try ExternalTools.run(
+            [ExternalTools.curl, "-sS", "--max-time", "20", "http://127.0.0.1:\(setup.port)/front-refused"],
+            timeout: .seconds(30)
+        )
+        _ = setup.stop()
+        #expect(answers.count == 8)
+        #expect(answers.allSatisfy { $0.hasPrefix("200 h2 ") }, "\(answers)")
+        #expect(refused.standardOutput == "0")
     }
 
     /// `auto` offers ALPN `h2, http/1.1` to an https upstream and speaks what it chose; `off` offers

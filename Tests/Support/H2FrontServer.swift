@@ -19,7 +19,9 @@ package final class H2FrontServer: @unchecked Sendable {
         .deletingLastPathComponent().appendingPathComponent("Fixtures/h2/h2_front.py").path
 
     /// `tls`: serve TLS with the fixtures' `localhost` certificate (`TLSFixtures`), offering `alpn`.
-    package init(backendPort: Int, tls: Bool = false, alpn: String = "h2,http/1.1") throws {
+    /// `maxStreams`: its SETTINGS_MAX_CONCURRENT_STREAMS; `GET /front-refused` answers how many
+    /// streams beyond it a client opened.
+    package init(backendPort: Int, tls: Bool = false, alpn: String = "h2,http/1.1", maxStreams: Int? = nil) throws {
         let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
         defer { Socket.close(fd) }
         self.port = Socket.localAddress(fd)!.port!
@@ -28,6 +30,7 @@ package final class H2FrontServer: @unchecked Sendable {
             let directory = TLSFixtures.directory.path
             arguments += ["--tls", directory + "/server.pem", directory + "/server.key", "--alpn", alpn]
         }
+        if let maxStreams { arguments += ["--max-streams", String(maxStreams)] }
         self.pid = try spawnProcess(arguments, stdin: fd, stdout: STDERR_FILENO, stderr: STDERR_FILENO)
     }
 

@@ -51,11 +51,12 @@ package struct HTTP2ClientConnectionStateMachine: Sendable {
     /// The server's SETTINGS_MAX_FRAME_SIZE: the largest frame the serializer may write to it.
     package var peerMaxFrameSize: Int { self.core.peerSettings.maxFrameSize }
 
-    /// Whether a new stream may start now: the connection is not going away and the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS say, RFC 9113 §6.5.2's advice) is
-    /// not reached; stream ids are not exhausted.
+    /// Whether a new stream may start now: the server's SETTINGS arrived (streams wait for them, so
+    /// that none is opened past a limit lower than the 100 RFC 9113 §6.5.2 lets a client assume,
+    /// which a server would refuse), its SETTINGS_MAX_CONCURRENT_STREAMS is not reached, the
+    /// connection is not going away, and stream ids are not exhausted.
     package var canOpenStream: Bool {
-        self.acceptsNewStreams && self.core.streams.count < self.streamLimit
+        self.state == .open && self.core.streams.count < self.streamLimit
             && self.highestStreamID < UInt32(HTTP2.maxWindowSize) - 2
     }
 

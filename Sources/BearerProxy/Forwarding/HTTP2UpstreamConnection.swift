@@ -173,8 +173,13 @@ final class HTTP2UpstreamConnection {
         self.attached[ObjectIdentifier(stream)] = nil
         if let streamID = stream.streamID, self.open[streamID] === stream { self.open[streamID] = nil }
         self.queued.removeAll { $0 === stream }
-        while !self.queued.isEmpty && self.machine.canOpenStream { self.openStream(self.queued.removeFirst()) }
+        self.openQueued()
         if self.machine.isFinished && self.attached.isEmpty { self.close() }
+    }
+
+    /// Opens the streams waiting for the server's SETTINGS or for room under its limit.
+    private func openQueued() {
+        while !self.queued.isEmpty && self.machine.canOpenStream { self.openStream(self.queued.removeFirst()) }
     }
 
     /// A stream failed here: sent again elsewhere when the server never processed it and its whole
@@ -213,6 +218,7 @@ final class HTTP2UpstreamConnection {
             if case .needMore = event.kind { break }
             self.perform(self.machine.received(event), data: data)
         }
+        self.openQueued()
         self.flush()
         if stream.hasReadEnded && !self.isClosed { self.close() }
         if self.machine.isFinished && self.attached.isEmpty { self.close() }

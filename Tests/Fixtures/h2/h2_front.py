@@ -7,10 +7,12 @@
 # (the HTTP/2 stream id). Paths it answers itself: /trailers (a body, then trailers
 # `grpc-status: 0`), /goaway (GOAWAY, then the connection closes).
 #
-# usage: h2_front.py BACKEND_PORT [--tls CERT KEY] [--alpn h2,http/1.1], with a listening socket as
-# its standard input (the test binds it, so the server is reachable at once); ended by its PID.
+# usage: h2_front.py BACKEND_PORT [--tls CERT KEY] [--alpn h2,http/1.1] [--max-streams N], with a
+# listening socket as its standard input (the test binds it, so the server is reachable at once);
+# ended by its PID. --max-streams: SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond it is refused
+# (h2 resets it with REFUSED_STREAM) and counted: GET /front-refused answers the count.
 import http.client, http.server, itertools, socket, ssl, sys, threading
-import h2.config, h2.connection, h2.events, h2.exceptions
+import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
 
 backend_port = int(sys.argv[1])
 tls_context = None
@@ -21,6 +23,8 @@ if "--tls" in sys.argv:
     alpn = sys.argv[sys.argv.index("--alpn") + 1] if "--alpn" in sys.argv else "h2,http/1.1"
     tls_context.set_alpn_protocols(alpn.split(","))
 connection_numbers = itertools.count(1)
+max_streams = int(sys.argv[sys.argv.index("--max-streams") + 1]) if "--max-streams" in sys.argv else None
+refused = [0]
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"}
 
 
@@ -55,6 +59,10 @@ class H2Session:
 
     def serve(self):
         with self.lock:
+            if max_streams is not None:
+                self.conn.local_settings = h2.settings.Settings(
+                    client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_streams}
+                )
             self.conn.initiate_connection()
             self.send()
         while True:
@@ -67,6 +75,10 @@ class H2Session:
             with self.lock:
                 try:
                     events = self.conn.receive_data(data)
+                except h2.exceptions.TooManyStreamsError:
+                    refused[0] += 1
+                    self.send()
+                    continue
                 except h2.exceptions.ProtocolError:
                     self.send()
                     return
@@ -98,7 +110,9 @@ class H2Session:
                 self.send()
             self.sock.shutdown(socket.SHUT_RDWR)
             return
-        if path == "/trailers":
+        if path == "/front-refused":
+            status, fields, data = 200, [("content-type", "text/plain")], str(refused[0]).encode()
+        elif path == "/trailers":
             status, fields, data = 200, [("content-type", "text/plain")], b"body before trailers\n"
         else:
             regular = [(k, v) for k, v in headers if not k.startswith(":")]
