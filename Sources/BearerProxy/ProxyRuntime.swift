@@ -142,6 +142,7 @@ final class LoopContext {
         connector: self.runtime.connector,
         logger: self.runtime.logger,
         maxHeaderBytes: self.runtime.configuration.maxHeaderBytes,
+        settingsTimeout: self.runtime.configuration.process.upstreamConnectTimeout,
         trailersDropped: { [unowned self] in self.metrics.trailersDropped += 1 }
     )
     @exclusivity(unchecked) var metrics = LoopMetrics()

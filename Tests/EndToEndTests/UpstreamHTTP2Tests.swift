@@ -1,5 +1,6 @@
 import BearerCore
 import BearerDemo
+import BearerIO
 import BearerTestSupport
 import Foundation
 import Testing
@@ -193,6 +194,33 @@ import Testing
         #expect(lines.count == 2, "\(outcome.standardOutput)")
         #expect(lines.first?.contains("cannot connect") == true, "\(outcome.standardOutput)")
         #expect(lines.last == "502")
+    }
+
+    /// An upstream that never answers the preface with SETTINGS (no HTTP/2 server: here a socket
+    /// nobody accepts on) is given up after upstream_connect_timeout: a 502, and a warning that
+    /// says what `upstream_http2 = on` does.
+    @Test(.requires(.curl)) func anUpstreamThatNeverAnswersThePrefaceIsA502() throws {
+        let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
+        defer { Socket.close(fd) }
+        let config = temporaryFile(
+            """
+            listen = 127.0.0.1:0
+            upstream = http://127.0.0.1:\(Socket.localAddress(fd)!.port!)
+            access_token = static-token
+            upstream_http2 = on
+            upstream_connect_timeout = 1s
+            """
+        )
+        let proxy = try ProxyProcess(["--config", config])
+        let port = try tcpPort(of: try #require(proxy.waitUntilListening()))
+        let outcome = try ExternalTools.run(
+            [ExternalTools.curl, "-sS", "--max-time", "20", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)/"],
+            timeout: .seconds(30)
+        )
+        proxy.signal(SIGTERM)
+        _ = proxy.waitForExit()
+        #expect(outcome.standardOutput.hasSuffix("reset the connection\n\n502"), "\(outcome.standardOutput)")
+        #expect(proxy.standardError.contains("upstream did not answer the HTTP/2 preface with SETTINGS"))
     }
 
     /// Response trailers from the h2 upstream reach an HTTP/2 client as trailers (nghttp prints

@@ -66,6 +66,9 @@ package struct HTTP2ClientConnectionStateMachine: Sendable {
         self.core.peerSettings.maxConcurrentStreams ?? self.configuration.assumedMaxConcurrentStreams
     }
 
+    /// Whether the server's first SETTINGS arrived: it speaks HTTP/2.
+    package var hasReceivedSettings: Bool { self.state != .awaitingSettings }
+
     /// Whether new streams may still start on this connection (no GOAWAY received, not closed).
     package var acceptsNewStreams: Bool {
         switch self.state {

@@ -93,6 +93,18 @@ final class HTTP2UpstreamConnection {
         for waiter in waiters where !waiter.isCancelled { waiter.deliver(.stream(self.makeStream())) }
         for arriving in self.takeArriving() { self.adopt(arriving) }
         self.flush()
+        _ = self.pool.loop.schedule(after: self.pool.settingsTimeout) { [weak self] in self?.settingsTimedOut() }
+    }
+
+    /// The server did not answer the preface with SETTINGS in time: no HTTP/2 server (an
+    /// HTTP/1.1 one given `upstream_http2 = on`, say). Its streams fail: each exchange answers 502.
+    private func settingsTimedOut() {
+        guard !self.isClosed, !self.machine.hasReceivedSettings else { return }
+        self.pool.logger.warn(
+            "upstream did not answer the HTTP/2 preface with SETTINGS: is it an HTTP/2 server? (upstream_http2 = on speaks HTTP/2 to http:// upstreams with prior knowledge)",
+            ["upstream": self.origin.description, "upstream_connect_timeout": "\(self.pool.settingsTimeout)"]
+        )
+        self.close()
     }
 
     /// ALPN chose HTTP/1.1: the first waiter gets the connection as a plain one, the others make

@@ -47,6 +47,9 @@ final class HTTP2UpstreamPool {
     let connector: OutboundConnector
     let logger: Logger
     let maxHeaderBytes: Int
+    /// How long a new connection's server has to answer the preface with SETTINGS
+    /// (upstream_connect_timeout): one that does not is no HTTP/2 server, and is given up.
+    let settingsTimeout: Duration
     /// Counts trailers that reached no client (`bearer_proxy_trailers_dropped_total`).
     let trailersDropped: () -> Void
     @exclusivity(unchecked) private var connections: [HTTP2UpstreamConnection] = []
@@ -57,8 +60,10 @@ final class HTTP2UpstreamPool {
         connector: OutboundConnector,
         logger: Logger,
         maxHeaderBytes: Int,
+        settingsTimeout: Duration,
         trailersDropped: @escaping () -> Void
     ) {
+        self.settingsTimeout = settingsTimeout
         self.loop = loop
         self.connector = connector
         self.logger = logger
