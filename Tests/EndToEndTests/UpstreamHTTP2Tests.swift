@@ -115,6 +115,40 @@ import Testing
         #expect((1...8).contains(rejected), "each stream the upstream refused is replayed once: \(rejected)")
     }
 
+    /// A POST body larger than the stream windows (so both sides' WINDOW_UPDATEs carry it) reaches
+    /// the h2 upstream and is replayed byte for byte after its 401; a response larger than this
+    /// side's windows comes back whole.
+    @Test(.requires(.pythonH2), .requires(.curl)) func largeBodiesCrossTheWindowsAndTheReplay() throws {
+        let setup = try Setup("upstream_http2 = on")
+        let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let file = temporaryDirectory() + "/body"
+        try Data(body).write(to: URL(fileURLWithPath: file))
+        let echoed = file + ".echoed"
+        #expect(try setup.get(["/whoami"]) == ["200 h2 1"])
+        let callsBefore = setup.tokenServer.callCount
+        setup.authority.revokeAll()
+        let post = try ExternalTools.run(
+            [
+                ExternalTools.curl, "-sS", "--max-time", "20", "--data-binary", "@\(file)", "-o", echoed, "-w",
+                "%{http_code}", "http://127.0.0.1:\(setup.port)/echo",
+            ],
+            timeout: .seconds(30)
+        )
+        let large = try ExternalTools.run(
+            [
+                ExternalTools.curl, "-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                "http://127.0.0.1:\(setup.port)/bytes/3000000",
+            ],
+            timeout: .seconds(30)
+        )
+        let calls = setup.tokenServer.callCount - callsBefore
+        _ = setup.stop()
+        #expect(post.standardOutput == "200", "\(post.standardError)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: echoed)) == Data(body))
+        #expect(calls == 1)
+        #expect(large.standardOutput == "200 3000000", "\(large.standardError)")
+    }
+
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS holds: 8 concurrent slow requests against a
     /// server that allows 2 streams at once are all answered, and it refused none.
     @Test(.requires(.pythonH2), .requires(.curl)) func theServersConcurrentStreamLimitIsHonoured() throws {
