@@ -83,8 +83,10 @@ import Testing
     /// `on` with an `http://` upstream: HTTP/2 with prior knowledge, the token added (as the mock
     /// API checked it), for an HTTP/1.1 client and an HTTP/2 one alike, on one connection; the
     /// client's `TE: trailers` reaches the server (which passes on what it saw as `x-front-te`).
-    @Test(.requires(.pythonH2), .requires(.curl)) func onSpeaksPriorKnowledgeToAnHTTPUpstreamWithTheToken() throws {
-        let setup = try Setup("upstream_http2 = on")
+    /// Both I/O backends.
+    @Test(.requires(.pythonH2), .requires(.curl), arguments: ["io_uring", "epoll"])
+    func onSpeaksPriorKnowledgeToAnHTTPUpstreamWithTheToken(io: String) throws {
+        let setup = try Setup("upstream_http2 = on\nio = \(io)")
         let overHTTP1 = try setup.get(["/whoami"], ["-H", "TE: trailers"])
         let overHTTP2 = try setup.get(["/whoami"], ["--http2-prior-knowledge"])
         let recorded = setup.backend.requests
@@ -97,9 +99,11 @@ import Testing
     }
 
     /// The point of it all: a 401 from the h2 upstream under concurrent streams costs one token call,
-    /// and each stream is replayed once and answered 200; the streams shared one connection.
-    @Test(.requires(.pythonH2), .requires(.curl)) func aRevocationUnderConcurrentStreamsCostsOneTokenCall() throws {
-        let setup = try Setup("upstream_http2 = on")
+    /// and each stream is replayed once and answered 200; the streams shared one connection. Both
+    /// I/O backends.
+    @Test(.requires(.pythonH2), .requires(.curl), arguments: ["io_uring", "epoll"])
+    func aRevocationUnderConcurrentStreamsCostsOneTokenCall(io: String) throws {
+        let setup = try Setup("upstream_http2 = on\nio = \(io)")
         #expect(try setup.get(["/whoami"]) == ["200 h2 1"])
         let callsBefore = setup.tokenServer.callCount
         let acceptedBefore = setup.backend.accepted.load(ordering: .relaxed)
@@ -147,6 +151,40 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: echoed)) == Data(body))
         #expect(calls == 1)
         #expect(large.standardOutput == "200 3000000", "\(large.standardError)")
+    }
+
+    /// A stream an HTTP/2 client resets (python3-h2, by hand) is reset towards the h2 upstream
+    /// too: the server hears RST_STREAM for the stream it was answering (RFC 9113 §8.1: a client's
+    /// reset cancels the upstream's work).
+    @Test(.requires(.pythonH2), .requires(.curl)) func aStreamTheClientResetsIsResetUpstream() throws {
+        let setup = try Setup("upstream_http2 = on")
+        let client = HTTP2StreamControlTests.Client(
+            """
+            get(c, 1, "/slow/5000")
+            sys.stdin.readline()
+            c.reset_stream(1, error_code=8)
+            c.ping(b"12345678")
+            send(c)
+            while (found := events(c)) is not None:
+                if any(isinstance(e, h2.events.PingAckReceived) for e in found): sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """,
+            port: setup.port
+        )
+        #expect(waitUntil { setup.backend.requests.count == 1 })
+        client.resume()
+        let outcome = client.finish()
+        let reset = waitUntil {
+            let answer = try? ExternalTools.run(
+                [ExternalTools.curl, "-sS", "--max-time", "5", "http://127.0.0.1:\(setup.port)/front-resets"],
+                timeout: .seconds(10)
+            )
+            return answer?.standardOutput == "1"
+        }
+        _ = setup.stop()
+        #expect(outcome?.status == 0, "\(outcome?.standardError ?? "no outcome")")
+        #expect(reset, "the upstream heard no RST_STREAM")
     }
 
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS holds: 8 concurrent slow requests against a

@@ -10,7 +10,8 @@
 # usage: h2_front.py BACKEND_PORT [--tls CERT KEY] [--alpn h2,http/1.1] [--max-streams N], with a
 # listening socket as its standard input (the test binds it, so the server is reachable at once);
 # ended by its PID. --max-streams: SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond it is refused
-# (h2 resets it with REFUSED_STREAM) and counted: GET /front-refused answers the count.
+# (h2 resets it with REFUSED_STREAM) and counted: GET /front-refused answers the count. GET
+# /front-resets answers how many streams clients reset (RST_STREAM received).
 import http.client, http.server, itertools, socket, ssl, sys, threading
 import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
 
@@ -25,6 +26,7 @@ if "--tls" in sys.argv:
 connection_numbers = itertools.count(1)
 max_streams = int(sys.argv[sys.argv.index("--max-streams") + 1]) if "--max-streams" in sys.argv else None
 refused = [0]
+resets = [0]
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"}
 
 
@@ -95,6 +97,8 @@ class H2Session:
             self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
             self.start(event.stream_id)
+        elif isinstance(event, h2.events.StreamReset):
+            resets[0] += 1
 
     def start(self, stream_id):
         headers, body = self.requests.pop(stream_id)
@@ -112,6 +116,8 @@ class H2Session:
             return
         if path == "/front-refused":
             status, fields, data = 200, [("content-type", "text/plain")], str(refused[0]).encode()
+        elif path == "/front-resets":
+            status, fields, data = 200, [("content-type", "text/plain")], str(resets[0]).encode()
         elif path == "/trailers":
             status, fields, data = 200, [("content-type", "text/plain")], b"body before trailers\n"
         else:
@@ -120,23 +126,29 @@ class H2Session:
             regular.append(("x-front-te", dict(headers).get("te", "-")))
             status, fields, data = backend(pseudo[":method"], path, regular, body)
         with self.lock:
-            head = [(":status", str(status))] + fields + seen
-            if path != "/trailers":
-                head.append(("content-length", str(len(data))))
-            self.conn.send_headers(stream_id, head)
+            try:
+                self.answer(stream_id, path, status, fields + seen, data)
+            except h2.exceptions.StreamClosedError:
+                pass  # the client reset the stream meanwhile
+
+    def answer(self, stream_id, path, status, fields, data):
+        head = [(":status", str(status))] + fields
+        if path != "/trailers":
+            head.append(("content-length", str(len(data))))
+        self.conn.send_headers(stream_id, head)
+        self.send()
+        while data:
+            while self.conn.local_flow_control_window(stream_id) == 0:
+                self.lock.wait(10)
+            size = min(len(data), self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
+            self.conn.send_data(stream_id, data[:size])
+            data = data[size:]
             self.send()
-            while data:
-                while self.conn.local_flow_control_window(stream_id) == 0:
-                    self.lock.wait(10)
-                size = min(len(data), self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
-                self.conn.send_data(stream_id, data[:size])
-                data = data[size:]
-                self.send()
-            if path == "/trailers":
-                self.conn.send_headers(stream_id, [("grpc-status", "0"), ("grpc-message", "done")], end_stream=True)
-            else:
-                self.conn.end_stream(stream_id)
-            self.send()
+        if path == "/trailers":
+            self.conn.send_headers(stream_id, [("grpc-status", "0"), ("grpc-message", "done")], end_stream=True)
+        else:
+            self.conn.end_stream(stream_id)
+        self.send()
 
 
 class H1Handler(http.server.BaseHTTPRequestHandler):
