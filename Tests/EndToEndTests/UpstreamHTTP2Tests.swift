@@ -159,17 +159,7 @@ import Testing
     @Test(.requires(.pythonH2), .requires(.curl)) func aStreamTheClientResetsIsResetUpstream() throws {
         let setup = try Setup("upstream_http2 = on")
         let client = HTTP2StreamControlTests.Client(
-            """
-            get(c, 1, "/slow/5000")
-            sys.stdin.readline()
-            c.reset_stream(1, error_code=8)
-            c.ping(b"12345678")
-            send(c)
-            while (found := events(c)) is not None:
-                if any(isinstance(e, h2.events.PingAckReceived) for e in found): sys.exit(0)
-                send(c)
-            sys.exit(3)
-            """,
+            HTTP2StreamControlTests.Client.resetAfterResume("/slow/5000"),
             port: setup.port
         )
         #expect(waitUntil { setup.backend.requests.count == 1 })
