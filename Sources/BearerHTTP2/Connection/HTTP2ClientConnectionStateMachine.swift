@@ -91,10 +91,10 @@ package struct HTTP2ClientConnectionStateMachine: Sendable {
     /// The frames that follow the client preface (which the owner writes first, `HTTP2.clientPreface`):
     /// SETTINGS, and the WINDOW_UPDATE that opens the connection's receive window.
     package func start() -> [HTTP2Frame] {
-        let opening = self.configuration.connectionWindowSize - HTTP2.defaultInitialWindowSize
-        var frames: [HTTP2Frame] = [.settings(self.configuration.settings)]
-        if opening > 0 { frames.append(.windowUpdate(streamID: 0, increment: opening)) }
-        return frames
+        HTTP2ConnectionCore.openingFrames(
+            self.configuration.settings,
+            connectionWindowSize: self.configuration.connectionWindowSize
+        )
     }
 
     /// Opens the next stream with a request head (pseudo-header fields first); the HEADERS frame to

@@ -38,6 +38,15 @@ struct HTTP2ConnectionCore: Sendable {
         return ids
     }
 
+    /// What either side sends first (after the client's preface): its SETTINGS, and a WINDOW_UPDATE
+    /// that opens the connection's receive window past the initial 65 535 bytes.
+    static func openingFrames(_ settings: [HTTP2Setting], connectionWindowSize: Int) -> [HTTP2Frame] {
+        let opening = connectionWindowSize - HTTP2.defaultInitialWindowSize
+        var frames: [HTTP2Frame] = [.settings(settings)]
+        if opening > 0 { frames.append(.windowUpdate(streamID: 0, increment: opening)) }
+        return frames
+    }
+
     // MARK: Header blocks
 
     /// A header block for `list` (`authorization` always never-indexed, `HPACKEncoder`).

@@ -64,10 +64,12 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         case .preface:
             guard self.state == .awaitingPreface else { preconditionFailure("Invalid state: \(self.state)") }
             self.state = .awaitingSettings
-            let opening = self.configuration.connectionWindowSize - HTTP2.defaultInitialWindowSize
-            var frames: [HTTP2Frame] = [.settings(self.configuration.settings)]
-            if opening > 0 { frames.append(.windowUpdate(streamID: 0, increment: opening)) }
-            return .write(frames)
+            return .write(
+                HTTP2ConnectionCore.openingFrames(
+                    self.configuration.settings,
+                    connectionWindowSize: self.configuration.connectionWindowSize
+                )
+            )
         case .streamError(let error):
             return self.streamFailed(error)
         case .frame(let frame):
