@@ -136,7 +136,7 @@ extension Configuration {
         .username,
         .password, .clientAuth, .tokenCommand, .refreshOn, .refreshSkew, .maxRefreshes, .refreshWindow,
         .refreshTimeout, .replayBodyLimit, .replayMemoryLimit, .acceptHosts, .acceptOrigins, .caFile,
-        .tlsInsecureSkipVerify, .http2, .maxConcurrentStreams,
+        .tlsInsecureSkipVerify, .http2, .maxConcurrentStreams, .upstreamHTTP2,
         // JSON backends and `bearer-proxy login`.
         .tokenFormat, .tokenBody, .loginURL, .loginBody, .logoutURL, .tokenField, .refreshTokenField,
         .expiresField, .authorizationURL, .deviceAuthorizationURL, .redirectPort, .loginTimeout,
@@ -437,6 +437,11 @@ extension ConfigurationKey {
 
     package static let http2 = switchKey("http2", \ProcessSettings.http2)
     package static let maxConcurrentStreams = countKey("max_concurrent_streams", \ProcessSettings.maxConcurrentStreams)
+    package static let upstreamHTTP2 = choiceKey(
+        "upstream_http2",
+        \SessionSettings.upstreamHTTP2,
+        expected: "auto, on or off"
+    )
 }
 
 /// The shapes of value most keys have, written once for either settings (the key path's root

@@ -112,7 +112,7 @@ extension KeyGroup {
         title: "Upstream TLS (https:// upstreams, token endpoints and session stores)",
         introduction: """
             TLS to an upstream is verified against the system trust store: the certificate chain, the host \
-            name (SNI sent), TLS 1.2 at least, ALPN http/1.1. Pooled connections are reused and new ones \
+            name (SNI sent), TLS 1.2 at least, ALPN http/1.1 (and h2 as upstream_http2 says). Pooled connections are reused and new ones \
             resume the TLS session.
             """,
         keys: [
@@ -151,6 +151,18 @@ extension KeyGroup {
                 The streams an HTTP/2 client may have open at once on one connection, advertised in the \
                 proxy's SETTINGS; a stream beyond it is refused with RST_STREAM REFUSED_STREAM, which a client \
                 retries.
+                """
+            ),
+            KeyDocumentation(
+                .upstreamHTTP2,
+                "auto, on or off",
+                """
+                How this session's upstream is spoken to. auto: an `https://` upstream is offered ALPN `h2, \
+                http/1.1` and spoken to in what it picks; an `http://` upstream in HTTP/1.1. on: also HTTP/2 with \
+                prior knowledge to an `http://` upstream (what gRPC servers usually are). off: HTTP/1.1 only. \
+                Over HTTP/2 the streams of every client share few upstream connections (within the server's \
+                SETTINGS_MAX_CONCURRENT_STREAMS), the token goes out as an `authorization` field encoded \
+                never-indexed, and a 401 on a stream is refreshed and replayed as over HTTP/1.1.
                 """
             ),
         ]

@@ -34,6 +34,9 @@ package struct SessionSettings: Sendable {
     package var refreshTokenFile: String?
     /// Where the refresh token is kept: the desktop's keyring, the file, or whichever is there.
     package var credentialStore: CredentialStoreSetting = .auto
+    /// Whether the upstream is spoken to in HTTP/2: offered by ALPN (auto), also with prior knowledge
+    /// to an `http://` upstream (on), or never (off).
+    package var upstreamHTTP2: UpstreamHTTP2Setting = .auto
     package var tokenURL: HTTPURL?
     package var grantType: GrantType?
     package var clientID: String?

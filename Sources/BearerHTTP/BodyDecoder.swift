@@ -34,6 +34,9 @@ package struct BodyDecoder: Sendable {
 
     private var state: State
     private var trailerBytes = 0
+    /// A chunked body's trailer field lines as they came (`name: value\r\n` each), bounded by
+    /// `maximumTrailerBytes`: what a proxy passes on to a client that can take trailers.
+    package private(set) var trailerSection: [UInt8] = []
 
     package static func contentLength(_ length: Int) -> BodyDecoder {
         BodyDecoder(state: length == 0 ? .done : .fixed(remaining: length))
@@ -129,6 +132,7 @@ package struct BodyDecoder: Sendable {
             if byte == ASCII.cr {
                 self.state = .trailerLineFeed(isEmptyLine: true)
             } else if byte.isTokenCharacter {
+                self.trailerSection.append(byte)
                 self.state = .trailerLine
             } else {
                 throw .invalidChunkFraming
@@ -140,8 +144,10 @@ package struct BodyDecoder: Sendable {
             } else if !byte.isFieldValueCharacter {
                 throw .invalidChunkFraming
             }
+            self.trailerSection.append(byte)
         case .trailerLineFeed(let isEmptyLine):
             guard byte == ASCII.lf else { throw .invalidChunkFraming }
+            if !isEmptyLine { self.trailerSection.append(byte) }
             self.state = isEmptyLine ? .done : .trailerLineStart
         case .fixed, .untilClose, .chunkData, .done:
             preconditionFailure("Invalid state: \(self.state) does not consume framing bytes")

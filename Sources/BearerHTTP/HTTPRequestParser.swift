@@ -57,6 +57,15 @@ enum ParserState: Sendable {
 
     /// The next body event; back to expecting a head once the body ends.
     mutating func nextBodyEvent<Head>(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> HTTPParserEvent<Head> {
+        var ignored: [UInt8] = []
+        return try self.nextBodyEvent(bytes, trailers: &ignored)
+    }
+
+    /// The same, and a chunked body's trailer field lines in `trailers` when it ends.
+    mutating func nextBodyEvent<Head>(
+        _ bytes: UnsafeRawBufferPointer,
+        trailers: inout [UInt8]
+    ) throws(HTTPParseError) -> HTTPParserEvent<Head> {
         guard case .body(var decoder) = self else { preconditionFailure("Invalid state: not in a body") }
         switch try decoder.decode(bytes) {
         case .data(let range):
@@ -66,6 +75,7 @@ enum ParserState: Sendable {
             self = .body(decoder)
             return .needMore(consumed: consumed)
         case .end(let consumed):
+            trailers = decoder.trailerSection
             self = .head
             return .end(consumed: consumed)
         }

@@ -10,6 +10,9 @@ package struct HTTPResponseParser: Sendable {
     private var scanner: HeadScanner
     private let maximumFieldCount: Int
     private var requestMethod: HTTPMethod = .get
+    /// The trailer field lines of the last chunked body that ended (`name: value\r\n` each; empty:
+    /// none), until the next response is expected.
+    package private(set) var trailers: [UInt8] = []
 
     package init(maximumHeadBytes: Int = 64 * 1024, maximumFieldCount: Int = 256) {
         self.scanner = HeadScanner(limit: maximumHeadBytes)
@@ -19,6 +22,7 @@ package struct HTTPResponseParser: Sendable {
     /// Sets the method of the request whose response comes next.
     package mutating func expectResponse(to method: HTTPMethod) {
         self.requestMethod = method
+        self.trailers = []
         self.state = .head
         self.scanner.reset()
     }
@@ -47,7 +51,7 @@ package struct HTTPResponseParser: Sendable {
             }
             return .head(head, consumed: range.upperBound)
         case .body:
-            return try self.state.nextBodyEvent(bytes)
+            return try self.state.nextBodyEvent(bytes, trailers: &self.trailers)
         }
     }
 }

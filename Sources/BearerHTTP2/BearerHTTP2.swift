@@ -49,8 +49,8 @@
 ///    `sendableByteCount`, `resetStream` when the upstream fails, `startDraining` on SIGTERM,
 ///    `outboundFlushed` when the write buffer empties.
 /// 4. Timeouts stay with the owner (idle, SETTINGS ack, a zero window held past a deadline).
-/// 5. The client role (upstream h2) is not built yet: it needs a mirror machine (its parser role is
-///   `.client`), and `HTTP2ResponseHead(validating:)` is ready for it.
+/// 5. The client role (upstream h2) is `HTTP2ClientConnectionStateMachine`, on the same
+///    `HTTP2ConnectionCore`; BearerProxy's `HTTP2UpstreamConnection` performs its actions.
 package enum HTTP2 {
     /// The client connection preface (RFC 9113 §3.4): what a prior-knowledge client sends first.
     package static let clientPreface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)

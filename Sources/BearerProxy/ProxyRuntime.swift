@@ -143,6 +143,15 @@ final class LoopContext {
     let loop: EventLoop
     let runtime: ProxyRuntime
     let pool = UpstreamPool()
+    /// This loop's HTTP/2 upstream connections, whose streams exchanges lease (`upstream_http2`).
+    lazy var http2Upstreams = HTTP2UpstreamPool(
+        loop: self.loop,
+        connector: self.runtime.connector,
+        logger: self.runtime.logger,
+        maxHeaderBytes: self.runtime.configuration.maxHeaderBytes,
+        settingsTimeout: self.runtime.configuration.process.upstreamConnectTimeout,
+        trailersDropped: { [unowned self] in self.metrics.trailersDropped += 1 }
+    )
     @exclusivity(unchecked) var metrics = LoopMetrics()
     /// This loop's access log lines, written in batches (nil: no access log). Replaced on the loop
     /// when SIGHUP moves the access log.

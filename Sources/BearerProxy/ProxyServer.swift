@@ -221,6 +221,7 @@ package final class ProxyServer: Sendable {
                     context.value.accessLog?.flush()
                     context.value.auditLog?.flush()
                     context.value.pool.closeAll()
+                    context.value.http2Upstreams.closeAll()
                 }
             }
         }

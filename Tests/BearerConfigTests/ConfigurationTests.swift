@@ -343,6 +343,32 @@ import Testing
         )
     }
 
+    /// upstream_http2: `auto` by default, a session key (each section has its own), three values.
+    @Test func upstreamHTTP2IsASessionKeyWithThreeValues() throws {
+        let (configuration, diagnostics) = ConfigurationLoader.read(
+            """
+            upstream = http://127.0.0.1:1
+            [session grpc]
+            upstream = http://127.0.0.1:2
+            mount = /grpc
+            upstream_http2 = on
+            [session legacy]
+            upstream = https://example.com
+            mount = /legacy
+            upstream_http2 = off
+            """,
+            fileName: "p.conf"
+        )
+        #expect(diagnostics.sortedErrors.isEmpty)
+        #expect(configuration.defaultSession.upstreamHTTP2 == .auto)
+        #expect(configuration.session(named: "grpc")?.upstreamHTTP2 == .on)
+        #expect(configuration.session(named: "legacy")?.upstreamHTTP2 == .off)
+        #expect(
+            ConfigurationLoader.read("upstream_http2 = h2c", fileName: "p.conf").1.sortedErrors.map(\.description)
+                == ["p.conf:1: upstream_http2: expected auto, on or off, got 'h2c'"]
+        )
+    }
+
     @Test(arguments: [
         ("refresh_on = 200", "refresh_on: expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '200'"),
         (

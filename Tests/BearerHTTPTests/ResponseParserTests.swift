@@ -24,6 +24,29 @@ import Testing
         #expect(messages[0].isComplete)
     }
 
+    /// A chunked body's trailer field lines are kept as they came, for a client that takes them;
+    /// the next response starts without them.
+    @Test(arguments: Feeding.allCases)
+    func keepsAChunkedBodysTrailers(feeding: Feeding) throws {
+        var parser = HTTPResponseParser()
+        parser.expectResponse(to: .get)
+        let input = bytes(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\ngrpc-status: 0\r\nX-B:  c \r\n\r\n"
+        )
+        let messages = try feed(pieces(of: input, feeding)) { (raw) throws(HTTPParseError) in
+            switch try parser.next(raw) {
+            case .head(let head, let consumed): (.head(head), consumed)
+            case .body(let range): (.body(Array(raw[range])), range.upperBound)
+            case .end(let consumed): (.end, consumed)
+            case .needMore(let consumed): (.needMore, consumed)
+            }
+        }
+        #expect(messages.map(\.isComplete) == [true])
+        #expect(parser.trailers == bytes("grpc-status: 0\r\nX-B:  c \r\n"))
+        parser.expectResponse(to: .get)
+        #expect(parser.trailers.isEmpty)
+    }
+
     @Test func headResponseHasNoBodyButKeepsContentLength() throws {
         let messages = try parseResponses(bytes("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"), method: .head)
         #expect(messages[0].isComplete)

@@ -32,6 +32,22 @@ import Testing
 
         func resume() { _ = write(self.input.write, "\n", 1) }
 
+        /// A script that opens stream 1 with `GET path`, resets it (CANCEL) once resumed, and exits 0
+        /// when the PING sent after the reset is acknowledged (the connection went on).
+        static func resetAfterResume(_ path: String) -> String {
+            """
+            get(c, 1, "\(path)")
+            sys.stdin.readline()
+            c.reset_stream(1, error_code=8)
+            c.ping(b"12345678")
+            send(c)
+            while (found := events(c)) is not None:
+                if any(isinstance(e, h2.events.PingAckReceived) for e in found): sys.exit(0)
+                send(c)
+            sys.exit(3)
+            """
+        }
+
         /// Waits (bounded) for the client to end.
         func finish() -> ProgramOutcome? {
             close(self.input.write)
@@ -60,20 +76,7 @@ import Testing
 
     @Test(.requires(.pythonH2)) func aStreamTheClientResetsClosesItsUpstreamRequest() throws {
         let setup = try HTTP2PriorKnowledgeTests.Setup()
-        let client = Client(
-            """
-            get(c, 1, "/hang")
-            sys.stdin.readline()
-            c.reset_stream(1, error_code=8)
-            c.ping(b"12345678")
-            send(c)
-            while (found := events(c)) is not None:
-                if any(isinstance(e, h2.events.PingAckReceived) for e in found): sys.exit(0)
-                send(c)
-            sys.exit(3)
-            """,
-            port: setup.port
-        )
+        let client = Client(Client.resetAfterResume("/hang"), port: setup.port)
         #expect(waitUntil { setup.upstream.requests.count == 1 })
         #expect(setup.upstream.server.openConnections == 1)
         client.resume()

@@ -84,7 +84,8 @@ package struct ExternalTool: Sendable {
     package static let pythonRequests = ExternalTool.pythonModule("requests", package: "python3-requests")
     /// HTTP/2 clients that are not our code: `nghttp` and `h2load` (many concurrent streams).
     package static let h2load = ExternalTool.at("/usr/bin/h2load", package: "nghttp2-client")
-    /// An HTTP/2 protocol stack for hand-made clients (resets, windows).
+    /// An HTTP/2 protocol stack for hand-made clients (resets, windows) and the h2 upstream
+    /// (`H2FrontServer`).
     package static let pythonH2 = ExternalTool.pythonModule("h2", package: "python3-h2")
     /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).
     package static let pythonAuthlib = ExternalTool.pythonModule("authlib", package: "python3-authlib")

@@ -29,33 +29,29 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
 
     package let configuration: Configuration
     private(set) var state = State.awaitingPreface
-    private(set) var streams: [UInt32: HTTP2StreamState] = [:]
+    /// The streams, HPACK contexts, windows and settings, kept as the client role keeps them.
+    private var core: HTTP2ConnectionCore
     /// The highest stream id the client opened (or tried to): ids above it are idle.
     private(set) var highestStreamID: UInt32 = 0
-    private(set) var peerSettings = HTTP2Settings()
-    private var decoder: HPACKDecoder
-    private var encoder = HPACKEncoder()
-    private var connectionSendWindow = HTTP2FlowControlWindow(size: HTTP2.defaultInitialWindowSize)
-    private var connectionReceiveWindow: HTTP2FlowControlWindow
     private var resetBudget: Int
-    private var pendingAcknowledgements = 0
-    /// Streams this side reset lately, whose in-flight frames are ignored (§5.1 "closed"), oldest first.
-    private var recentlyReset: [UInt32] = []
 
     package init(configuration: Configuration = Configuration()) {
         precondition(configuration.initialWindowSize >= HTTP2.defaultInitialWindowSize)
         precondition(configuration.connectionWindowSize >= HTTP2.defaultInitialWindowSize)
         self.configuration = configuration
-        self.decoder = HPACKDecoder(maxHeaderListSize: configuration.maxHeaderBytes)
-        self.connectionReceiveWindow = HTTP2FlowControlWindow(size: configuration.connectionWindowSize)
+        self.core = HTTP2ConnectionCore(
+            maxHeaderBytes: configuration.maxHeaderBytes,
+            connectionWindowSize: configuration.connectionWindowSize,
+            maxPendingAcknowledgements: configuration.maxPendingAcknowledgements
+        )
         self.resetBudget = configuration.maxRapidResets
     }
 
     /// Streams open or half-closed: what SETTINGS_MAX_CONCURRENT_STREAMS counts (§5.1.2).
-    package var activeStreamCount: Int { self.streams.count }
+    package var activeStreamCount: Int { self.core.streams.count }
 
     /// The client's SETTINGS_MAX_FRAME_SIZE: the largest frame the serializer may write to it.
-    package var peerMaxFrameSize: Int { self.peerSettings.maxFrameSize }
+    package var peerMaxFrameSize: Int { self.core.peerSettings.maxFrameSize }
 
     // MARK: Events from the client
 
@@ -68,10 +64,12 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         case .preface:
             guard self.state == .awaitingPreface else { preconditionFailure("Invalid state: \(self.state)") }
             self.state = .awaitingSettings
-            let opening = self.configuration.connectionWindowSize - HTTP2.defaultInitialWindowSize
-            var frames: [HTTP2Frame] = [.settings(self.configuration.settings)]
-            if opening > 0 { frames.append(.windowUpdate(streamID: 0, increment: opening)) }
-            return .write(frames)
+            return .write(
+                HTTP2ConnectionCore.openingFrames(
+                    self.configuration.settings,
+                    connectionWindowSize: self.configuration.connectionWindowSize
+                )
+            )
         case .streamError(let error):
             return self.streamFailed(error)
         case .frame(let frame):
@@ -94,7 +92,7 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
     package mutating func connectionFailed(_ error: HTTP2ConnectionError) -> Action {
         if self.state == .closed { return .nothing }
         self.state = .closed
-        self.streams.removeAll()
+        _ = self.core.removeAllStreams()
         let goAway = HTTP2Frame.goAway(
             lastStreamID: self.highestStreamID,
             code: error.code,
@@ -122,7 +120,7 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
             return self.acknowledge(.ping(ack: true, opaqueData: data), flood: .pingFlood)
         case .goAway:
             if case .open = self.state { self.state = .draining(lastStreamID: self.highestStreamID) }
-            return self.streams.isEmpty ? self.close(write: []) : .nothing
+            return self.core.streams.isEmpty ? self.close(write: []) : .nothing
         case .windowUpdate(let streamID, let increment):
             return self.windowUpdateReceived(streamID, increment: increment)
         }
@@ -131,26 +129,26 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
     private mutating func headersReceived(_ frame: HTTP2HeadersFrame) -> Action {
         let list: HeaderList
         do {
-            list = try self.decoder.decode(frame.block)
+            list = try self.core.decoder.decode(frame.block)
         } catch {
             return self.connectionFailed(.compression(error))
         }
         let streamID = frame.streamID
         if frame.dependsOnItself { return self.streamFailed(HTTP2StreamError(streamID: streamID, .dependsOnItself)) }
-        if let stream = self.streams[streamID] {
+        if let stream = self.core[streamID] {
             return self.trailersReceived(streamID, stream, list, endStream: frame.endStream)
         }
         if streamID <= self.highestStreamID {
             // A HEADERS that opens no new stream: in flight towards a stream this side reset, or one
             // past a GOAWAY, is ignored; anything else reuses a closed stream's id (§5.1.1).
-            if self.recentlyReset.contains(streamID) { return .nothing }
+            if self.core.wasRecentlyReset(streamID) { return .nothing }
             if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
             return self.connectionFailed(.streamIDNotIncreasing(streamID))
         }
         if streamID % 2 == 0 { return self.connectionFailed(.evenStreamIDFromClient(streamID)) }
         self.highestStreamID = streamID
         if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
-        if self.streams.count >= self.configuration.maxConcurrentStreams {
+        if self.core.streams.count >= self.configuration.maxConcurrentStreams {
             self.noteReset(streamID)
             return .write([.rstStream(streamID: streamID, code: .refusedStream)])
         }
@@ -162,7 +160,7 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         }
         let stream = HTTP2StreamState(
             phase: frame.endStream ? .halfClosedRemote : .open,
-            sendWindow: HTTP2FlowControlWindow(size: self.peerSettings.initialWindowSize),
+            sendWindow: HTTP2FlowControlWindow(size: self.core.peerSettings.initialWindowSize),
             receiveWindow: HTTP2FlowControlWindow(size: self.configuration.initialWindowSize),
             contentLength: ContentLengthCheck(declared: head.contentLength)
         )
@@ -173,7 +171,7 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
                 return self.streamFailed(HTTP2StreamError(streamID: streamID, .malformed(error)))
             }
         }
-        self.streams[streamID] = stream
+        self.core[streamID] = stream
         return .startRequest(streamID: streamID, head: head, endStream: frame.endStream)
     }
 
@@ -199,10 +197,10 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
     }
 
     private mutating func dataReceived(_ streamID: UInt32, endStream: Bool, flowControlled: Int, data: Int) -> Action {
-        guard self.connectionReceiveWindow.consume(flowControlled) else {
+        guard self.core.connectionDataReceived(flowControlled) else {
             return self.connectionFailed(.flowControlWindowExceeded)
         }
-        guard var stream = self.streams[streamID] else {
+        guard var stream = self.core[streamID] else {
             if streamID > self.highestStreamID { return self.connectionFailed(.frameOnIdleStream(.data, streamID)) }
             let credit = self.releaseConnection(flowControlled)
             let action = self.frameOnClosedStream(streamID, .data)
@@ -230,7 +228,7 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         if padding > 0, let increment = stream.receiveWindow.release(padding) {
             write.append(.windowUpdate(streamID: streamID, increment: increment))
         }
-        self.streams[streamID] = stream
+        self.core[streamID] = stream
         write += self.releaseConnection(padding)
         if endStream { self.remoteEnded(streamID) }
         return .forwardRequestData(streamID: streamID, count: data, endStream: endStream, write: write)
@@ -238,42 +236,31 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
 
     private mutating func resetReceived(_ streamID: UInt32) -> Action {
         if streamID > self.highestStreamID { return self.connectionFailed(.frameOnIdleStream(.rstStream, streamID)) }
-        guard self.streams.removeValue(forKey: streamID) != nil else { return .nothing }
+        guard self.core.removeStream(streamID) else { return .nothing }
         if let action = self.spendResetBudget() { return action }
-        if case .draining = self.state, self.streams.isEmpty { return self.close(write: []) }
+        if case .draining = self.state, self.core.streams.isEmpty { return self.close(write: []) }
         return .cancelRequest(streamID: streamID, write: [])
     }
 
     private mutating func settingsReceived(_ settings: [HTTP2Setting]) -> Action {
-        for setting in settings {
-            if setting.identifier == .initialWindowSize {
-                // Every stream's send window moves by the change, and may go negative (§6.9.2).
-                let delta = Int(setting.value) - self.peerSettings.initialWindowSize
-                for streamID in Array(self.streams.keys) {
-                    guard self.streams[streamID]!.sendWindow.grow(by: delta) else {
-                        return self.connectionFailed(.windowOverflow)
-                    }
-                }
-            }
-            if setting.identifier == .headerTableSize { self.encoder.setMaxTableSize(Int(setting.value)) }
-            self.peerSettings.apply(setting)
+        do {
+            try self.core.applyPeerSettings(settings)
+        } catch {
+            return self.connectionFailed(error)
         }
         return self.acknowledge(.settingsAck, flood: .settingsFlood)
     }
 
     private mutating func windowUpdateReceived(_ streamID: UInt32, increment: Int) -> Action {
-        if streamID == 0 {
-            guard self.connectionSendWindow.grow(by: increment) else { return self.connectionFailed(.windowOverflow) }
-            return .resumeSending(write: [])
-        }
         if streamID > self.highestStreamID {
             return self.connectionFailed(.frameOnIdleStream(.windowUpdate, streamID))
         }
-        guard self.streams[streamID] != nil else { return .nothing }
-        guard self.streams[streamID]!.sendWindow.grow(by: increment) else {
-            return self.streamFailed(HTTP2StreamError(streamID: streamID, .windowOverflow))
+        switch self.core.windowUpdateReceived(streamID, increment: increment) {
+        case .grew: return .resumeSending(write: [])
+        case .ignored: return .nothing
+        case .streamOverflow: return self.streamFailed(HTTP2StreamError(streamID: streamID, .windowOverflow))
+        case .connectionOverflow: return self.connectionFailed(.windowOverflow)
         }
-        return .resumeSending(write: [])
     }
 
     // MARK: Events from the exchanges
@@ -281,48 +268,38 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
     /// The exchange forwarded `count` bytes of a stream's request body: credit goes back to the
     /// client, in batches. Never called, the windows close and the client stops (backpressure).
     package mutating func requestDataConsumed(streamID: UInt32, count: Int) -> Action {
-        var write: [HTTP2Frame] = []
-        if self.streams[streamID]?.isReceiving == true,
-            let increment = self.streams[streamID]!.receiveWindow.release(count)
-        {
-            write.append(.windowUpdate(streamID: streamID, increment: increment))
-        }
-        write += self.releaseConnection(count)
+        let write = self.core.dataConsumed(streamID: streamID, count: count)
         return write.isEmpty ? .nothing : .write(write)
     }
 
     /// Encodes a response head (or trailers, after the head) for a stream. A stream reset meanwhile
     /// takes nothing more: the exchange's late output is dropped.
     package mutating func sendHeaders(streamID: UInt32, _ list: HeaderList, endStream: Bool) -> Action {
-        guard let stream = self.streams[streamID] else { return .nothing }
+        guard let stream = self.core[streamID] else { return .nothing }
         precondition(stream.isSending, "Invalid state: HEADERS for stream \(streamID) after its END_STREAM")
-        var block: [UInt8] = []
-        self.encoder.encode(list, into: &block)
+        let block = self.core.encode(list)
         let frame = HTTP2Frame.headers(HTTP2HeadersFrame(streamID: streamID, endStream: endStream, block: block))
         return endStream ? self.localEnded(streamID, write: [frame]) : .write([frame])
     }
 
     /// How many bytes of response data the stream may send in its next DATA frame now.
     package func sendableByteCount(streamID: UInt32) -> Int {
-        guard let stream = self.streams[streamID], stream.isSending else { return 0 }
-        return max(0, min(self.connectionSendWindow.size, stream.sendWindow.size, self.peerSettings.maxFrameSize))
+        self.core.sendableByteCount(streamID: streamID)
     }
 
     /// A DATA frame of `count` bytes (at most `sendableByteCount`) is being written.
     package mutating func dataSent(streamID: UInt32, count: Int, endStream: Bool) -> Action {
-        guard self.streams[streamID] != nil else { return .nothing }
-        precondition(count == 0 || count <= self.sendableByteCount(streamID: streamID), "DATA past the window")
-        _ = self.connectionSendWindow.consume(count)
-        _ = self.streams[streamID]!.sendWindow.consume(count)
+        guard self.core[streamID] != nil else { return .nothing }
+        self.core.dataSent(streamID: streamID, count: count)
         return endStream ? self.localEnded(streamID, write: []) : .nothing
     }
 
     /// The exchange failed (the upstream broke): the stream is reset with `code`.
     package mutating func resetStream(streamID: UInt32, code: HTTP2ErrorCode) -> Action {
-        guard self.streams.removeValue(forKey: streamID) != nil else { return .nothing }
+        guard self.core.removeStream(streamID) else { return .nothing }
         self.noteReset(streamID)
         let write: [HTTP2Frame] = [.rstStream(streamID: streamID, code: code)]
-        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        if case .draining = self.state, self.core.streams.isEmpty { return self.close(write: write) }
         return .write(write)
     }
 
@@ -332,46 +309,43 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
         guard case .open = self.state else { return .nothing }
         self.state = .draining(lastStreamID: self.highestStreamID)
         let goAway = HTTP2Frame.goAway(lastStreamID: self.highestStreamID, code: .noError, debugData: [])
-        return self.streams.isEmpty ? self.close(write: [goAway]) : .write([goAway])
+        return self.core.streams.isEmpty ? self.close(write: [goAway]) : .write([goAway])
     }
 
     /// No stream was open for the owner's idle timeout: GOAWAY NO_ERROR naming the last stream, and
     /// the connection closes (nothing is in flight to finish).
     package mutating func idleTimedOut() -> Action {
-        guard self.streams.isEmpty, self.state != .closed else { return .nothing }
+        guard self.core.streams.isEmpty, self.state != .closed else { return .nothing }
         let goAway = HTTP2Frame.goAway(lastStreamID: self.highestStreamID, code: .noError, debugData: [])
         return self.close(write: [goAway])
     }
 
     /// Everything written so far reached the socket: owed acknowledgements no longer pile up.
     package mutating func outboundFlushed() {
-        self.pendingAcknowledgements = 0
+        self.core.outboundFlushed()
     }
 
     // MARK: Helpers
 
     private mutating func acknowledge(_ frame: HTTP2Frame, flood: HTTP2ConnectionError) -> Action {
-        self.pendingAcknowledgements += 1
-        if self.pendingAcknowledgements > self.configuration.maxPendingAcknowledgements {
-            return self.connectionFailed(flood)
-        }
+        guard self.core.oweAcknowledgement() else { return self.connectionFailed(flood) }
         return .write([frame])
     }
 
     /// A stream error: RST_STREAM, the exchange (if any) cancelled, the reset budget spent.
     private mutating func streamFailed(_ error: HTTP2StreamError) -> Action {
-        let wasActive = self.streams.removeValue(forKey: error.streamID) != nil
+        let wasActive = self.core.removeStream(error.streamID)
         self.noteReset(error.streamID)
         if let action = self.spendResetBudget() { return action }
         let write: [HTTP2Frame] = [.rstStream(streamID: error.streamID, code: error.code)]
-        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        if case .draining = self.state, self.core.streams.isEmpty { return self.close(write: write) }
         return wasActive ? .cancelRequest(streamID: error.streamID, write: write) : .write(write)
     }
 
     /// A frame for a stream that is closed: ignored if this side reset it lately (the client may
     /// not have seen the reset yet), else STREAM_CLOSED (§5.1).
     private mutating func frameOnClosedStream(_ streamID: UInt32, _ type: HTTP2FrameType) -> Action {
-        if self.recentlyReset.contains(streamID) { return .nothing }
+        if self.core.wasRecentlyReset(streamID) { return .nothing }
         if case .draining(let lastStreamID) = self.state, streamID > lastStreamID { return .nothing }
         return self.streamFailed(HTTP2StreamError(streamID: streamID, .closed(type)))
     }
@@ -382,37 +356,35 @@ package struct HTTP2ServerConnectionStateMachine: Sendable {
     }
 
     private mutating func noteReset(_ streamID: UInt32) {
-        if self.recentlyReset.count >= 64 { self.recentlyReset.removeFirst() }
-        self.recentlyReset.append(streamID)
+        self.core.noteReset(streamID)
     }
 
     private mutating func remoteEnded(_ streamID: UInt32) {
-        switch self.streams[streamID]?.phase {
-        case .open: self.streams[streamID]!.phase = .halfClosedRemote
+        switch self.core[streamID]?.phase {
+        case .open: self.core[streamID]!.phase = .halfClosedRemote
         case .halfClosedLocal: self.completed(streamID)
         case .halfClosedRemote, nil: preconditionFailure("Invalid state: stream \(streamID) ended twice")
         }
     }
 
     private mutating func localEnded(_ streamID: UInt32, write: [HTTP2Frame]) -> Action {
-        switch self.streams[streamID]?.phase {
-        case .open: self.streams[streamID]!.phase = .halfClosedLocal
+        switch self.core[streamID]?.phase {
+        case .open: self.core[streamID]!.phase = .halfClosedLocal
         case .halfClosedRemote: self.completed(streamID)
         case .halfClosedLocal, nil: preconditionFailure("Invalid state: stream \(streamID) ended twice")
         }
-        if case .draining = self.state, self.streams.isEmpty { return self.close(write: write) }
+        if case .draining = self.state, self.core.streams.isEmpty { return self.close(write: write) }
         return write.isEmpty ? .nothing : .write(write)
     }
 
     /// Both sides ended the stream: it closes, and earns back one reset of the budget.
     private mutating func completed(_ streamID: UInt32) {
-        self.streams.removeValue(forKey: streamID)
+        _ = self.core.removeStream(streamID)
         self.resetBudget = min(self.resetBudget + 1, self.configuration.maxRapidResets)
     }
 
     private mutating func releaseConnection(_ count: Int) -> [HTTP2Frame] {
-        guard count > 0, let increment = self.connectionReceiveWindow.release(count) else { return [] }
-        return [.windowUpdate(streamID: 0, increment: increment)]
+        self.core.releaseConnection(count)
     }
 
     private mutating func close(write: [HTTP2Frame]) -> Action {

@@ -25,6 +25,7 @@ package enum HeaderValidationError: Error, Equatable, Sendable {
     case invalidContentLength
     case contentLengthMismatch(declared: Int, received: Int)
     case trailersWithoutEndStream
+    case dataBeforeHeaders
 
     package var message: String {
         switch self {
@@ -50,6 +51,7 @@ package enum HeaderValidationError: Error, Equatable, Sendable {
         case .contentLengthMismatch(let declared, let received):
             "content-length \(declared) disagrees with the \(received) bytes of DATA"
         case .trailersWithoutEndStream: "trailers (a second HEADERS) that do not end the stream"
+        case .dataBeforeHeaders: "DATA before the response's HEADERS"
         }
     }
 }

@@ -185,6 +185,13 @@ package final class TLSConnection {
         SSL_session_reused(self.ssl) == 1
     }
 
+    /// A client's offer becomes ALPN `h2, http/1.1` (RFC 9113 §3.2), for this connection only:
+    /// call before the handshake.
+    package func offerHTTP2() {
+        let protocols: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+        _ = protocols.withUnsafeBufferPointer { SSL_set_alpn_protos(self.ssl, $0.baseAddress, UInt32($0.count)) }
+    }
+
     /// The protocol ALPN agreed on, if any.
     package var negotiatedProtocol: String? { negotiatedApplicationProtocol(of: self.ssl) }
 

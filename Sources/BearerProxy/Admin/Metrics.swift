@@ -148,7 +148,7 @@ func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnectio
     text += counter(MetricNames.replays, "Requests sent again with a newer token after a 401.", loops.replays)
     text += counter(
         MetricNames.trailersDropped,
-        "HTTP/2 trailers dropped because HTTP/1.1 could not carry them (a request's, towards an HTTP/1.1 upstream).",
+        "Trailers dropped because HTTP/1.1 could not carry them (a request's towards an HTTP/1.1 upstream; a response's to a client that did not send TE: trailers, or in a body framed by its length).",
         loops.trailersDropped
     )
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"

@@ -2,6 +2,7 @@ import BearerCore
 import BearerCrypto
 import BearerHTTP
 import BearerIO
+import BearerSession
 
 /// Performing the machine's actions: the only place where a decision turns into I/O.
 extension ClientConnection {
@@ -181,23 +182,66 @@ extension ClientConnection {
         return true
     }
 
+    /// A connection to `origin` for the exchange: a stream of a shared HTTP/2 connection when its
+    /// session's `upstream_http2` says so (`HTTP2UpstreamPool`), else a connection of its own.
     private func connectUpstream(to origin: Origin) {
+        if let setting = self.machine.exchangeUpstreamHTTP2,
+            self.context.http2Upstreams.speaksHTTP2(to: origin, setting)
+        {
+            return self.leaseHTTP2Stream(to: origin)
+        }
         self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
             self.connectAttempt = nil
-            switch result {
-            case .success(let stream):
-                self.hold(UpstreamConnection(stream: stream, origin: origin, pool: self.context.pool))
-                self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
-            case .failure(let error):
-                self.context.metrics.upstreamConnectErrors += 1
-                self.runtime.logger.warn(
-                    "upstream connect failed",
-                    ["upstream": origin.description, "error": error.reason]
-                )
-                self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
-            }
-            self.pump()
+            self.connected(to: origin, result.map { ($0, false) })
         }
+    }
+
+    private func leaseHTTP2Stream(to origin: Origin) {
+        let waiter = HTTP2UpstreamPool.Waiter { lease in
+            self.http2Waiter = nil
+            switch lease {
+            case .stream(let stream): self.connected(to: origin, .success((stream, true)))
+            case .http1(let stream?): self.connected(to: origin, .success((stream, false)))
+            case .http1(nil): self.connectUpstream(to: origin)
+            case .failed(let error): self.connected(to: origin, .failure(error))
+            }
+        }
+        self.http2Waiter = waiter
+        self.context.http2Upstreams.lease(origin, waiter)
+    }
+
+    /// The exchange's upstream connection is made (`isHTTP2Stream`: a stream's pipe), or failed.
+    private func connected(to origin: Origin, _ result: Result<(StreamConnection, isHTTP2Stream: Bool), OutboundError>)
+    {
+        switch result {
+        case .success(let (stream, isHTTP2Stream)):
+            let upstream = UpstreamConnection(
+                stream: stream,
+                origin: origin,
+                pool: self.context.pool,
+                isHTTP2Stream: isHTTP2Stream
+            )
+            // A pipe is started here; a socket was by its connect attempt.
+            if isHTTP2Stream { stream.start(delegate: upstream) }
+            self.hold(upstream)
+            self.run(self.machine.upstreamReady(isReused: false, now: self.loop.now))
+        case .failure(let error):
+            self.context.metrics.upstreamConnectErrors += 1
+            self.runtime.logger.warn(
+                "upstream connect failed",
+                ["upstream": origin.description, "error": error.reason]
+            )
+            self.run(self.machine.upstreamConnectFailed(ProxyError(error, origin: origin)))
+        }
+        self.pump()
+    }
+
+    /// The exchange no longer waits for an upstream connection.
+    private func cancelConnecting() {
+        self.connectAttempt?.cancel()
+        self.connectAttempt = nil
+        self.http2Waiter?.cancel()
+        self.http2Waiter = nil
     }
 
     /// The first tunnel to a host says, once, that the host is no inject host (a client that meant
@@ -254,7 +298,8 @@ extension ClientConnection {
                 path: request.path,
                 authorization: request.authorization,
                 // Looked up only for a DPoP-bound token's line: the plain bearer path pays one byte compare.
-                dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil
+                dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil,
+                keepsTrailersTE: self.upstream?.isHTTP2Stream == true
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {
@@ -270,7 +315,11 @@ extension ClientConnection {
 
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
-        if end.writesChunkedEnd { self.stream.withOutbound { $0.writeLastChunk() } }
+        if !self.upstreamTrailers.isEmpty {
+            self.passOnTrailers(chunked: end.writesChunkedEnd, request: end.record.head)
+        } else if end.writesChunkedEnd {
+            self.stream.withOutbound { $0.writeLastChunk() }
+        }
         self.recordCompletion(end.record, status: end.status, bytes: end.bodyBytes, replayed: end.replayed)
         if let upstream = self.upstream {
             self.upstream = nil
@@ -284,10 +333,34 @@ extension ClientConnection {
         if end.closesConnection { self.stream.closeAfterFlush() }
     }
 
+    /// The upstream's response trailers end the chunked body for a client that takes them: an
+    /// HTTP/2 stream's exchange (which sends them as trailers) or a client that sent `TE:
+    /// trailers` (RFC 9110 §10.1.4); anywhere else they are dropped and counted.
+    private func passOnTrailers(chunked: Bool, request: RequestHead?) {
+        let trailers = self.upstreamTrailers
+        self.upstreamTrailers = []
+        let takesTrailers =
+            self.servesHTTP2Stream
+            || request.map { head in
+                head.bytes.withUnsafeBytes { raw in
+                    head.fields.contains { $0.knownName == .te && equalsCaseInsensitive(raw, $0.value, "trailers") }
+                }
+            } == true
+        guard chunked && takesTrailers else {
+            self.context.metrics.trailersDropped += 1
+            if chunked { self.stream.withOutbound { $0.writeLastChunk() } }
+            return
+        }
+        self.stream.withOutbound { buffer in
+            buffer.writeStaticString("0\r\n")
+            buffer.writeBytes(trailers)
+            buffer.writeStaticString("\r\n")
+        }
+    }
+
     private func respond(_ response: ClientConnectionStateMachine.LocalResponse) {
         if response.endsExchange {
-            self.connectAttempt?.cancel()
-            self.connectAttempt = nil
+            self.cancelConnecting()
             self.dropUpstream()
         }
         if let parked = response.cancelsWaiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
@@ -328,8 +401,7 @@ extension ClientConnection {
     private func releaseEverything(cancelling waiter: ParkedRequest?) {
         self.cancelTimer()
         if let parked = waiter { self.context.ports[parked.session.index].cancel(parked.ticket) }
-        self.connectAttempt?.cancel()
-        self.connectAttempt = nil
+        self.cancelConnecting()
         self.dropUpstream()
         self.context.clients[ObjectIdentifier(self)] = nil
         self.runtime.connectionClosed()

@@ -212,6 +212,7 @@ extension ClientConnection {
         case .body:
             return true
         case .end:
+            if !upstream.parser.trailers.isEmpty { self.upstreamTrailers = upstream.parser.trailers }
             self.run(self.machine.responseEnded(upstreamSentMore: !upstreamStream.inbound.isEmpty, now: now))
             return true
         }

@@ -23,6 +23,11 @@ final class ClientConnection {
     @exclusivity(unchecked) var upstreamBytesSentBeforeRequest = 0
     /// An outbound connection being made for this connection.
     @exclusivity(unchecked) var connectAttempt: ConnectAttempt?
+    /// The trailer field lines of the upstream's chunked response that just ended (empty: none),
+    /// until the exchange finishes and passes them on or drops them.
+    @exclusivity(unchecked) var upstreamTrailers: [UInt8] = []
+    /// Waiting for a stream of an HTTP/2 upstream connection (`upstream_http2`).
+    @exclusivity(unchecked) var http2Waiter: HTTP2UpstreamPool.Waiter?
     @exclusivity(unchecked) private var timer = DeadlineTimer()
     @exclusivity(unchecked) private var isPumping = false
     @exclusivity(unchecked) private var needsAnotherPass = false

@@ -459,6 +459,13 @@ struct ClientConnectionStateMachine {
         )
     }
 
+    /// The `upstream_http2` of the exchange in flight's session; nil without a session, and for a
+    /// WebSocket handshake, which only HTTP/1.1 carries here (RFC 8441 is not spoken).
+    var exchangeUpstreamHTTP2: UpstreamHTTP2Setting? {
+        guard case .exchange(let exchange) = self.state, !exchange.head.upgradesToWebSocket else { return nil }
+        return exchange.target.session?.settings.upstreamHTTP2
+    }
+
     /// Runs `body` on the exchange in flight, changed in place; nil when there is none (the event
     /// came for one that has ended). The exchange goes back into `.exchange` unless `body` moved
     /// the machine to another state.

@@ -167,10 +167,7 @@ final class HTTP2Connection {
     }
 
     func write(_ frames: [HTTP2Frame]) {
-        let maxFrameSize = self.machine.peerMaxFrameSize
-        self.stream.withOutbound { buffer in
-            for frame in frames { HTTP2FrameSerializer.write(frame, maxFrameSize: maxFrameSize, into: &buffer) }
-        }
+        self.stream.writeFrames(frames, maxFrameSize: self.machine.peerMaxFrameSize)
     }
 
     /// A stream's exchange is over (its response ended, or it was reset).
@@ -181,3 +178,12 @@ final class HTTP2Connection {
 
 @available(*, unavailable)
 extension HTTP2Connection: Sendable {}
+
+extension StreamConnection {
+    /// Serializes frames (all but DATA) into the outbound buffer, at the peer's max frame size.
+    func writeFrames(_ frames: [HTTP2Frame], maxFrameSize: Int) {
+        self.withOutbound { buffer in
+            for frame in frames { HTTP2FrameSerializer.write(frame, maxFrameSize: maxFrameSize, into: &buffer) }
+        }
+    }
+}

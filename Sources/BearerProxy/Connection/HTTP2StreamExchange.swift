@@ -22,9 +22,9 @@ final class HTTP2StreamExchange {
     private let exchange: ClientConnection
     private var request: HTTP2RequestTranslation
     private var parser: HTTPResponseParser
-    /// Request body bytes written to the pipe and not yet taken by the exchange: (where they end in
-    /// the pipe's byte count, how many), oldest first. Taken, they are credited to the client.
-    private var uncredited: [(end: Int, count: Int)] = []
+    /// Request body bytes written to the pipe and not yet taken by the exchange. Taken, they are
+    /// credited to the client.
+    private var credit = PipeCredit()
     /// Response body bytes waiting for the client's window.
     private var pendingBody = ByteBuffer()
     /// Since when response bytes have been waiting and none went out: the client gives no window, or
@@ -33,6 +33,8 @@ final class HTTP2StreamExchange {
     /// no upstream connection and no buffers forever.
     private(set) var stalledSince: Instant?
     private var state = State.awaitingResponse
+    /// The response's trailers, sent as the stream's last HEADERS once its body went out.
+    private var trailers: HeaderList?
 
     private enum State {
         case awaitingResponse
@@ -82,7 +84,7 @@ final class HTTP2StreamExchange {
         guard self.state != .finished else { return }
         if !bytes.isEmpty {
             self.pipe.writeBodyPart(bytes, chunked: self.request.isChunked)
-            self.uncredited.append((self.pipe.bytesSent + self.pipe.pendingWriteBytes, bytes.count))
+            self.credit.written(bytes.count, into: self.pipe)
         }
         if endStream && self.request.isChunked { self.pipe.withOutbound { $0.writeLastChunk() } }
         self.pipe.flush()
@@ -91,11 +93,7 @@ final class HTTP2StreamExchange {
 
     /// Credits the client with the body bytes the exchange took out of the pipe.
     private func creditTakenBytes() {
-        var taken = 0
-        while let first = self.uncredited.first, first.end <= self.pipe.bytesSent {
-            taken += first.count
-            self.uncredited.removeFirst()
-        }
+        let taken = self.credit.taken(from: self.pipe)
         guard taken > 0 else { return }
         self.connection.perform(self.connection.machine.requestDataConsumed(streamID: self.streamID, count: taken))
     }
@@ -137,6 +135,10 @@ final class HTTP2StreamExchange {
                 continue
             case .end:
                 self.state = .responseComplete
+                if !self.parser.trailers.isEmpty {
+                    self.trailers = HTTP2ResponseTranslation.trailerList(self.parser.trailers)
+                    if self.trailers == nil { self.connection.owner.context.metrics.trailersDropped += 1 }
+                }
             }
         }
     }
@@ -154,7 +156,8 @@ final class HTTP2StreamExchange {
                 connection.machine.sendableByteCount(streamID: self.streamID)
             )
             guard count > 0 else { return self.stalled(sent: sent) }
-            let ends = self.state == .responseComplete && count == self.pendingBody.readableBytes
+            let ends =
+                self.state == .responseComplete && self.trailers == nil && count == self.pendingBody.readableBytes
             self.pendingBody.withUnsafeReadableBytes { bytes in
                 connection.stream.withOutbound {
                     HTTP2FrameSerializer.writeData(
@@ -171,7 +174,10 @@ final class HTTP2StreamExchange {
             if ends { return self.finish() }
         }
         self.stalledSince = nil
-        if self.state == .responseComplete {
+        if self.state == .responseComplete, let trailers = self.trailers {
+            connection.perform(connection.machine.sendHeaders(streamID: self.streamID, trailers, endStream: true))
+            self.finish()
+        } else if self.state == .responseComplete {
             connection.stream.withOutbound {
                 HTTP2FrameSerializer.writeData(
                     streamID: self.streamID,

@@ -44,6 +44,28 @@ struct HTTP2RequestTranslation {
 /// An HTTP/1.1 response head as an HTTP/2 header list: `:status`, then the fields with lower-case
 /// names, less the hop-by-hop and framing ones HTTP/2 has no place for (RFC 9113 §8.2.2).
 enum HTTP2ResponseTranslation {
+    /// A chunked body's trailer field lines (`name: value\r\n` each) as an HTTP/2 trailer list:
+    /// names lower case, values without surrounding whitespace; nil when the result is not valid
+    /// trailers (RFC 9113 §8.1: a connection-specific field, a pseudo-header), which are dropped.
+    static func trailerList(_ section: [UInt8]) -> HeaderList? {
+        var list = HeaderList()
+        for line in section.split(separator: 0x0A) {
+            let line = line.last == 0x0D ? line.dropLast() : line
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let name = line[..<colon].map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
+            var value = line[line.index(after: colon)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            list.append(name: name, value: value)
+        }
+        do {
+            try validateTrailers(list)
+        } catch {
+            return nil
+        }
+        return list
+    }
+
     static func headerList(_ head: ResponseHead) -> HeaderList {
         var list = HeaderList()
         list.append(name: ":status".utf8, value: String(head.status).utf8)

@@ -12,12 +12,15 @@ extension ByteBuffer {
     /// `Connection: upgrade` and `Upgrade: websocket` (RFC 6455 §4.1); no other upgrade is forwarded.
     /// With `dpop` (given for a DPoP-bound token's line only) the request gets a fresh proof (RFC 9449
     /// §7.1), made over the target as written here, which replaces any `DPoP` field the client sent.
+    /// `keepsTrailersTE`: a `TE: trailers` line is kept, for an HTTP/2 upstream stream (which
+    /// carries it as `te: trailers`, RFC 9113 §8.2.2, what gRPC servers require).
     mutating func writeForwardedRequestHead(
         _ head: RequestHead,
         target: Target,
         path: ForwardedPath,
         authorization: [UInt8]?,
-        dpop: DPoPProver? = nil
+        dpop: DPoPProver? = nil,
+        keepsTrailersTE: Bool = false
     ) {
         head.bytes.withUnsafeBytes { raw in
             let method = UnsafeRawBufferPointer(rebasing: raw[head.methodRange])
@@ -66,8 +69,10 @@ extension ByteBuffer {
                     return false
                 case .authorization:
                     if dropsClientAuthorization { return false }
+                case .te:
+                    return keepsTrailersTE && equalsCaseInsensitive(raw, field.value, "trailers")
                 case .contentLength, .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization,
-                    .te, .trailer, .upgrade:
+                    .trailer, .upgrade:
                     return false
                 case .other:
                     // Not a known name: the parser does not look for it in every field of every head.

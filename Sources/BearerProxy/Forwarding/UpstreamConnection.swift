@@ -23,12 +23,16 @@ final class UpstreamConnection: StreamConnectionDelegate {
     /// How many exchanges completed on it; above zero means a reused connection.
     @exclusivity(unchecked) var completedExchanges = 0
     @exclusivity(unchecked) private(set) var isClosed = false
+    /// The stream is one stream of a shared HTTP/2 connection (`HTTP2UpstreamStream`): it carries
+    /// one exchange and is never pooled.
+    let isHTTP2Stream: Bool
 
     /// Takes over a connected stream (its delegate becomes this connection).
-    init(stream: StreamConnection, origin: Origin, pool: UpstreamPool) {
+    init(stream: StreamConnection, origin: Origin, pool: UpstreamPool, isHTTP2Stream: Bool = false) {
         self.stream = stream
         self.origin = origin
         self.pool = pool
+        self.isHTTP2Stream = isHTTP2Stream
         stream.delegate = self
     }
 

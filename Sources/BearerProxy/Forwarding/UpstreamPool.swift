@@ -47,7 +47,7 @@ final class UpstreamPool {
     /// Takes back a connection whose exchange finished cleanly, or closes it when the pool is full.
     func release(_ connection: UpstreamConnection) {
         connection.owner = nil
-        guard connection.isOpen else {
+        guard connection.isOpen, !connection.isHTTP2Stream else {
             connection.close()
             return
         }

@@ -38,13 +38,23 @@ package struct OutboundConnector: Sendable {
     ///
     /// On success the stream is started and its delegate is the attempt: the completion must set its
     /// own delegate before returning. Must be called on `loop`.
+    /// `offeringHTTP2`: TLS offers ALPN `h2, http/1.1` instead of `http/1.1` alone (the stream's
+    /// `tls?.negotiatedProtocol` says what the server chose).
     @discardableResult
     package func connect(
         to origin: Origin,
         on loop: EventLoop,
+        offeringHTTP2: Bool = false,
         _ completion: @escaping (Result<StreamConnection, OutboundError>) -> Void
     ) -> ConnectAttempt {
-        self.connect(host: origin.host, port: origin.port, usesTLS: origin.isHTTPS, on: loop, completion)
+        self.connect(
+            host: origin.host,
+            port: origin.port,
+            usesTLS: origin.isHTTPS,
+            offeringHTTP2: offeringHTTP2,
+            on: loop,
+            completion
+        )
     }
 
     /// Connects to `host:port`, with TLS when `usesTLS` (https, rediss).
@@ -53,6 +63,7 @@ package struct OutboundConnector: Sendable {
         host: String,
         port: Int,
         usesTLS: Bool,
+        offeringHTTP2: Bool = false,
         on loop: EventLoop,
         _ completion: @escaping (Result<StreamConnection, OutboundError>) -> Void
     ) -> ConnectAttempt {
@@ -68,6 +79,7 @@ package struct OutboundConnector: Sendable {
             host: host,
             port: port,
             security: security,
+            offersHTTP2: offeringHTTP2,
             network: self.network,
             loop: loop,
             completion: completion
@@ -103,6 +115,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
     private let host: String
     private let port: Int
     private let security: Security
+    private let offersHTTP2: Bool
     /// Unowned and unchecked: the attempt runs on this loop, which outlives it.
     private unowned(unsafe) let loop: EventLoop
     private var completion: ((Result<StreamConnection, OutboundError>) -> Void)?
@@ -123,6 +136,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
         host: String,
         port: Int,
         security: Security,
+        offersHTTP2: Bool = false,
         network: any StreamNetwork,
         loop: EventLoop,
         completion: @escaping (Result<StreamConnection, OutboundError>) -> Void
@@ -130,6 +144,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
         self.host = host
         self.port = port
         self.security = security
+        self.offersHTTP2 = offersHTTP2
         self.network = network
         self.loop = loop
         self.completion = completion
@@ -190,6 +205,7 @@ package final class ConnectAttempt: StreamConnectionDelegate {
                 self.finish(.failure(.tlsUnavailable))
                 return
             }
+            if self.offersHTTP2 { connection.offerHTTP2() }
             stream.useTLS(connection)
         }
         // Connected already (a unix socket) and without a handshake to wait for: done now.
