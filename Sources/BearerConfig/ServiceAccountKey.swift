@@ -26,6 +26,11 @@ package struct ServiceAccountKey: Sendable {
             throw PEMPrivateKey.LoadError(path: path, reason: reason)
         }
         defer { wipe(&bytes) }
+        return try Self.parse(bytes, path: path)
+    }
+
+    /// The key in `bytes` (a key file's contents; `path` names it in errors).
+    package static func parse(_ bytes: [UInt8], path: String) throws(PEMPrivateKey.LoadError) -> ServiceAccountKey {
         func failure(_ reason: String) -> PEMPrivateKey.LoadError {
             PEMPrivateKey.LoadError(path: path, reason: reason)
         }

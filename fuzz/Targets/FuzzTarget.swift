@@ -27,6 +27,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case pem
     /// `WWW-Authenticate` challenges and the `DPoP-Nonce` a proof then carries.
     case wwwAuthenticate = "www-authenticate"
+    /// Access tokens read as JWTs (`exp`, `aud`) and service-account key files.
+    case jwt
 
     /// Runs the target on one input; a finding stops the process (`precondition`).
     package func run(_ input: [UInt8]) {
@@ -40,6 +42,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .metadata: MetadataFuzz.run(input)
         case .pem: PEMFuzz.run(input)
         case .wwwAuthenticate: AuthenticateFuzz.run(input)
+        case .jwt: JWTFuzz.run(input)
         }
     }
 }
