@@ -1,0 +1,45 @@
+import BearerHTTP
+import BearerHTTP2
+
+/// What the proxy reads of gRPC (docs/grpc.md): a call is a request whose `content-type` is
+/// `application/grpc` or `application/grpc+…`, and its outcome is the `grpc-status` of its trailers,
+/// or of its only HEADERS frame when the answer is Trailers-Only.
+enum GRPC {
+    /// UNAUTHENTICATED: gRPC's 401.
+    static let unauthenticated = 16
+    /// UNAVAILABLE: what a client may retry.
+    static let unavailable = 14
+
+    /// Whether a `content-type` value names gRPC (`application/grpc`, `application/grpc+proto`, …).
+    static func isGRPCContentType(_ value: some Collection<UInt8>) -> Bool {
+        let prefix = "application/grpc".utf8
+        guard value.count >= prefix.count else { return false }
+        let lowered = value.lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
+        guard lowered.starts(with: prefix) else { return false }
+        let rest = lowered.dropFirst(prefix.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "+") || rest.first == UInt8(ascii: ";")
+    }
+}
+
+extension ResponseHead {
+    /// A Trailers-Only UNAUTHENTICATED (`:status 200`, a gRPC `content-type`, `grpc-status: 16`, and
+    /// nothing after it): as an HTTP/2 upstream stream writes it into its pipe, a head with an empty
+    /// body. Only an empty 200 is looked at further, so other answers pay one comparison.
+    var isGRPCUnauthenticated: Bool {
+        guard self.status == 200, self.contentLength == 0 else { return false }
+        guard let contentType = self.value(of: "content-type"), GRPC.isGRPCContentType(contentType.utf8) else {
+            return false
+        }
+        return self.value(of: "grpc-status") == "\(GRPC.unauthenticated)"
+    }
+}
+
+extension HeaderList {
+    /// Trailers that end a call with UNAUTHENTICATED.
+    var endsWithGRPCUnauthenticated: Bool {
+        self.fields.indices.contains { index in
+            self.name(index).elementsEqual("grpc-status".utf8)
+                && self.value(index).elementsEqual("\(GRPC.unauthenticated)".utf8)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import BearerCore
+import BearerDemo
+import BearerIO
+import BearerTestSupport
+import Foundation
+import Testing
+
+/// gRPC through the built binary with grpcio on both ends (Tests/Fixtures/grpc): the client speaks
+/// h2c to the proxy with no auth code, the server requires the current token (as the mock API judges
+/// it) and answers UNAUTHENTICATED Trailers-Only otherwise (docs/grpc.md).
+@Suite(.requires(.pythonGRPC), .requires(.curl)) struct GRPCTests {
+    final class Setup {
+        let authority = MockTokenAuthority()
+        let tokenServer: MockTokenServer
+        let backend: MockUpstream
+        let server: GRPCServer
+        let proxy: ProxyProcess
+        let port: Int
+
+        init(_ lines: String = "", tokenServer: MockTokenServer? = nil) throws {
+            self.tokenServer = tokenServer ?? MockTokenServer(group: e2eMockGroup, authority: self.authority)
+            try self.tokenServer.start()
+            self.backend = MockUpstream(group: e2eMockGroup, authority: self.authority)
+            try self.backend.start()
+            self.server = try GRPCServer(
+                checkURL: "http://127.0.0.1:\(self.backend.server.port)/whoami",
+                directory: temporaryDirectory()
+            )
+            let config = temporaryFile(
+                """
+                listen = 127.0.0.1:0
+                upstream = http://127.0.0.1:\(self.server.port)
+                upstream_http2 = on
+                token_url = \(self.tokenServer.url)
+                client_id = e2e-client
+                client_secret = e2e-secret
+                refresh_timeout = 5s
+                admin_listen = 127.0.0.1:0
+                \(lines)
+                """
+            )
+            self.proxy = try ProxyProcess(["--config", config])
+            let listening = try #require(self.proxy.waitUntilListening())
+            self.port = try tcpPort(of: listening)
+        }
+
+        func call(_ method: String, count: Int = 1, authorization: String? = nil) throws -> [String] {
+            try GRPCServer.call("127.0.0.1:\(self.port)", method, count: count, authorization: authorization)
+        }
+
+        /// The admin listener's `/metrics`.
+        func metrics() throws -> String {
+            let admin = try #require(word(startingWith: "admin=", in: self.proxy.standardError))
+            let url = "http://\(admin.dropFirst("admin=".count))/metrics"
+            return try ExternalTools.run([ExternalTools.curl, "-sS", url], timeout: .seconds(10)).standardOutput
+        }
+
+        func stop() {
+            self.server.stop()
+            self.proxy.signal(SIGTERM)
+            #expect(self.proxy.waitForExit() == 0)
+            self.backend.stop()
+            self.tokenServer.stop()
+        }
+    }
+
+    /// A unary call with no auth code reaches the server with the token, once.
+    @Test func aUnaryCallGetsTheToken() throws {
+        let setup = try Setup()
+        let answers = try setup.call("/test.Echo/Unary")
+        setup.stop()
+        #expect(answers == ["OK authorization=Bearer mock-access-1 call-0"])
+    }
+
+    /// The client's own `authorization` metadata is replaced, never sent beside the token.
+    @Test func theClientsOwnAuthorizationIsReplaced() throws {
+        let setup = try Setup()
+        let answers = try setup.call("/test.Echo/Unary", authorization: "Bearer the-clients-own")
+        setup.stop()
+        #expect(answers == ["OK authorization=Bearer mock-access-1 call-0"])
+    }
+
+    /// The point: a revocation under 100 concurrent unary calls costs one token call, each call the
+    /// server refused (UNAUTHENTICATED, Trailers-Only) is replayed once with the new token, and every
+    /// call is OK; none saw the refusal.
+    @Test func aRevocationUnderConcurrentUnaryCallsCostsOneTokenCall() throws {
+        let setup = try Setup()
+        #expect(try setup.call("/test.Echo/Unary") == ["OK authorization=Bearer mock-access-1 call-0"])
+        let callsBefore = setup.tokenServer.callCount
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Unary", count: 100)
+        let calls = setup.tokenServer.callCount - callsBefore
+        let rejected = setup.backend.rejected.load(ordering: .relaxed)
+        setup.stop()
+        #expect(answers == (0..<100).map { "OK authorization=Bearer mock-access-2 call-\($0)" })
+        #expect(calls == 1)
+        #expect((1...100).contains(rejected), "each call the server refused is replayed once: \(rejected)")
+    }
+
+    /// A server-streaming call refused Trailers-Only is replayed: the client gets every message.
+    @Test func aServerStreamingCallIsReplayed() throws {
+        let setup = try Setup()
+        #expect(try setup.call("/test.Echo/Unary").count == 1)
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Stream")
+        let rejected = setup.backend.rejected.load(ordering: .relaxed)
+        setup.stop()
+        let seen = "authorization=Bearer mock-access-2"
+        #expect(answers == ["OK part 0 \(seen) / part 1 \(seen) / part 2 \(seen)"])
+        #expect(rejected == 1)
+    }
+
+    /// UNAUTHENTICATED in trailers after a message reached the client cannot be replayed: it reaches
+    /// the client as is, and is counted.
+    @Test func unauthenticatedAfterDataPassesThroughAndIsCounted() throws {
+        let setup = try Setup()
+        let answers = try setup.call("/test.Echo/Late")
+        let metrics = try setup.metrics()
+        setup.stop()
+        #expect(answers == ["UNAUTHENTICATED refused after data"])
+        #expect(metrics.contains("bearer_proxy_grpc_unauthenticated_unreplayable_total 1\n"))
+    }
+
+    /// `refresh_on` without `grpc-unauthenticated`: UNAUTHENTICATED reaches the client and starts
+    /// no refresh.
+    @Test func refreshOnWithoutGRPCUnauthenticatedPassesItThrough() throws {
+        let setup = try Setup("refresh_on = 401")
+        #expect(try setup.call("/test.Echo/Unary").count == 1)
+        let callsBefore = setup.tokenServer.callCount
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Unary")
+        let calls = setup.tokenServer.callCount - callsBefore
+        setup.stop()
+        #expect(answers == ["UNAUTHENTICATED token refused"])
+        #expect(calls == 0)
+    }
+}
