@@ -17,8 +17,8 @@ import Testing
         let proxy: ProxyProcess
         let port: Int
 
-        init(_ lines: String = "", tokenServer: MockTokenServer? = nil) throws {
-            self.tokenServer = tokenServer ?? MockTokenServer(group: e2eMockGroup, authority: self.authority)
+        init(_ lines: String = "", http2: String = "on") throws {
+            self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority)
             try self.tokenServer.start()
             self.backend = MockUpstream(group: e2eMockGroup, authority: self.authority)
             try self.backend.start()
@@ -30,11 +30,10 @@ import Testing
                 """
                 listen = 127.0.0.1:0
                 upstream = http://127.0.0.1:\(self.server.port)
-                upstream_http2 = on
+                upstream_http2 = \(http2)
                 token_url = \(self.tokenServer.url)
                 client_id = e2e-client
                 client_secret = e2e-secret
-                refresh_timeout = 5s
                 admin_listen = 127.0.0.1:0
                 \(lines)
                 """
@@ -133,5 +132,38 @@ import Testing
         setup.stop()
         #expect(answers == ["UNAUTHENTICATED token refused"])
         #expect(calls == 0)
+    }
+
+    /// A refresh that fails ends the parked call the gRPC way, Trailers-Only, with the sentence a
+    /// local answer's body would carry: refused for good (invalid_grant), UNAUTHENTICATED naming the
+    /// OAuth error; transient (the token endpoint answers 500 until refresh_timeout), UNAVAILABLE,
+    /// which gRPC clients may retry.
+    @Test(arguments: [
+        (MockTokenServer.Failure.invalidGrant, "UNAUTHENTICATED bearer-proxy: ", "invalid_grant"),
+        (MockTokenServer.Failure.serverError, "UNAVAILABLE bearer-proxy: ", "bearer-proxy: "),
+    ])
+    func aFailedRefreshEndsTheCallTheGRPCWay(failure: MockTokenServer.Failure, prefix: String, names: String) throws {
+        let setup = try Setup("refresh_timeout = 1s")
+        #expect(try setup.call("/test.Echo/Unary").count == 1)
+        setup.tokenServer.update { $0.failure = failure }
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Unary")
+        setup.stop()
+        #expect(answers.count == 1)
+        #expect(answers.first?.hasPrefix(prefix) == true, "\(answers)")
+        #expect(answers.first?.contains(names) == true, "\(answers)")
+    }
+
+    /// upstream_http2 = off: the call cannot go over HTTP/1.1, and ends at once with UNAVAILABLE
+    /// naming the key; nothing reached the server.
+    @Test func anUpstreamSpokenToInHTTP1EndsTheCallUnavailableNamingTheKey() throws {
+        let setup = try Setup(http2: "off")
+        let answers = try setup.call("/test.Echo/Unary")
+        let checked = setup.backend.requests.count
+        setup.stop()
+        #expect(answers.count == 1)
+        #expect(answers.first?.hasPrefix("UNAVAILABLE bearer-proxy: a gRPC call needs HTTP/2") == true, "\(answers)")
+        #expect(answers.first?.contains("upstream_http2 = on") == true, "\(answers)")
+        #expect(checked == 0)
     }
 }

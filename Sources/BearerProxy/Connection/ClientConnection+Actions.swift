@@ -35,6 +35,8 @@ extension ClientConnection {
 
             case .connectUpstream(let origin, let allowReuse):
                 if allowReuse, self.holdPooled(origin) {
+                    // A pooled connection is an HTTP/1.1 one (dropped with the refused call).
+                    if self.refusesGRPCOverHTTP1(to: origin) { return }
                     action = self.machine.upstreamReady(isReused: true, now: now)
                 } else {
                     self.connectUpstream(to: origin)
@@ -188,6 +190,7 @@ extension ClientConnection {
         {
             return self.leaseHTTP2Stream(to: origin)
         }
+        if self.refusesGRPCOverHTTP1(to: origin) { return }
         self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
             self.connectAttempt = nil
             self.connected(to: origin, result.map { ($0, false) })
@@ -199,13 +202,24 @@ extension ClientConnection {
             self.http2Waiter = nil
             switch lease {
             case .stream(let stream): self.connected(to: origin, .success((stream, true)))
-            case .http1(let stream?): self.connected(to: origin, .success((stream, false)))
+            case .http1(let stream?):
+                if self.refusesGRPCOverHTTP1(to: origin) { return stream.close() }
+                self.connected(to: origin, .success((stream, false)))
             case .http1(nil): self.connectUpstream(to: origin)
             case .failed(let error): self.connected(to: origin, .failure(error))
             }
         }
         self.http2Waiter = waiter
         self.context.http2Upstreams.lease(origin, waiter)
+    }
+
+    /// A gRPC call towards an upstream spoken to in HTTP/1.1 (upstream_http2 = off, or its TLS chose
+    /// http/1.1) ends at once with UNAVAILABLE naming the key: HTTP/1.1 cannot carry it.
+    private func refusesGRPCOverHTTP1(to origin: Origin) -> Bool {
+        guard self.machine.exchangeIsGRPC else { return false }
+        self.run(self.machine.upstreamConnectFailed(.grpcNeedsHTTP2(origin: origin.description)))
+        self.pump()
+        return true
     }
 
     /// The exchange's upstream connection is made (`isHTTP2Stream`: a stream's pipe), or failed.
@@ -385,12 +399,20 @@ extension ClientConnection {
             self.context.metrics.recordRequest(status: error.status, seconds: 0, isHTTP2: self.servesHTTP2Stream)
         }
         self.stream.withOutbound {
-            $0.writeProxyResponse(
-                status: error.status,
-                message: error.message,
-                close: response.closesConnection,
-                extraFields: error.extraFields
-            )
+            if response.isGRPC {
+                $0.writeGRPCResponse(
+                    status: GRPC.status(forHTTPStatus: error.status),
+                    message: error.message,
+                    close: response.closesConnection
+                )
+            } else {
+                $0.writeProxyResponse(
+                    status: error.status,
+                    message: error.message,
+                    close: response.closesConnection,
+                    extraFields: error.extraFields
+                )
+            }
         }
         if response.closesConnection { self.stream.closeAfterFlush() }
     }

@@ -190,6 +190,8 @@ extension ClientConnectionStateMachine {
         var endsExchange: Bool
         /// The replay budget the ended exchange's body copy held.
         var releasesReplayBytes: Int
+        /// The request was a gRPC call: the answer is a Trailers-Only `grpc-status` (docs/grpc.md).
+        var isGRPC = false
 
         init(
             error: ProxyError,

@@ -1,3 +1,4 @@
+import BearerCore
 import BearerHTTP
 import BearerHTTP2
 
@@ -10,6 +11,25 @@ enum GRPC {
     /// UNAVAILABLE: what a client may retry.
     static let unavailable = 14
 
+    /// The gRPC status for an HTTP status, as the gRPC HTTP/2 protocol document maps them
+    /// (doc/http-grpc-status-mapping.md): what a local failure ends a call with.
+    static func status(forHTTPStatus status: Int) -> Int {
+        switch status {
+        case 400: 13  // INTERNAL
+        case 401: unauthenticated
+        case 403: 7  // PERMISSION_DENIED
+        case 404: 12  // UNIMPLEMENTED
+        case 429, 502, 503, 504: unavailable
+        default: 2  // UNKNOWN
+        }
+    }
+
+    /// `grpc-message`'s encoding (PROTOCOL-HTTP2.md): bytes outside printable ASCII, and `%`,
+    /// percent-encoded.
+    static func message(_ text: String) -> String {
+        PercentEncoding.encode(text) { $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "%") }
+    }
+
     /// Whether a `content-type` value names gRPC (`application/grpc`, `application/grpc+proto`, …).
     static func isGRPCContentType(_ value: some Collection<UInt8>) -> Bool {
         let prefix = "application/grpc".utf8
@@ -18,6 +38,15 @@ enum GRPC {
         guard lowered.starts(with: prefix) else { return false }
         let rest = lowered.dropFirst(prefix.count)
         return rest.isEmpty || rest.first == UInt8(ascii: "+") || rest.first == UInt8(ascii: ";")
+    }
+}
+
+extension RequestHead {
+    /// A gRPC call. Every call carries `te: trailers` (PROTOCOL-HTTP2.md), a field the parser knows:
+    /// other requests are told apart without reading a value.
+    var isGRPC: Bool {
+        guard self.fields.contains(where: { $0.knownName == .te }) else { return false }
+        return self.value(of: "content-type").map { GRPC.isGRPCContentType($0.utf8) } ?? false
     }
 }
 
