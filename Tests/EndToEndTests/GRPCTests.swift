@@ -166,4 +166,18 @@ import Testing
         #expect(answers.first?.contains("upstream_http2 = on") == true, "\(answers)")
         #expect(checked == 0)
     }
+
+    /// The deadline goes on less the time the call waited for the refresh: the token endpoint takes
+    /// 3 s to answer, and the replay reaches the server with at most 27 of the client's 30 s left
+    /// (29 when passed on unchanged).
+    @Test func theDeadlineGoesOnLessTheTimeSpentWaitingForTheRefresh() throws {
+        let setup = try Setup()
+        #expect(try setup.call("/test.Echo/Deadline").first.map { ["OK 29", "OK 28"].contains($0) } == true)
+        setup.tokenServer.update { $0.delay = .seconds(3) }
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Deadline")
+        setup.stop()
+        let left = try #require(answers.first.flatMap { Int($0.dropFirst(3)) }, "\(answers)")
+        #expect((20...27).contains(left), "\(answers)")
+    }
 }

@@ -311,7 +311,8 @@ extension ClientConnection {
                 authorization: request.authorization,
                 // Looked up only for a DPoP-bound token's line: the plain bearer path pays one byte compare.
                 dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil,
-                keepsTrailersTE: self.upstream?.isHTTP2Stream == true
+                keepsTrailersTE: self.upstream?.isHTTP2Stream == true,
+                spent: request.spent
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {

@@ -90,7 +90,8 @@ extension ClientConnectionStateMachine {
                     path: exchange.path,
                     authorization: exchange.token?.line,
                     keptBody: kept,
-                    endsChunkedBody: exchange.isRequestComplete && exchange.head.framing == .chunked
+                    endsChunkedBody: exchange.isRequestComplete && exchange.head.framing == .chunked,
+                    spent: exchange.hasWaitedForToken || exchange.isReplay ? now - exchange.startedAt : nil
                 )
             )
         } ?? { preconditionFailure("Invalid state for a ready upstream: \(self.state)") }()

@@ -30,6 +30,42 @@ enum GRPC {
         PercentEncoding.encode(text) { $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "%") }
     }
 
+    /// A `grpc-timeout` value (PROTOCOL-HTTP2.md: up to 8 digits and a unit, H M S m u n); nil when
+    /// it is not one, and it then goes on untouched.
+    static func timeout(_ value: some BidirectionalCollection<UInt8>) -> Duration? {
+        guard let unit = value.last, (2...9).contains(value.count) else { return nil }
+        var amount: Int64 = 0
+        for byte in value.dropLast() {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            amount = amount * 10 + Int64(byte - 0x30)
+        }
+        switch unit {
+        case UInt8(ascii: "H"): return .seconds(amount * 3600)
+        case UInt8(ascii: "M"): return .seconds(amount * 60)
+        case UInt8(ascii: "S"): return .seconds(amount)
+        case UInt8(ascii: "m"): return .milliseconds(amount)
+        case UInt8(ascii: "u"): return .microseconds(amount)
+        case UInt8(ascii: "n"): return .nanoseconds(amount)
+        default: return nil
+        }
+    }
+
+    /// `duration` as a `grpc-timeout` value in the finest unit that fits 8 digits, rounded up; at
+    /// least `1n` (a deadline already past is the server's to report).
+    static func timeoutValue(_ duration: Duration) -> String {
+        let nanoseconds = max(
+            duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000,
+            1
+        )
+        for (unit, size) in [
+            ("n", Int64(1)), ("u", 1_000), ("m", 1_000_000), ("S", 1_000_000_000), ("M", 60_000_000_000),
+        ] {
+            let amount = (nanoseconds + size - 1) / size
+            if amount <= 99_999_999 { return "\(amount)\(unit)" }
+        }
+        return "\((nanoseconds + 3_599_999_999_999) / 3_600_000_000_000)H"
+    }
+
     /// Whether a `content-type` value names gRPC (`application/grpc`, `application/grpc+proto`, …).
     static func isGRPCContentType(_ value: some Collection<UInt8>) -> Bool {
         let prefix = "application/grpc".utf8

@@ -4,7 +4,8 @@ h2c (`grpc.insecure_channel`, no proxy from the environment). One line per call,
 
     grpc_client.py TARGET METHOD COUNT [AUTHORIZATION]
 
-COUNT calls of METHOD (`/test.Echo/Unary`, or a server-streaming one when it is not Unary) run at
+COUNT calls of METHOD (`/test.Echo/Unary` or `/Deadline`, else a server-streaming one), each with a
+30 s deadline, run at
 once, each with its number as the request; AUTHORIZATION, when given, is sent as the call's own
 `authorization` metadata.
 """
@@ -17,7 +18,7 @@ import grpc
 target, method, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 metadata = [("authorization", sys.argv[4])] if len(sys.argv) > 4 else None
 channel = grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)])
-if method.endswith("/Unary"):
+if method.endswith("/Unary") or method.endswith("/Deadline"):
     call = channel.unary_unary(method)
 else:
     streaming = channel.unary_stream(method)

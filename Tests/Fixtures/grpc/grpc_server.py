@@ -10,6 +10,7 @@ whole, then renamed into place): the test waits for the file. Methods:
   /test.Echo/Unary   the request's bytes back, after `authorization=` and each value it saw
   /test.Echo/Stream  three messages `part N authorization=…`
   /test.Echo/Late    one message, then UNAUTHENTICATED in the trailers (after DATA)
+  /test.Echo/Deadline  the whole seconds left of the call's deadline (`grpc-timeout`) as it arrived
 """
 
 import os
@@ -60,11 +61,17 @@ def late(request, context):
     context.abort(grpc.StatusCode.UNAUTHENTICATED, "refused after data")
 
 
+def deadline(request, context):
+    checked(context)
+    return b"%d" % int(context.time_remaining())
+
+
 class Handlers(grpc.GenericRpcHandler):
     methods = {
         "/test.Echo/Unary": grpc.unary_unary_rpc_method_handler(unary),
         "/test.Echo/Stream": grpc.unary_stream_rpc_method_handler(stream),
         "/test.Echo/Late": grpc.unary_stream_rpc_method_handler(late),
+        "/test.Echo/Deadline": grpc.unary_unary_rpc_method_handler(deadline),
     }
 
     def service(self, details):
