@@ -35,6 +35,7 @@ import Testing
                 client_id = e2e-client
                 client_secret = e2e-secret
                 admin_listen = 127.0.0.1:0
+                access_log = stderr
                 \(lines)
                 """
             )
@@ -54,21 +55,33 @@ import Testing
             return try ExternalTools.run([ExternalTools.curl, "-sS", url], timeout: .seconds(10)).standardOutput
         }
 
-        func stop() {
+        /// Ends it all; the proxy's stderr, read whole after it exited.
+        @discardableResult func stop() -> String {
             self.server.stop()
             self.proxy.signal(SIGTERM)
             #expect(self.proxy.waitForExit() == 0)
             self.backend.stop()
             self.tokenServer.stop()
+            return self.proxy.standardError
+        }
+
+        /// The access log's lines for calls of `method`.
+        static func accessLines(_ stderr: String, _ method: String) -> [String] {
+            stderr.split(separator: "\n").map(String.init).filter {
+                $0.contains(" request ") && $0.contains("path=\(method) ")
+            }
         }
     }
 
     /// A unary call with no auth code reaches the server with the token, once.
+    /// The access log names the method (`path=`) and the call's final `grpc-status`.
     @Test func aUnaryCallGetsTheToken() throws {
         let setup = try Setup()
         let answers = try setup.call("/test.Echo/Unary")
-        setup.stop()
+        let stderr = setup.stop()
         #expect(answers == ["OK authorization=Bearer mock-access-1 call-0"])
+        let lines = Setup.accessLines(stderr, "/test.Echo/Unary")
+        #expect(lines.count == 1 && lines[0].contains(" protocol=h2 grpc_status=0"), "\(lines)")
     }
 
     /// The client's own `authorization` metadata is replaced, never sent beside the token.
@@ -115,8 +128,9 @@ import Testing
         let setup = try Setup()
         let answers = try setup.call("/test.Echo/Late")
         let metrics = try setup.metrics()
-        setup.stop()
+        let lines = Setup.accessLines(setup.stop(), "/test.Echo/Late")
         #expect(answers == ["UNAUTHENTICATED refused after data"])
+        #expect(lines.count == 1 && lines[0].hasSuffix(" grpc_status=16"), "\(lines)")
         #expect(metrics.contains("bearer_proxy_grpc_unauthenticated_unreplayable_total 1\n"))
     }
 
@@ -129,8 +143,9 @@ import Testing
         setup.authority.revokeAll()
         let answers = try setup.call("/test.Echo/Unary")
         let calls = setup.tokenServer.callCount - callsBefore
-        setup.stop()
+        let lines = Setup.accessLines(setup.stop(), "/test.Echo/Unary")
         #expect(answers == ["UNAUTHENTICATED token refused"])
+        #expect(lines.count == 2 && lines[1].hasSuffix(" grpc_status=16"), "\(lines)")
         #expect(calls == 0)
     }
 
@@ -160,7 +175,8 @@ import Testing
         let setup = try Setup(http2: "off")
         let answers = try setup.call("/test.Echo/Unary")
         let checked = setup.backend.requests.count
-        setup.stop()
+        let lines = Setup.accessLines(setup.stop(), "/test.Echo/Unary")
+        #expect(lines.count == 1 && lines[0].contains(" status=502 ") && lines[0].hasSuffix(" grpc_status=14"))
         #expect(answers.count == 1)
         #expect(answers.first?.hasPrefix("UNAVAILABLE bearer-proxy: a gRPC call needs HTTP/2") == true, "\(answers)")
         #expect(answers.first?.contains("upstream_http2 = on") == true, "\(answers)")

@@ -91,6 +91,7 @@ extension ClientConnection {
                 if let accepted = response.accepted {
                     self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
                 }
+                self.grpcStatus = response.head.grpcStatus
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
                         response.head,
@@ -329,6 +330,7 @@ extension ClientConnection {
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
         if !self.upstreamTrailers.isEmpty {
+            self.grpcStatus = GRPC.status(inTrailerSection: self.upstreamTrailers) ?? self.grpcStatus
             self.passOnTrailers(chunked: end.writesChunkedEnd, request: end.record.head)
         } else if end.writesChunkedEnd {
             self.stream.withOutbound { $0.writeLastChunk() }
@@ -395,6 +397,7 @@ extension ClientConnection {
             default: decision = Self.decision(record)
             }
             let bytes = error.message.utf8.count + 1
+            if response.isGRPC { self.grpcStatus = GRPC.status(forHTTPStatus: error.status) }
             self.recordCompletion(record, status: error.status, bytes: bytes, replayed: false, decision: decision)
         } else {
             self.context.metrics.recordRequest(status: error.status, seconds: 0, isHTTP2: self.servesHTTP2Stream)
@@ -465,6 +468,8 @@ extension ClientConnection {
         decision: AuditLogBuffer.Decision? = nil
     ) {
         let duration = self.loop.now - record.startedAt
+        let grpcStatus = self.grpcStatus
+        self.grpcStatus = nil
         self.context.metrics.recordRequest(status: status, seconds: duration.seconds, isHTTP2: self.servesHTTP2Stream)
         self.context.accessLog?.append(
             head: record.head,
@@ -474,7 +479,8 @@ extension ClientConnection {
             bodyBytes: bytes,
             duration: duration,
             replayed: replayed,
-            isHTTP2: self.servesHTTP2Stream
+            isHTTP2: self.servesHTTP2Stream,
+            grpcStatus: grpcStatus
         )
         self.context.auditLog?.append(
             record,

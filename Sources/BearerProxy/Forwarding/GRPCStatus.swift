@@ -24,6 +24,18 @@ enum GRPC {
         }
     }
 
+    /// The `grpc-status` in a chunked body's trailer section (`name: value` lines).
+    static func status(inTrailerSection section: [UInt8]) -> Int? {
+        for line in section.split(separator: 0x0A) {
+            let line = line.last == 0x0D ? line.dropLast() : line
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+                line[..<colon].lazy.map({ $0 | 0x20 }).elementsEqual("grpc-status".utf8)
+            else { continue }
+            return Int(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingBlanks())
+        }
+        return nil
+    }
+
     /// `grpc-message`'s encoding (PROTOCOL-HTTP2.md): bytes outside printable ASCII, and `%`,
     /// percent-encoded.
     static func message(_ text: String) -> String {
@@ -96,6 +108,14 @@ extension ResponseHead {
             return false
         }
         return self.value(of: "grpc-status") == "\(GRPC.unauthenticated)"
+    }
+}
+
+extension ResponseHead {
+    /// A Trailers-Only answer's `grpc-status` (an empty body; other heads pay one comparison).
+    var grpcStatus: Int? {
+        guard self.contentLength == 0 else { return nil }
+        return self.value(of: "grpc-status").flatMap { Int($0) }
     }
 }
 
