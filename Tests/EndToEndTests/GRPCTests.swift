@@ -196,4 +196,22 @@ import Testing
         let left = try #require(answers.first.flatMap { Int($0.dropFirst(3)) }, "\(answers)")
         #expect((20...27).contains(left), "\(answers)")
     }
+
+    /// A client-streaming call is replayed while what it sent fits replay_body_limit: 64 KiB of
+    /// messages are replayed under the default 1 MiB, and passed through (UNAUTHENTICATED, the
+    /// server's own answer) past a 16 KiB limit, where the refresh still runs for the calls after it.
+    @Test(arguments: [
+        ("", "OK authorization=Bearer mock-access-2 65536 bytes"),
+        ("replay_body_limit = 16KiB", "UNAUTHENTICATED token refused"),
+    ])
+    func aClientStreamingCallIsReplayedWhileItFitsTheLimit(limit: String, answer: String) throws {
+        let setup = try Setup(limit)
+        #expect(try setup.call("/test.Echo/Unary").count == 1)
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Upload")
+        let after = try setup.call("/test.Echo/Unary")
+        setup.stop()
+        #expect(answers == [answer])
+        #expect(after == ["OK authorization=Bearer mock-access-2 call-0"])
+    }
 }

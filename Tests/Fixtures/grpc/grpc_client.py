@@ -4,8 +4,8 @@ h2c (`grpc.insecure_channel`, no proxy from the environment). One line per call,
 
     grpc_client.py TARGET METHOD COUNT [AUTHORIZATION]
 
-COUNT calls of METHOD (`/test.Echo/Unary` or `/Deadline`, else a server-streaming one), each with a
-30 s deadline, run at
+COUNT calls of METHOD (`/test.Echo/Unary` or `/Deadline`; `/Upload`, client-streaming, sends four
+16 KiB messages; else a server-streaming one), each with a 30 s deadline, run at
 once, each with its number as the request; AUTHORIZATION, when given, is sent as the call's own
 `authorization` metadata.
 """
@@ -20,6 +20,11 @@ metadata = [("authorization", sys.argv[4])] if len(sys.argv) > 4 else None
 channel = grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)])
 if method.endswith("/Unary") or method.endswith("/Deadline"):
     call = channel.unary_unary(method)
+elif method.endswith("/Upload"):
+    uploading = channel.stream_unary(method)
+
+    def call(request, timeout, metadata):
+        return uploading(iter([request.ljust(16384, b".")] * 4), timeout=timeout, metadata=metadata)
 else:
     streaming = channel.unary_stream(method)
 

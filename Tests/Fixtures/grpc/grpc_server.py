@@ -11,6 +11,7 @@ whole, then renamed into place): the test waits for the file. Methods:
   /test.Echo/Stream  three messages `part N authorization=…`
   /test.Echo/Late    one message, then UNAUTHENTICATED in the trailers (after DATA)
   /test.Echo/Deadline  the whole seconds left of the call's deadline (`grpc-timeout`) as it arrived
+  /test.Echo/Upload  client-streaming: how many bytes the messages held, once all arrived
 """
 
 import os
@@ -66,12 +67,18 @@ def deadline(request, context):
     return b"%d" % int(context.time_remaining())
 
 
+def upload(requests, context):
+    size = sum(len(request) for request in requests)
+    return checked(context) + b" %d bytes" % size
+
+
 class Handlers(grpc.GenericRpcHandler):
     methods = {
         "/test.Echo/Unary": grpc.unary_unary_rpc_method_handler(unary),
         "/test.Echo/Stream": grpc.unary_stream_rpc_method_handler(stream),
         "/test.Echo/Late": grpc.unary_stream_rpc_method_handler(late),
         "/test.Echo/Deadline": grpc.unary_unary_rpc_method_handler(deadline),
+        "/test.Echo/Upload": grpc.stream_unary_rpc_method_handler(upload),
     }
 
     def service(self, details):
