@@ -362,13 +362,16 @@ extension ConfigurationKey {
     package static let refreshOn = ConfigurationKey(
         "refresh_on",
         of: SessionSettings.self,
-        show: { $0.refreshOn.map(String.init).joined(separator: ",") }
+        show: { $0.refreshOnDescription }
     ) { value, session in
-        let statuses = ValueParsers.list(value).map { Int($0) }
-        guard !statuses.isEmpty, statuses.allSatisfy({ $0 != nil && (400...599).contains($0!) }) else {
-            return "expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '\(value)'"
+        let items = ValueParsers.list(value)
+        let grpc = items.contains(SessionSettings.grpcUnauthenticated)
+        let statuses = items.filter { $0 != SessionSettings.grpcUnauthenticated }.map { Int($0) }
+        guard !items.isEmpty, statuses.allSatisfy({ $0 != nil && (400...599).contains($0!) }) else {
+            return "expected a comma list of 4xx/5xx statuses and grpc-unauthenticated, e.g. 401,403; got '\(value)'"
         }
         session.refreshOn = statuses.map { $0! }
+        session.refreshOnGRPCUnauthenticated = grpc
         return nil
     }
 

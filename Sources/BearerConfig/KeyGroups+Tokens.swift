@@ -161,9 +161,12 @@ extension KeyGroup {
             ),
             KeyDocumentation(
                 .refreshOn,
-                "HTTP statuses; comma-separated",
+                "HTTP statuses and grpc-unauthenticated; comma-separated",
+                example: "401, 403, grpc-unauthenticated",
                 """
-                The upstream statuses that mean "the token expired": refresh once, then replay the request.
+                The upstream statuses that mean "the token expired": refresh once, then replay the request. \
+                `grpc-unauthenticated`: a gRPC call's Trailers-Only answer with `grpc-status: 16` means the \
+                same (docs/grpc.md); a `refresh_on` without it passes UNAUTHENTICATED to the client.
                 """
             ),
             KeyDocumentation(

@@ -52,7 +52,11 @@ package struct SessionSettings: Sendable {
     /// read in them.
     package var credentials = ClientCredentialSettings()
     package var tokenCommand: [String]?
+    /// `refresh_on`'s statuses.
     package var refreshOn: [Int] = [401]
+    /// `refresh_on` names `grpc-unauthenticated`: a Trailers-Only gRPC answer with `grpc-status: 16`
+    /// is a refused token as its statuses are (docs/grpc.md).
+    package var refreshOnGRPCUnauthenticated = true
     package var refreshSkew: Duration = .seconds(30)
     package var maxRefreshes: Int = 5
     package var refreshWindow: Duration = .seconds(30)
@@ -98,6 +102,16 @@ package struct SessionSettings: Sendable {
         let keepsOne =
             self.refreshToken != nil || self.refreshTokenFile != nil || self.credentialStore == .secretService
         return keepsOne ? .refreshToken : .clientCredentials
+    }
+
+    /// `refresh_on`'s word for a Trailers-Only gRPC UNAUTHENTICATED (`grpc-status: 16`).
+    package static let grpcUnauthenticated = "grpc-unauthenticated"
+
+    /// `refresh_on` as the config file writes it: `401,grpc-unauthenticated`.
+    package var refreshOnDescription: String {
+        let statuses = self.refreshOn.map(String.init)
+        return (self.refreshOnGRPCUnauthenticated ? statuses + [Self.grpcUnauthenticated] : statuses)
+            .joined(separator: ",")
     }
 
     /// Whether the session has a way to get tokens.

@@ -1,6 +1,7 @@
 import BearerConfig
 import BearerCore
 import BearerCrypto
+import BearerHTTP
 import BearerSession
 import Synchronization
 
@@ -23,6 +24,8 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     let supplies: TokenSupplyMaker?
     /// Statuses that mean its token was refused (`refresh_on`).
     let refreshOn: Set<Int>
+    /// `refresh_on` names `grpc-unauthenticated`.
+    let refreshOnGRPCUnauthenticated: Bool
     let replayBodyLimit: Int
     /// With dpop on: the proofs its requests with a DPoP-bound token carry.
     let dpop: DPoPProver?
@@ -48,6 +51,7 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
         self.settings = settings
         self.supplies = supplies
         self.refreshOn = Set(settings.refreshOn)
+        self.refreshOnGRPCUnauthenticated = settings.refreshOnGRPCUnauthenticated
         self.replayBodyLimit = settings.replayBodyLimit
         self.dpop = dpop
         self.logName = Array(name.utf8)
@@ -60,6 +64,12 @@ package final class NamedSession: Sendable, Equatable, CustomStringConvertible {
     }
 
     package var description: String { "session \(self.name)" }
+
+    /// Whether `head` says the upstream refused the token (`refresh_on`): a status in it, or a
+    /// Trailers-Only gRPC UNAUTHENTICATED when it names `grpc-unauthenticated`.
+    func refusesToken(_ head: ResponseHead) -> Bool {
+        self.refreshOn.contains(head.status) || (self.refreshOnGRPCUnauthenticated && head.isGRPCUnauthenticated)
+    }
 }
 
 /// A request parked in a session's token session: whom to tell when its client goes away.

@@ -28,7 +28,7 @@ extension ProxyBuilder {
                     "other_hosts": process.otherHosts.rawValue,
                     "tokens": Self.tokens(of: runtime.sessions[0]),
                     "credential_store": Self.credentialStore(of: runtime.sessions[0]),
-                    "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
+                    "refresh_on": settings.refreshOnDescription,
                     "workers": workers, "io": io, "admin": admin, "access_log": process.accessLog.description,
                     "tls_verify": tlsVerify,
                     "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
@@ -62,7 +62,7 @@ extension ProxyBuilder {
                     "inject_hosts": settings.effectiveInjectHosts.map(\.description).joined(separator: ","),
                     "tokens": Self.tokens(of: session),
                     "credential_store": Self.credentialStore(of: session),
-                    "refresh_on": settings.refreshOn.map(String.init).joined(separator: ","),
+                    "refresh_on": settings.refreshOnDescription,
                     "tls_client_cert": settings.credentials.found.certificate?.subject ?? "none",
                     "session_store": store.endpoint == nil ? "off" : "session=\(settings.sessionName)",
                 ]

@@ -150,7 +150,8 @@ final class LoopContext {
         logger: self.runtime.logger,
         maxHeaderBytes: self.runtime.configuration.maxHeaderBytes,
         settingsTimeout: self.runtime.configuration.process.upstreamConnectTimeout,
-        trailersDropped: { [unowned self] in self.metrics.trailersDropped += 1 }
+        trailersDropped: { [unowned self] in self.metrics.trailersDropped += 1 },
+        grpcUnauthenticatedUnreplayable: { [unowned self] in self.metrics.grpcUnauthenticatedUnreplayable += 1 }
     )
     @exclusivity(unchecked) var metrics = LoopMetrics()
     /// This loop's access log lines, written in batches (nil: no access log). Replaced on the loop

@@ -16,7 +16,7 @@ import Testing
             found.errors == [
                 "p.conf:1: workers: expected a number from 1 to 256, got '0'",
                 "p.conf:2: upstream: 'ftp://h' must start with http:// or https:// (expected e.g. https://api.example.com/v2)",
-                "p.conf:4: refresh_on: expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '200'",
+                "p.conf:4: refresh_on: expected a comma list of 4xx/5xx statuses and grpc-unauthenticated, e.g. 401,403; got '200'",
                 "p.conf:5: workers: given twice, on p.conf:1 and p.conf:5 (keep one)",
                 "p.conf:6: expected 'key = value' (the line is not shown: it may hold a secret)",
             ]

@@ -343,6 +343,28 @@ import Testing
         )
     }
 
+    /// refresh_on: `401, grpc-unauthenticated` by default; a list without `grpc-unauthenticated`
+    /// turns it off, one with only it keeps no status.
+    @Test func refreshOnTakesGRPCUnauthenticated() throws {
+        func read(_ line: String) -> SessionSettings {
+            ConfigurationLoader.read("upstream = http://127.0.0.1:1\n" + line, fileName: "p.conf").0.defaultSession
+        }
+        let defaults = read("")
+        #expect(defaults.refreshOn == [401] && defaults.refreshOnGRPCUnauthenticated)
+        #expect(defaults.refreshOnDescription == "401,grpc-unauthenticated")
+        let statuses = read("refresh_on = 401, 403")
+        #expect(statuses.refreshOn == [401, 403] && !statuses.refreshOnGRPCUnauthenticated)
+        let grpc = read("refresh_on = grpc-unauthenticated")
+        #expect(grpc.refreshOn.isEmpty && grpc.refreshOnGRPCUnauthenticated)
+        #expect(
+            ConfigurationLoader.read("refresh_on = grpc", fileName: "p.conf").1.sortedErrors.map(\.description)
+                == [
+                    "p.conf:1: refresh_on: expected a comma list of 4xx/5xx statuses and grpc-unauthenticated, "
+                        + "e.g. 401,403; got 'grpc'"
+                ]
+        )
+    }
+
     /// upstream_http2: `auto` by default, a session key (each section has its own), three values.
     @Test func upstreamHTTP2IsASessionKeyWithThreeValues() throws {
         let (configuration, diagnostics) = ConfigurationLoader.read(
@@ -370,7 +392,10 @@ import Testing
     }
 
     @Test(arguments: [
-        ("refresh_on = 200", "refresh_on: expected a comma list of 4xx/5xx statuses, e.g. 401,403; got '200'"),
+        (
+            "refresh_on = 200",
+            "refresh_on: expected a comma list of 4xx/5xx statuses and grpc-unauthenticated, e.g. 401,403; got '200'"
+        ),
         (
             "grant_type = implicit",
             "grant_type: expected refresh_token, client_credentials, password or jwt_bearer, got 'implicit'"

@@ -45,7 +45,8 @@ final class AccessLogBuffer {
         bodyBytes: Int,
         duration: Duration,
         replayed: Bool,
-        isHTTP2: Bool = false
+        isHTTP2: Bool = false,
+        grpcStatus: Int? = nil
     ) {
         self.timestamp.write(into: &self.buffer)
         self.buffer.writeStaticString(" info request method=")
@@ -87,7 +88,12 @@ final class AccessLogBuffer {
         if hundredths % 100 < 10 { self.buffer.writeByte(UInt8(ascii: "0")) }
         self.buffer.writeDecimal(hundredths % 100)
         self.buffer.writeStaticString(replayed ? " replayed=yes" : " replayed=no")
-        self.buffer.writeStaticString(isHTTP2 ? " protocol=h2\n" : " protocol=http/1.1\n")
+        self.buffer.writeStaticString(isHTTP2 ? " protocol=h2" : " protocol=http/1.1")
+        if let grpcStatus {
+            self.buffer.writeStaticString(" grpc_status=")
+            self.buffer.writeDecimal(grpcStatus)
+        }
+        self.buffer.writeByte(0x0A)
         self.lineEnded()
     }
 

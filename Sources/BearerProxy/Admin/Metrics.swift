@@ -34,6 +34,7 @@ enum MetricNames {
     static let requestsRefused = "bearer_proxy_requests_refused_total"
     static let auditLinesDropped = "bearer_proxy_audit_lines_dropped_total"
     static let trailersDropped = "bearer_proxy_trailers_dropped_total"
+    static let grpcUnauthenticatedUnreplayable = "bearer_proxy_grpc_unauthenticated_unreplayable_total"
 }
 
 /// Per-loop counters. Confined to the loop (plain integers).
@@ -52,6 +53,8 @@ struct LoopMetrics: Sendable {
     /// HTTP/2 trailers dropped where HTTP/1.1 could not carry them (an HTTP/2 request's, towards an
     /// HTTP/1.1 upstream).
     var trailersDropped = 0
+    /// gRPC calls whose UNAUTHENTICATED came in trailers after response DATA: passed to the client.
+    var grpcUnauthenticatedUnreplayable = 0
     /// Filled in when scraped, from the loop itself.
     var loopTurns = LoopTurnHistogram()
     /// Requests and upstream refusals by session (`NamedSession.index`), for the admin page's chart
@@ -95,6 +98,7 @@ struct LoopMetrics: Sendable {
         self.interceptedTunnels += other.interceptedTunnels
         self.interceptHandshakeFailures += other.interceptHandshakeFailures
         self.trailersDropped += other.trailersDropped
+        self.grpcUnauthenticatedUnreplayable += other.grpcUnauthenticatedUnreplayable
         self.loopTurns.add(other.loopTurns)
         for (index, counts) in other.bySession.enumerated() {
             self.withSession(index) {
@@ -150,6 +154,11 @@ func renderMetrics(loops: LoopMetrics, sessions: [SessionFigures], openConnectio
         MetricNames.trailersDropped,
         "Trailers dropped because HTTP/1.1 could not carry them (a request's towards an HTTP/1.1 upstream; a response's to a client that did not send TE: trailers, or in a body framed by its length).",
         loops.trailersDropped
+    )
+    text += counter(
+        MetricNames.grpcUnauthenticatedUnreplayable,
+        "gRPC calls answered UNAUTHENTICATED (grpc-status 16) in trailers after response data had reached the client: passed through, not replayed.",
+        loops.grpcUnauthenticatedUnreplayable
     )
     text += "# HELP \(MetricNames.refreshes) Token refreshes, by outcome.\n# TYPE \(MetricNames.refreshes) counter\n"
     for session in sessions {

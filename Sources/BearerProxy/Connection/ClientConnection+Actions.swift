@@ -35,6 +35,8 @@ extension ClientConnection {
 
             case .connectUpstream(let origin, let allowReuse):
                 if allowReuse, self.holdPooled(origin) {
+                    // A pooled connection is an HTTP/1.1 one (dropped with the refused call).
+                    if self.refusesGRPCOverHTTP1(to: origin) { return }
                     action = self.machine.upstreamReady(isReused: true, now: now)
                 } else {
                     self.connectUpstream(to: origin)
@@ -91,6 +93,7 @@ extension ClientConnection {
                 if let accepted = response.accepted {
                     self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
                 }
+                self.grpcStatus = response.head.grpcStatus
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
                         response.head,
@@ -190,6 +193,7 @@ extension ClientConnection {
         {
             return self.leaseHTTP2Stream(to: origin)
         }
+        if self.refusesGRPCOverHTTP1(to: origin) { return }
         self.connectAttempt = self.runtime.connector.connect(to: origin, on: self.loop) { result in
             self.connectAttempt = nil
             self.connected(to: origin, result.map { ($0, false) })
@@ -201,13 +205,24 @@ extension ClientConnection {
             self.http2Waiter = nil
             switch lease {
             case .stream(let stream): self.connected(to: origin, .success((stream, true)))
-            case .http1(let stream?): self.connected(to: origin, .success((stream, false)))
+            case .http1(let stream?):
+                if self.refusesGRPCOverHTTP1(to: origin) { return stream.close() }
+                self.connected(to: origin, .success((stream, false)))
             case .http1(nil): self.connectUpstream(to: origin)
             case .failed(let error): self.connected(to: origin, .failure(error))
             }
         }
         self.http2Waiter = waiter
         self.context.http2Upstreams.lease(origin, waiter)
+    }
+
+    /// A gRPC call towards an upstream spoken to in HTTP/1.1 (upstream_http2 = off, or its TLS chose
+    /// http/1.1) ends at once with UNAVAILABLE naming the key: HTTP/1.1 cannot carry it.
+    private func refusesGRPCOverHTTP1(to origin: Origin) -> Bool {
+        guard self.machine.exchangeIsGRPC else { return false }
+        self.run(self.machine.upstreamConnectFailed(.grpcNeedsHTTP2(origin: origin.description)))
+        self.pump()
+        return true
     }
 
     /// The exchange's upstream connection is made (`isHTTP2Stream`: a stream's pipe), or failed.
@@ -299,7 +314,8 @@ extension ClientConnection {
                 authorization: request.authorization,
                 // Looked up only for a DPoP-bound token's line: the plain bearer path pays one byte compare.
                 dpop: request.authorization.map(DPoPLine.isDPoPBound) == true ? request.target.tokenSession?.dpop : nil,
-                keepsTrailersTE: self.upstream?.isHTTP2Stream == true
+                keepsTrailersTE: self.upstream?.isHTTP2Stream == true,
+                spent: request.spent
             )
             let kept = request.keptBody.readableBytes
             if request.head.framing == .chunked {
@@ -316,6 +332,7 @@ extension ClientConnection {
     private func finish(_ end: ClientConnectionStateMachine.ExchangeEnd) {
         self.runtime.replayBudget.release(end.releasesReplayBytes)
         if !self.upstreamTrailers.isEmpty {
+            self.grpcStatus = GRPC.status(inTrailerSection: self.upstreamTrailers) ?? self.grpcStatus
             self.passOnTrailers(chunked: end.writesChunkedEnd, request: end.record.head)
         } else if end.writesChunkedEnd {
             self.stream.withOutbound { $0.writeLastChunk() }
@@ -382,17 +399,26 @@ extension ClientConnection {
             default: decision = Self.decision(record)
             }
             let bytes = error.message.utf8.count + 1
+            if response.isGRPC { self.grpcStatus = GRPC.status(forHTTPStatus: error.status) }
             self.recordCompletion(record, status: error.status, bytes: bytes, replayed: false, decision: decision)
         } else {
             self.context.metrics.recordRequest(status: error.status, seconds: 0, isHTTP2: self.servesHTTP2Stream)
         }
         self.stream.withOutbound {
-            $0.writeProxyResponse(
-                status: error.status,
-                message: error.message,
-                close: response.closesConnection,
-                extraFields: error.extraFields
-            )
+            if response.isGRPC {
+                $0.writeGRPCResponse(
+                    status: GRPC.status(forHTTPStatus: error.status),
+                    message: error.message,
+                    close: response.closesConnection
+                )
+            } else {
+                $0.writeProxyResponse(
+                    status: error.status,
+                    message: error.message,
+                    close: response.closesConnection,
+                    extraFields: error.extraFields
+                )
+            }
         }
         if response.closesConnection { self.stream.closeAfterFlush() }
     }
@@ -444,6 +470,8 @@ extension ClientConnection {
         decision: AuditLogBuffer.Decision? = nil
     ) {
         let duration = self.loop.now - record.startedAt
+        let grpcStatus = self.grpcStatus
+        self.grpcStatus = nil
         self.context.metrics.recordRequest(
             status: status,
             seconds: duration.seconds,
@@ -458,7 +486,8 @@ extension ClientConnection {
             bodyBytes: bytes,
             duration: duration,
             replayed: replayed,
-            isHTTP2: self.servesHTTP2Stream
+            isHTTP2: self.servesHTTP2Stream,
+            grpcStatus: grpcStatus
         )
         self.context.auditLog?.append(
             record,

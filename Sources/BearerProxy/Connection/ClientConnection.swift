@@ -26,6 +26,9 @@ final class ClientConnection {
     /// The trailer field lines of the upstream's chunked response that just ended (empty: none),
     /// until the exchange finishes and passes them on or drops them.
     @exclusivity(unchecked) var upstreamTrailers: [UInt8] = []
+    /// The `grpc-status` of the exchange's answer, for its access log line: a Trailers-Only head's,
+    /// else its trailers'. Nil for anything but a gRPC call.
+    @exclusivity(unchecked) var grpcStatus: Int?
     /// Waiting for a stream of an HTTP/2 upstream connection (`upstream_http2`).
     @exclusivity(unchecked) var http2Waiter: HTTP2UpstreamPool.Waiter?
     @exclusivity(unchecked) private var timer = DeadlineTimer()

@@ -107,6 +107,9 @@ extension ClientConnectionStateMachine {
         /// The body read so far, sent again after the head (a replay or a resend); empty otherwise.
         var keptBody: ByteBuffer
         var endsChunkedBody: Bool
+        /// How long the request has been with the proxy, for one that waited for a token or is sent
+        /// again: a gRPC call's `grpc-timeout` goes on less it. Nil for a first send.
+        var spent: Duration? = nil
     }
 
     struct ResponseToForward: Equatable {
@@ -191,6 +194,8 @@ extension ClientConnectionStateMachine {
         var endsExchange: Bool
         /// The replay budget the ended exchange's body copy held.
         var releasesReplayBytes: Int
+        /// The request was a gRPC call: the answer is a Trailers-Only `grpc-status` (docs/grpc.md).
+        var isGRPC = false
 
         init(
             error: ProxyError,

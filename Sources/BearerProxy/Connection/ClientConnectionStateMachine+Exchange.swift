@@ -90,7 +90,8 @@ extension ClientConnectionStateMachine {
                     path: exchange.path,
                     authorization: exchange.token?.line,
                     keptBody: kept,
-                    endsChunkedBody: exchange.isRequestComplete && exchange.head.framing == .chunked
+                    endsChunkedBody: exchange.isRequestComplete && exchange.head.framing == .chunked,
+                    spent: exchange.hasWaitedForToken || exchange.isReplay ? now - exchange.startedAt : nil
                 )
             )
         } ?? { preconditionFailure("Invalid state for a ready upstream: \(self.state)") }()
@@ -233,8 +234,9 @@ extension ClientConnectionStateMachine {
         } ?? { preconditionFailure("Invalid state for a response head: \(self.state)") }()
     }
 
-    /// The final response head arrived. A refresh_on status (401) to a request that carried the
-    /// token goes to the token session before the client sees anything.
+    /// The final response head arrived. A refresh_on status (401), or a Trailers-Only gRPC
+    /// UNAUTHENTICATED, to a request that carried the token goes to the token session before the
+    /// client sees anything.
     mutating func responseHeadReceived(_ head: ResponseHead, now: Instant) -> Action {
         self.modifyExchange { machine, exchange in
             guard case .sent(var sent) = exchange.phase, case .awaitingHead = sent.response else {
@@ -264,7 +266,7 @@ extension ClientConnectionStateMachine {
                         )
                     }
                 }
-                if let session = exchange.target.tokenSession, session.refreshOn.contains(head.status) {
+                if let session = exchange.target.tokenSession, session.refusesToken(head) {
                     exchange.phase = .sent(sent)
                     // A request is replayed once: the refusal of its replay is its client's answer.
                     if exchange.isReplay {

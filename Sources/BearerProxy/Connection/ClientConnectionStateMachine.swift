@@ -435,16 +435,16 @@ struct ClientConnectionStateMachine {
         }
         let closesConnection = closes || exchange.closesConnection || !exchange.isRequestComplete
         self.state = closesConnection ? .closing : .idle(since: exchange.startedAt)
-        return .respond(
-            LocalResponse(
-                error: error,
-                closesConnection: closesConnection,
-                cancelsWaiter: exchange.waiterID,
-                record: exchange.record,
-                endsExchange: true,
-                releasesReplayBytes: exchange.reservedReplayBytes
-            )
+        var response = LocalResponse(
+            error: error,
+            closesConnection: closesConnection,
+            cancelsWaiter: exchange.waiterID,
+            record: exchange.record,
+            endsExchange: true,
+            releasesReplayBytes: exchange.reservedReplayBytes
         )
+        response.isGRPC = exchange.head.isGRPC
+        return .respond(response)
     }
 
     /// Ends the connection at once: the client sees a cut response, never a complete-looking one.
@@ -464,6 +464,12 @@ struct ClientConnectionStateMachine {
     var exchangeUpstreamHTTP2: UpstreamHTTP2Setting? {
         guard case .exchange(let exchange) = self.state, !exchange.head.upgradesToWebSocket else { return nil }
         return exchange.target.session?.settings.upstreamHTTP2
+    }
+
+    /// Whether the exchange in flight is a gRPC call (only asked where HTTP/1.1 would carry it).
+    var exchangeIsGRPC: Bool {
+        guard case .exchange(let exchange) = self.state else { return false }
+        return exchange.head.isGRPC
     }
 
     /// Runs `body` on the exchange in flight, changed in place; nil when there is none (the event

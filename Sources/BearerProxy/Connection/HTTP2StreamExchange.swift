@@ -35,6 +35,8 @@ final class HTTP2StreamExchange {
     private var state = State.awaitingResponse
     /// The response's trailers, sent as the stream's last HEADERS once its body went out.
     private var trailers: HeaderList?
+    /// The response head went out with END_STREAM: its body was empty (`content-length: 0`).
+    private var headEndedStream = false
 
     private enum State {
         case awaitingResponse
@@ -128,8 +130,12 @@ final class HTTP2StreamExchange {
                 guard !head.isInformational else { continue }
                 self.state = .streaming
                 let list = HTTP2ResponseTranslation.headerList(head)
+                // An empty body ends the stream with the head: gRPC's Trailers-Only answer is one
+                // HEADERS frame with END_STREAM, and a client takes a DATA frame after it for a
+                // call that ended without its status (docs/grpc.md).
+                self.headEndedStream = head.contentLength == 0
                 self.connection.perform(
-                    self.connection.machine.sendHeaders(streamID: self.streamID, list, endStream: false)
+                    self.connection.machine.sendHeaders(streamID: self.streamID, list, endStream: self.headEndedStream)
                 )
             case .body:
                 continue
@@ -176,6 +182,8 @@ final class HTTP2StreamExchange {
         self.stalledSince = nil
         if self.state == .responseComplete, let trailers = self.trailers {
             connection.perform(connection.machine.sendHeaders(streamID: self.streamID, trailers, endStream: true))
+            self.finish()
+        } else if self.state == .responseComplete && self.headEndedStream {
             self.finish()
         } else if self.state == .responseComplete {
             connection.stream.withOutbound {

@@ -255,6 +255,7 @@ final class HTTP2UpstreamConnection {
                 )
             }
         case .responseTrailers(let streamID, let trailers):
+            if trailers.endsWithGRPCUnauthenticated { self.pool.grpcUnauthenticatedUnreplayable() }
             self.open[streamID]?.responseTrailers(trailers) { self.pool.trailersDropped() }
         case .streamFailed(let streamID, let code, let retryable, let frames):
             self.write(frames)

@@ -52,6 +52,9 @@ final class HTTP2UpstreamPool {
     let settingsTimeout: Duration
     /// Counts trailers that reached no client (`bearer_proxy_trailers_dropped_total`).
     let trailersDropped: () -> Void
+    /// Counts calls whose UNAUTHENTICATED came in trailers, after response DATA reached the client,
+    /// too late to replay (`bearer_proxy_grpc_unauthenticated_unreplayable_total`).
+    let grpcUnauthenticatedUnreplayable: () -> Void
     @exclusivity(unchecked) private var connections: [HTTP2UpstreamConnection] = []
     @exclusivity(unchecked) private var http1Origins: [Origin] = []
 
@@ -61,7 +64,8 @@ final class HTTP2UpstreamPool {
         logger: Logger,
         maxHeaderBytes: Int,
         settingsTimeout: Duration,
-        trailersDropped: @escaping () -> Void
+        trailersDropped: @escaping () -> Void,
+        grpcUnauthenticatedUnreplayable: @escaping () -> Void = {}
     ) {
         self.settingsTimeout = settingsTimeout
         self.loop = loop
@@ -69,6 +73,7 @@ final class HTTP2UpstreamPool {
         self.logger = logger
         self.maxHeaderBytes = maxHeaderBytes
         self.trailersDropped = trailersDropped
+        self.grpcUnauthenticatedUnreplayable = grpcUnauthenticatedUnreplayable
     }
 
     /// Whether a request of a session with `setting` goes to `origin` in HTTP/2: `auto` offers it

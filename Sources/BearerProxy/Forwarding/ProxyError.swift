@@ -27,6 +27,8 @@ package enum ProxyError: Error, Equatable, Sendable {
     case upstreamConnectTimeout(origin: String)
     case upstreamTimeout(origin: String)
     case upstreamTLSFailed(origin: String, reason: String)
+    /// A gRPC call towards an upstream spoken to in HTTP/1.1, which cannot carry it.
+    case grpcNeedsHTTP2(origin: String)
     case requestHeadTimeout
     case requestBodyTimeout
     case overCapacity
@@ -52,7 +54,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .otherHostDenied, .hostRefused, .originRefused, .notAllowed: 403
         case .connectToInjectHostOverTLS, .connectDenied: 405
         case .upstreamConnectFailed, .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed,
-            .upstreamTLSFailed:
+            .upstreamTLSFailed, .grpcNeedsHTTP2:
             502
         case .upstreamConnectTimeout, .upstreamTimeout: 504
         case .requestHeadTimeout, .requestBodyTimeout: 408
@@ -99,6 +101,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             "bearer-proxy: upstream \(origin) did not answer in time (upstream_timeout)"
         case .upstreamTLSFailed(let origin, let reason):
             "bearer-proxy: TLS to upstream \(origin) failed: \(reason)"
+        case .grpcNeedsHTTP2(let origin):
+            "bearer-proxy: a gRPC call needs HTTP/2, and upstream \(origin) is spoken to in HTTP/1.1 (upstream_http2 = off, or its TLS chose http/1.1); set upstream_http2 = on for an h2c upstream, auto or on for TLS"
         case .requestHeadTimeout:
             "bearer-proxy: request head not received in time (client_header_timeout)"
         case .requestBodyTimeout:
@@ -125,7 +129,8 @@ package enum ProxyError: Error, Equatable, Sendable {
             (origin, "other_hosts = deny and it is not in inject_hosts")
         case .malformedRequest, .otherHostDenied, .notAllowed, .hostRefused, .originRefused, .upstreamConnectFailed,
             .upstreamResolveFailed, .upstreamClosed, .upstreamReset, .upstreamMalformed, .upstreamConnectTimeout,
-            .upstreamTimeout, .upstreamTLSFailed, .requestHeadTimeout, .requestBodyTimeout, .overCapacity,
+            .upstreamTimeout, .upstreamTLSFailed, .grpcNeedsHTTP2, .requestHeadTimeout, .requestBodyTimeout,
+            .overCapacity,
             .noSessionForPath, .session:
             nil
         }
@@ -149,6 +154,7 @@ package enum ProxyError: Error, Equatable, Sendable {
         case .upstreamConnectTimeout: "upstream_connect_timeout"
         case .upstreamTimeout: "upstream_timeout"
         case .upstreamTLSFailed: "upstream_tls_failed"
+        case .grpcNeedsHTTP2: "grpc_needs_http2"
         case .requestHeadTimeout: "request_head_timeout"
         case .requestBodyTimeout: "request_body_timeout"
         case .overCapacity: "over_capacity"

@@ -13,15 +13,19 @@ extension ByteBuffer {
     /// With `dpop` (given for a DPoP-bound token's line only) the request gets a fresh proof (RFC 9449
     /// §7.1), made over the target as written here, which replaces any `DPoP` field the client sent.
     /// `keepsTrailersTE`: a `TE: trailers` line is kept, for an HTTP/2 upstream stream (which
-    /// carries it as `te: trailers`, RFC 9113 §8.2.2, what gRPC servers require).
+    /// carries it as `te: trailers`, RFC 9113 §8.2.2, what gRPC servers require). `spent`: the time
+    /// the request already spent with the proxy (waiting for a refresh, a first attempt), taken off a
+    /// gRPC call's `grpc-timeout` (docs/grpc.md).
     mutating func writeForwardedRequestHead(
         _ head: RequestHead,
         target: Target,
         path: ForwardedPath,
         authorization: [UInt8]?,
         dpop: DPoPProver? = nil,
-        keepsTrailersTE: Bool = false
+        keepsTrailersTE: Bool = false,
+        spent: Duration? = nil
     ) {
+        var grpcTimeout: Duration?
         head.bytes.withUnsafeBytes { raw in
             let method = UnsafeRawBufferPointer(rebasing: raw[head.methodRange])
             self.writeBytes(method)
@@ -77,10 +81,21 @@ extension ByteBuffer {
                 case .other:
                     // Not a known name: the parser does not look for it in every field of every head.
                     if dropsClientProof && DPoPLine.isDPoPFieldName(raw, field.name) { return false }
+                    if let spent, equalsCaseInsensitive(raw, field.name, "grpc-timeout"),
+                        let timeout = GRPC.timeout(raw[field.value])
+                    {
+                        grpcTimeout = timeout - spent
+                        return false
+                    }
                 case .expect, .via, .origin, .secFetchSite, .idempotencyKey:
                     break
                 }
                 return !(head.nominatesOtherFields && head.isNominatedByConnection(index))
+            }
+            if let grpcTimeout {
+                self.writeStaticString("grpc-timeout: ")
+                self.writeString(GRPC.timeoutValue(grpcTimeout))
+                self.writeStaticString("\r\n")
             }
             if head.upgradesToWebSocket { self.writeStaticString("Connection: upgrade\r\nUpgrade: websocket\r\n") }
             switch head.framing {

@@ -119,6 +119,21 @@ extension ByteBuffer {
     }
 }
 
+extension ByteBuffer {
+    /// A local answer to a gRPC call, Trailers-Only (one HEADERS frame with END_STREAM to an HTTP/2
+    /// client, its body empty): `:status 200` with the call's outcome in `grpc-status` and the
+    /// sentence in `grpc-message` (docs/grpc.md).
+    mutating func writeGRPCResponse(status: Int, message: String, close: Bool) {
+        self.writeStaticString("HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\ngrpc-status: ")
+        self.writeDecimal(status)
+        self.writeStaticString("\r\ngrpc-message: ")
+        self.writeString(GRPC.message(message))
+        self.writeStaticString("\r\ncontent-length: 0\r\n")
+        if close { self.writeStaticString("Connection: close\r\n") }
+        self.writeStaticString("\r\n")
+    }
+}
+
 package func reasonPhrase(_ status: Int) -> String {
     switch status {
     case 200: "OK"

@@ -67,7 +67,8 @@ typealias Action = ClientConnectionStateMachine.Action
         _ head: RequestHead,
         authorization: [UInt8]? = line1,
         kept: String = "",
-        endsChunkedBody: Bool = false
+        endsChunkedBody: Bool = false,
+        spent: Duration? = nil
     ) -> Action {
         .sendRequest(
             .init(
@@ -76,7 +77,8 @@ typealias Action = ClientConnectionStateMachine.Action
                 path: .prefixed(head.target),
                 authorization: authorization,
                 keptBody: ByteBuffer(string: kept),
-                endsChunkedBody: endsChunkedBody
+                endsChunkedBody: endsChunkedBody,
+                spent: spent
             )
         )
     }
@@ -222,7 +224,8 @@ typealias Action = ClientConnectionStateMachine.Action
                 .reportRejection(Self.session, generation: 1, canWait: true),
                 .discardResponse(reusable: false, next: .wait),
                 .replay(Self.upstream),
-                Self.send(Self.post10, authorization: Self.line2, kept: "abcd"),
+                // Sent again: a gRPC call's grpc-timeout would go on less the half second spent.
+                Self.send(Self.post10, authorization: Self.line2, kept: "abcd", spent: .milliseconds(500)),
                 .forwardRequestBody(chunked: false),
                 .endRequestBody(chunked: false),
                 Self.forward(Self.ok, .contentLength(2), generation: 2, releases: 10),
@@ -389,7 +392,7 @@ typealias Action = ClientConnectionStateMachine.Action
                 Self.send(Self.get),
                 .reportRejection(Self.session, generation: 1, canWait: true),
                 .discardResponse(reusable: true, next: .replay(Self.upstream)),
-                Self.send(Self.get, authorization: Self.line2),
+                Self.send(Self.get, authorization: Self.line2, spent: .milliseconds(100)),
                 Self.forward(Self.ok, .contentLength(2), generation: 2),
                 .forwardResponseBody(chunked: false),
                 Self.end(Self.get, replay: true, generation: 2),
