@@ -15,20 +15,10 @@ struct AdminPageBrowserTests {
         let proxy = try ProxyProcess(["--demo", "--listen", "127.0.0.1:0"])
         #expect(proxy.waitUntilListening() != nil)
         let admin = try #require(word(startingWith: "admin=", in: proxy.standardError)?.dropFirst(6))
-        let folder = temporaryDirectory()
-        let driver = folder + "/admin-page-cdp.py"
-        try Self.driver.write(toFile: driver, atomically: true, encoding: .utf8)
-        let screenshot = folder + "/admin-page.png"
-        let outcome = try ExternalTools.run(
-            [ExternalTools.debianPython, "-I", driver, "http://\(admin)/", screenshot, ExternalTool.chromium.program],
-            timeout: .seconds(120)
-        )
+        let screenshot = temporaryDirectory() + "/admin-page.png"
+        let outcome = try Self.runDriver(admin: String(admin), screenshot: screenshot)
         #expect(proxy.stop() == 0)
-        #expect(outcome.status == 0, "the driver failed: \(outcome.standardError)")
-        let report = try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "no report: \(outcome.standardOutput) \(outcome.standardError)"
-        )
+        let report = try Self.report(of: outcome)
         #expect(report["loaded"] as? Bool == true, "no two snapshots drawn")
         #expect(report["errors"] as? [String] == [], "console errors")
         #expect(report["sessions"] as? [String] == ["default"])
@@ -75,24 +65,15 @@ struct AdminPageBrowserTests {
         let proxy = try ProxyProcess(["--config", config])
         let listening = try #require(proxy.waitUntilListening())
         let admin = try #require(word(startingWith: "admin=", in: proxy.standardError)?.dropFirst(6))
-        let folder = temporaryDirectory()
-        let driver = folder + "/admin-page-cdp.py"
-        try Self.driver.write(toFile: driver, atomically: true, encoding: .utf8)
-        let screenshot = folder + "/admin-page-storm.png"
+        let screenshot = temporaryDirectory() + "/admin-page-storm.png"
         let revoke = tokens.url.replacingOccurrences(of: "/oauth/token", with: MockTokenServer.revokeAllPath)
-        let outcome = try ExternalTools.run(
-            [
-                ExternalTools.debianPython, "-I", driver, "http://\(admin)/", screenshot, ExternalTool.chromium.program,
-                "3", "http://\(listening)/whoami", revoke,
-            ],
-            timeout: .seconds(120)
+        let outcome = try Self.runDriver(
+            admin: String(admin),
+            screenshot: screenshot,
+            extra: ["3", "http://\(listening)/whoami", revoke]
         )
         #expect(proxy.stop() == 0)
-        #expect(outcome.status == 0, "the driver failed: \(outcome.standardError)")
-        let report = try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "no report: \(outcome.standardOutput) \(outcome.standardError)"
-        )
+        let report = try Self.report(of: outcome)
         #expect(report["errors"] as? [String] == [], "console errors")
         let storm = try #require(report["storm"] as? [String: Any], "no storm in the report")
         #expect((storm["parked_peak"] as? Int ?? 0) >= 1, "the parked count did not rise: \(storm)")
@@ -110,6 +91,26 @@ struct AdminPageBrowserTests {
         print("admin page screenshot under a storm: \(screenshot)")
     }
 
+    /// `driver` against the page at `admin`, writing `screenshot`; `extra`: its optional arguments.
+    static func runDriver(admin: String, screenshot: String, extra: [String] = []) throws -> ExternalTools.Outcome {
+        let driver = temporaryDirectory() + "/admin-page-cdp.py"
+        try Self.driver.write(toFile: driver, atomically: true, encoding: .utf8)
+        return try ExternalTools.run(
+            [ExternalTools.debianPython, "-I", driver, "http://\(admin)/", screenshot, ExternalTool.chromium.program]
+                + extra,
+            timeout: .seconds(120)
+        )
+    }
+
+    /// The driver's JSON report, after checking it ended well.
+    static func report(of outcome: ExternalTools.Outcome) throws -> [String: Any] {
+        #expect(outcome.status == 0, "the driver failed: \(outcome.standardError)")
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
+            "no report: \(outcome.standardOutput) \(outcome.standardError)"
+        )
+    }
+
     /// Starts Chromium headless with a DevTools port of its own (from the line it writes when it
     /// listens), opens the page, checks it (each wait a condition the page looks at on every change
     /// of its document, bounded), writes the screenshot, prints a JSON report, and ends the browser.
@@ -118,7 +119,7 @@ struct AdminPageBrowserTests {
     /// GET API_URL through the proxy, REVOKE_URL is POSTed, and the report's `storm` says whether the
     /// first session's chart saw requests parked, and then none.
     static let driver = #"""
-        import asyncio, base64, json, shutil, subprocess, sys, tempfile, threading, urllib.request
+        import asyncio, base64, json, os, shutil, subprocess, sys, tempfile, threading, urllib.request
         import websockets
 
         admin, screenshot, chromium = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -154,7 +155,9 @@ struct AdminPageBrowserTests {
                 self.stopping.set()
                 for thread in self.threads:
                     thread.join(40)
-        profile = tempfile.mkdtemp(prefix="bearer-chromium-")
+        # Beside the screenshot, in the test's own folder: a browser process still writing after the
+        # browser ended cannot leave it in TMPDIR.
+        profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=os.path.dirname(os.path.abspath(screenshot)))
         browser = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
              "--user-data-dir=" + profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
