@@ -24,13 +24,6 @@ import Testing
     /// The sockets `deadPort` holds, open until the process ends.
     private static let heldPorts = Locked<[Int32]>([])
 
-    /// A port on 127.0.0.1 that was free a moment ago, for a test that listens on it itself.
-    static func freePort() throws -> Int {
-        let fd = try Socket.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0)!)
-        defer { Socket.close(fd) }
-        return try #require(Socket.localAddress(fd)?.port)
-    }
-
     @Test func answers502WhenTheUpstreamIsDown() throws {
         let port = try Self.deadPort()
         let fixture = try ProxyFixture { $0.upstream = try? HTTPURL.parse("http://127.0.0.1:\(port)").get() }

@@ -48,7 +48,7 @@ import Testing
     func aFailedStartClosesEveryListenerAndRemovesItsSocketFiles(_ failure: Failure) throws {
         let mainSocket = try ScratchSpace.newPath("main.sock")
         let sessionSocket = try ScratchSpace.newPath("other.sock")
-        let port = try ErrorPathTests.freePort()
+        let port = try freeLoopbackPort()
         var configuration = Configuration()
         configuration.listen = [.hostPort(host: "127.0.0.1", port: port), .unix(path: mainSocket)]
         configuration.upstream = try HTTPURL.parse("http://127.0.0.1:9/api").get()

@@ -87,6 +87,8 @@ package struct ExternalTool: Sendable {
     /// An HTTP/2 protocol stack for hand-made clients (resets, windows) and the h2 upstream
     /// (`H2FrontServer`).
     package static let pythonH2 = ExternalTool.pythonModule("h2", package: "python3-h2")
+    /// The h2 server most users' APIs sit behind, as an upstream (`NginxServer`).
+    package static let nginx = ExternalTool.named("nginx", orIn: ["/usr/sbin"], package: "nginx")
     /// gRPC's own stack for a real server and client (`GRPCServer`).
     package static let pythonGRPC = ExternalTool.pythonModule("grpc", package: "python3-grpcio")
     /// An OAuth 2.0 authorization server library nobody here wrote (`AuthlibServer`).

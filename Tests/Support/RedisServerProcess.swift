@@ -49,7 +49,7 @@ package final class RedisServerProcess: @unchecked Sendable {
     /// Starts a server and waits (bounded) until it accepts connections. `configuration` adds
     /// directives (`--requirepass pw`, `--user name on >pw …`); `tls` serves TLS only.
     package init(configuration: [String] = [], tls: TLSFiles? = nil) throws {
-        self.port = try Self.freePort()
+        self.port = try freeLoopbackPort()
         var arguments = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"]
         if let tls {
             arguments += [
@@ -166,21 +166,5 @@ package final class RedisServerProcess: @unchecked Sendable {
             return running.collector
         }
         if let collector { joinThread(collector) }
-    }
-
-    /// A port nobody listens on now: the kernel picks it for a socket that is closed at once.
-    private static func freePort() throws -> Int {
-        guard let any = SocketAddress(ipAddress: "127.0.0.1", port: 0) else {
-            throw StartError(description: "cannot make a loopback address")
-        }
-        let fd: Int32
-        do throws(IOError) {
-            fd = try Socket.listen(on: any)
-        } catch {
-            throw StartError(description: "cannot find a free port: \(error.reason)")
-        }
-        defer { Socket.close(fd) }
-        guard let port = Socket.localAddress(fd)?.port else { throw StartError(description: "no local port") }
-        return port
     }
 }
