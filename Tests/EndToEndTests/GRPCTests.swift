@@ -177,6 +177,7 @@ import Testing
         let checked = setup.backend.requests.count
         let lines = Setup.accessLines(setup.stop(), "/test.Echo/Unary")
         #expect(lines.count == 1 && lines[0].contains(" status=502 ") && lines[0].hasSuffix(" grpc_status=14"))
+        #expect(lines.first?.contains(" bytes=0 ") == true, "the body sent is empty: \(lines)")
         #expect(answers.count == 1)
         #expect(answers.first?.hasPrefix("UNAVAILABLE bearer-proxy: a gRPC call needs HTTP/2") == true, "\(answers)")
         #expect(answers.first?.contains("upstream_http2 = on") == true, "\(answers)")
