@@ -156,12 +156,19 @@ struct RatioSummary: Equatable {
             rounds.joined().map(\.name).filter { $0.hasPrefix(steadyGRPC) }.map { $0.dropFirst(steadyGRPC.count) }
         )
         for streams in grpcLoads.sorted(by: { (Int($0) ?? 0) < (Int($1) ?? 0) }) {
-            definitions.append(
+            let (storm, steady) = ("grpc-\(streams)", "\(steadyGRPC)\(streams)")
+            definitions += [
                 (
                     "grpc_\(streams)_over_steady", "grpc \(streams) streams: expiry / steady throughput",
-                    { throughput($0["grpc-\(streams)"], $0["\(steadyGRPC)\(streams)"]) }
-                )
-            )
+                    { throughput($0[storm], $0[steady]) }
+                ),
+                (
+                    // The load and the upstream share the machine with the proxy: per proxy core
+                    // moves less than throughput.
+                    "grpc_\(streams)_over_steady_per_core", "grpc \(streams) streams: expiry / steady per proxy core",
+                    { ratio($0[storm]?.requestsPerProxyCPUSecond, $0[steady]?.requestsPerProxyCPUSecond) }
+                ),
+            ]
         }
         let byName = rounds.map { round in Dictionary(round.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }) }
         return definitions.compactMap { definition in

@@ -42,6 +42,9 @@ import Testing
             }
         }
         let ratios = RatioSummary.compute([results], comparison: nil).map(\.key)
-        #expect(ratios.contains("grpc_8_over_steady") && ratios.contains("grpc_64_over_steady"), "\(ratios)")
+        for streams in [8, 64] {
+            #expect(ratios.contains("grpc_\(streams)_over_steady"), "\(ratios)")
+            #expect(ratios.contains("grpc_\(streams)_over_steady_per_core"), "\(ratios)")
+        }
     }
 }
