@@ -66,7 +66,9 @@ let package = Package(
         // token endpoint) to say what it will do before anything is sent.
         .executableTarget(
             name: "bearer-bench",
-            dependencies: ["BearerCore", "BearerHTTP", "BearerIO", "BearerConfig", "BearerDemo", "BearerTestSupport"],
+            dependencies: [
+                "BearerCore", "BearerHTTP", "BearerHTTP2", "BearerIO", "BearerConfig", "BearerDemo", "BearerTestSupport",
+            ],
             path: "bench"
         ),
         // The libFuzzer targets, one per parser of outside bytes (docs/development.md, "Fuzzing"), and

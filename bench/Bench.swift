@@ -193,7 +193,14 @@ final class Bench {
             return try self.runDPoP(scenario, round: round)
         case .h2Expiry:
             return try self.runHTTP2Expiry(round: round)
+        case .grpc:
+            preconditionFailure("grpc is several measurements: results(of:round:)")
         }
+    }
+
+    /// What one round of `scenario` measured: one result, or grpc's one for each of its loads.
+    func results(of scenario: BenchOptions.Scenario, round: String = "") throws -> [ScenarioResult] {
+        scenario == .grpc ? try self.runGRPC(round: round) : [try self.run(scenario, round: round)]
     }
 
     /// The https scenarios, all against the https mock on `localhost:PORT`: base-URL requests
@@ -251,7 +258,7 @@ final class Bench {
                 proxies: [],
                 apis: [self.defaultAPI(upstream: mock)]
             )
-        case .direct, .steady, .expiry, .proactive, .fleet, .dpop, .dpopExpiry, .h2Expiry:
+        case .direct, .steady, .expiry, .proactive, .fleet, .dpop, .dpopExpiry, .h2Expiry, .grpc:
             preconditionFailure("not a TLS scenario: \(scenario)")
         }
     }

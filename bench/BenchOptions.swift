@@ -21,6 +21,9 @@ struct BenchOptions: Equatable {
         case dpopExpiry = "dpop-expiry"
         /// expiry's storm with HTTP/2 clients: h2load, prior knowledge, several streams per connection.
         case h2Expiry = "h2-expiry"
+        /// Unary gRPC calls to an h2c gRPC upstream, steady and under expiry's storm, at each of
+        /// `--grpc-streams` calls in flight (`Bench+GRPC`).
+        case grpc
 
         /// What `all` and the default run: every scenario that needs nothing but this bench.
         static let standard: [Scenario] = [.direct, .steady, .expiry, .proactive]
@@ -35,6 +38,8 @@ struct BenchOptions: Equatable {
     /// one proxy serves, the connections spread over them.
     var sessions = 1
     var connections = 64
+    /// grpc: the calls in flight of each of its measurements.
+    var grpcStreams = [64, 256]
     var duration: Duration = .seconds(5)
     var warmup: Duration = .seconds(1)
     /// Rounds of every scenario, interleaved, so the report can say how much the machine's noise moves
@@ -117,7 +122,7 @@ struct BenchOptions: Equatable {
                         guard let scenario = Scenario(rawValue: String(item)) else {
                             throw ParseError(
                                 description:
-                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop, dpop-expiry or h2-expiry, got '\(item)'"
+                                    "--scenario: expected all, direct, steady, expiry, proactive, fleet, intercept, steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop, dpop-expiry, h2-expiry or grpc, got '\(item)'"
                             )
                         }
                         chosen.append(scenario)
@@ -129,6 +134,13 @@ struct BenchOptions: Equatable {
                     options.scenarios = chosen
                 }
             case "--connections": options.connections = try integer(name)
+            case "--grpc-streams":
+                let text = try value(name)
+                let counts = text.split(separator: ",").map { Int($0) }
+                guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) > 0 }) else {
+                    throw ParseError(description: "\(name): expected a comma list of positive counts, got '\(text)'")
+                }
+                options.grpcStreams = counts.map { $0! }
             case "--proxies": options.proxies = try integer(name)
             case "--sessions": options.sessions = try integer(name)
             case "--duration": options.duration = try duration(name)
@@ -255,8 +267,10 @@ struct BenchOptions: Equatable {
                                   intercept (with steady-tls, new-tunnels and resumed-tunnels),
                                   steady-tls, new-tunnels, resumed-tunnels, mitmproxy, dpop (with
                                   steady), dpop-expiry, h2-expiry (expiry's storm from h2load's
-                                  HTTP/2 clients, needs nghttp2-client) (default: all, which is
-                                  direct, steady, expiry, proactive)
+                                  HTTP/2 clients, needs nghttp2-client), grpc (unary gRPC calls to
+                                  an h2c gRPC upstream, steady and under the storm, at each
+                                  --grpc-streams) (default: all, which is direct, steady, expiry,
+                                  proactive)
           --proxies <n>           fleet: proxy processes sharing one session through a redis-server the
                                   bench starts (needs redis-server installed) (default: 3)
           --sessions <n>          direct, steady, expiry, proactive: n APIs, each with its own token
@@ -265,6 +279,8 @@ struct BenchOptions: Equatable {
                                   schedule; token calls and expiry events reported per session
                                   (default: 1)
           --connections <n>       Keep-alive client connections (default: 64)
+          --grpc-streams <list>   grpc: calls in flight, a measurement each, 32 a connection
+                                  (default: 64,256)
           --duration <time>       Measured time per scenario and round (default: 5s)
           --warmup <time>         Unmeasured time before it (default: 1s)
           --repeat <n>            Rounds of every scenario, interleaved; the report gives medians and

@@ -150,6 +150,26 @@ struct RatioSummary: Equatable {
                 { ratio($0["expiry"]?.latency.p99, $0["steady"]?.latency.p99) }
             ),
         ]
+        // grpc: the storm against steady at each load it ran (`grpc-N` beside `grpc-steady-N`).
+        let steadyGRPC = "grpc-steady-"
+        let grpcLoads = Set(
+            rounds.joined().map(\.name).filter { $0.hasPrefix(steadyGRPC) }.map { $0.dropFirst(steadyGRPC.count) }
+        )
+        for streams in grpcLoads.sorted(by: { (Int($0) ?? 0) < (Int($1) ?? 0) }) {
+            let (storm, steady) = ("grpc-\(streams)", "\(steadyGRPC)\(streams)")
+            definitions += [
+                (
+                    "grpc_\(streams)_over_steady", "grpc \(streams) streams: expiry / steady throughput",
+                    { throughput($0[storm], $0[steady]) }
+                ),
+                (
+                    // The load and the upstream share the machine with the proxy: per proxy core
+                    // moves less than throughput.
+                    "grpc_\(streams)_over_steady_per_core", "grpc \(streams) streams: expiry / steady per proxy core",
+                    { ratio($0[storm]?.requestsPerProxyCPUSecond, $0[steady]?.requestsPerProxyCPUSecond) }
+                ),
+            ]
+        }
         let byName = rounds.map { round in Dictionary(round.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }) }
         return definitions.compactMap { definition in
             let values = byName.compactMap(definition.value)

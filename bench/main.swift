@@ -49,7 +49,7 @@ func benchMain() -> Int32 {
             let label = "round \(round) of \(options.repeats)"
             var results: [ScenarioResult] = []
             for scenario in options.scenarios {
-                results.append(try bench.run(scenario, round: label))
+                results += try bench.results(of: scenario, round: label)
             }
             if let comparison {
                 results.append(try bench.runTarget(comparison, name: comparisonName, round: label))

@@ -303,7 +303,7 @@ extension DemoTests {
         #expect(warnings.count == 1, "one warning for the token, not one per 401: \(warnings)")
         let warning = String(warnings.first ?? "")
         #expect(warning.contains("warn the upstream refused the access token, and nothing can refresh it"))
-        #expect(warning.contains("generation=1 refresh_on=401 "))
+        #expect(warning.contains("generation=1 refresh_on=401,grpc-unauthenticated "))
         #expect(warning.contains("fix=\"\(staticTokenAdvice)\""))
         #expect(!proxy.standardError.contains("e2e-revoked-token"), "the token reached stderr")
     }

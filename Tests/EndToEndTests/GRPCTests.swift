@@ -6,8 +6,9 @@ import Foundation
 import Testing
 
 /// gRPC through the built binary with grpcio on both ends (Tests/Fixtures/grpc): the client speaks
-/// h2c to the proxy with no auth code, the server requires the current token (as the mock API judges
-/// it) and answers UNAUTHENTICATED Trailers-Only otherwise (docs/grpc.md).
+/// h2c to the proxy with no auth code (or TLS through `https_proxy` and interception), the server
+/// requires the current token (as the mock API judges it) and answers UNAUTHENTICATED Trailers-Only
+/// otherwise, in h2c or over TLS (docs/grpc.md).
 @Suite(.requires(.pythonGRPC), .requires(.curl)) struct GRPCTests {
     final class Setup {
         let authority = MockTokenAuthority()
@@ -16,20 +17,38 @@ import Testing
         let server: GRPCServer
         let proxy: ProxyProcess
         let port: Int
+        /// Where an intercepting proxy keeps its CA (`ca.pem`, which the client trusts).
+        let caDirectory: String
+        let upstream: Upstream
 
-        init(_ lines: String = "", http2: String = "on") throws {
+        /// `upstream`: how the proxy reaches the gRPC server: `h2c`, `tls` (`https://127.0.0.1`)
+        /// or `intercepted` (`https://localhost`, with tls_intercept on for clients that come
+        /// through `https_proxy`).
+        init(_ lines: String = "", http2: String = "on", upstream: Upstream = .h2c) throws {
             self.tokenServer = MockTokenServer(group: e2eMockGroup, authority: self.authority)
             try self.tokenServer.start()
             self.backend = MockUpstream(group: e2eMockGroup, authority: self.authority)
             try self.backend.start()
+            let directory = temporaryDirectory()
+            self.caDirectory = directory + "/ca"
+            self.upstream = upstream
             self.server = try GRPCServer(
                 checkURL: "http://127.0.0.1:\(self.backend.server.port)/whoami",
-                directory: temporaryDirectory()
+                directory: directory,
+                tls: upstream != .h2c
             )
+            let address =
+                switch upstream {
+                case .h2c: "http://127.0.0.1:\(self.server.port)"
+                case .tls: "https://127.0.0.1:\(self.server.port)\nca_file = \(TLSFixtures.caFile)"
+                case .intercepted:
+                    "https://localhost:\(self.server.port)\nca_file = \(TLSFixtures.caFile)\n"
+                        + "tls_intercept = on\nca_dir = \(self.caDirectory)"
+                }
             let config = temporaryFile(
                 """
                 listen = 127.0.0.1:0
-                upstream = http://127.0.0.1:\(self.server.port)
+                upstream = \(address)
                 upstream_http2 = \(http2)
                 token_url = \(self.tokenServer.url)
                 client_id = e2e-client
@@ -44,8 +63,45 @@ import Testing
             self.port = try tcpPort(of: listening)
         }
 
-        func call(_ method: String, count: Int = 1, authorization: String? = nil) throws -> [String] {
-            try GRPCServer.call("127.0.0.1:\(self.port)", method, count: count, authorization: authorization)
+        enum Upstream: Sendable { case h2c, tls, intercepted }
+
+        func call(
+            _ method: String,
+            count: Int = 1,
+            authorization: String? = nil,
+            firstMessage: Int? = nil
+        ) throws -> [String] {
+            try GRPCServer.call(
+                "127.0.0.1:\(self.port)",
+                method,
+                count: count,
+                authorization: authorization,
+                firstMessage: firstMessage
+            )
+        }
+
+        /// `count` unary calls; through an intercepted upstream, from a client that honours
+        /// `https_proxy` (this proxy) on a TLS channel to the gRPC server's own address, trusting the
+        /// proxy's CA.
+        func unaryCalls(_ count: Int) throws -> [String] {
+            guard self.upstream == .intercepted else { return try self.call("/test.Echo/Unary", count: count) }
+            return try GRPCServer.call(
+                "localhost:\(self.server.port)",
+                "/test.Echo/Unary",
+                count: count,
+                trusting: self.caDirectory + "/ca.pem",
+                environment: ["https_proxy": "http://127.0.0.1:\(self.port)", "PATH": "/usr/bin:/bin"]
+            )
+        }
+
+        /// One call with the first token, then every token revoked and `count` concurrent calls:
+        /// their answers, and the token calls they cost.
+        func unaryCallsAfterARevocation(_ count: Int) throws -> (answers: [String], tokenCalls: Int) {
+            #expect(try self.unaryCalls(1) == ["OK authorization=Bearer mock-access-1 call-0"])
+            let before = self.tokenServer.callCount
+            self.authority.revokeAll()
+            let answers = try self.unaryCalls(count)
+            return (answers, self.tokenServer.callCount - before)
         }
 
         /// The admin listener's `/metrics`.
@@ -92,21 +148,60 @@ import Testing
         #expect(answers == ["OK authorization=Bearer mock-access-1 call-0"])
     }
 
-    /// The point: a revocation under 100 concurrent unary calls costs one token call, each call the
-    /// server refused (UNAUTHENTICATED, Trailers-Only) is replayed once with the new token, and every
-    /// call is OK; none saw the refusal.
+    /// The point: a revocation under 200 concurrent unary calls (one client connection, room for
+    /// them all: max_concurrent_streams = 256) costs one token call, each call the server refused
+    /// (UNAUTHENTICATED, Trailers-Only) is replayed once with the new token, and every call is OK;
+    /// none saw the refusal.
     @Test func aRevocationUnderConcurrentUnaryCallsCostsOneTokenCall() throws {
-        let setup = try Setup()
-        #expect(try setup.call("/test.Echo/Unary") == ["OK authorization=Bearer mock-access-1 call-0"])
-        let callsBefore = setup.tokenServer.callCount
-        setup.authority.revokeAll()
-        let answers = try setup.call("/test.Echo/Unary", count: 100)
-        let calls = setup.tokenServer.callCount - callsBefore
+        let setup = try Setup("max_concurrent_streams = 256")
+        let (answers, calls) = try setup.unaryCallsAfterARevocation(200)
         let rejected = setup.backend.rejected.load(ordering: .relaxed)
         setup.stop()
-        #expect(answers == (0..<100).map { "OK authorization=Bearer mock-access-2 call-\($0)" })
+        #expect(answers == (0..<200).map { "OK authorization=Bearer mock-access-2 call-\($0)" })
         #expect(calls == 1)
-        #expect((1...100).contains(rejected), "each call the server refused is replayed once: \(rejected)")
+        #expect((1...200).contains(rejected), "each call the server refused is replayed once: \(rejected)")
+    }
+
+    /// gRPC to a TLS upstream (ALPN h2, chosen by `upstream_http2 = auto`; were it not, the calls
+    /// would end UNAVAILABLE naming the key): `https://127.0.0.1` as the base URL, and
+    /// `https://localhost` reached by a grpcio client that honours `https_proxy` (CONNECT to the
+    /// proxy, TLS inside the tunnel offering ALPN h2, the proxy's CA trusted) through an intercepted
+    /// tunnel. The token goes on, and a revocation under 50 calls costs one token call, every call OK.
+    @Test(arguments: [Setup.Upstream.tls, .intercepted])
+    func aTLSUpstreamGetsTheTokenAndARevocationCostsOneTokenCall(upstream: Setup.Upstream) throws {
+        let setup = try Setup(http2: "auto", upstream: upstream)
+        let (answers, calls) = try setup.unaryCallsAfterARevocation(50)
+        let rejected = setup.backend.rejected.load(ordering: .relaxed)
+        let lines = Setup.accessLines(setup.stop(), "/test.Echo/Unary")
+        #expect(answers == (0..<50).map { "OK authorization=Bearer mock-access-2 call-\($0)" })
+        #expect(calls == 1)
+        #expect(rejected >= 1)
+        #expect(lines.count == 51 && lines.allSatisfy { $0.contains(" protocol=h2 grpc_status=0") }, "\(lines)")
+    }
+
+    /// A bidi call refused after its first message, while the client still streams (it sent two
+    /// messages and waits for their answers before the third; the token endpoint takes 1 s, so
+    /// they wait with the call): replayed with what was sent, and every message is answered
+    /// once, in order, with the new token. Past replay_body_limit (a 32 KiB first message over
+    /// 16 KiB) the server's UNAUTHENTICATED passes through.
+    @Test(arguments: [
+        (
+            "", Optional<Int>.none,
+            "OK authorization=Bearer mock-access-2 call-0.0 / authorization=Bearer mock-access-2 call-0.1"
+                + " / authorization=Bearer mock-access-2 call-0.2"
+        ),
+        ("replay_body_limit = 16KiB", 32768, "UNAUTHENTICATED token refused"),
+    ])
+    func aBidiCallIsReplayedWhileWhatWasSentFitsTheLimit(limit: String, first: Int?, answer: String) throws {
+        let setup = try Setup(limit)
+        #expect(try setup.call("/test.Echo/Unary").count == 1)
+        setup.tokenServer.update { $0.delay = .seconds(1) }
+        setup.authority.revokeAll()
+        let answers = try setup.call("/test.Echo/Chat", firstMessage: first)
+        let after = try setup.call("/test.Echo/Unary")
+        setup.stop()
+        #expect(answers == [answer])
+        #expect(after == ["OK authorization=Bearer mock-access-2 call-0"])
     }
 
     /// A server-streaming call refused Trailers-Only is replayed: the client gets every message.
@@ -177,6 +272,7 @@ import Testing
         let checked = setup.backend.requests.count
         let lines = Setup.accessLines(setup.stop(), "/test.Echo/Unary")
         #expect(lines.count == 1 && lines[0].contains(" status=502 ") && lines[0].hasSuffix(" grpc_status=14"))
+        #expect(lines.first?.contains(" bytes=0 ") == true, "the body sent is empty: \(lines)")
         #expect(answers.count == 1)
         #expect(answers.first?.hasPrefix("UNAVAILABLE bearer-proxy: a gRPC call needs HTTP/2") == true, "\(answers)")
         #expect(answers.first?.contains("upstream_http2 = on") == true, "\(answers)")

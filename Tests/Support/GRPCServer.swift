@@ -15,11 +15,16 @@ package final class GRPCServer: @unchecked Sendable {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/grpc").path
 
-    /// `directory`: where its port file goes.
-    package init(checkURL: String, directory: String) throws {
+    /// `directory`: where its port file goes; `tls`: TLS instead of h2c.
+    package init(checkURL: String, directory: String, tls: Bool = false) throws {
         let portFile = directory + "/grpc-port"
+        var arguments = [ExternalTool.pythonGRPC.program, "-I", Self.fixtures + "/grpc_server.py", portFile, checkURL]
+        if tls {
+            let folder = TLSFixtures.directory.path
+            arguments += [folder + "/server.pem", folder + "/server.key"]
+        }
         self.pid = try spawnProcess(
-            [ExternalTool.pythonGRPC.program, "-I", Self.fixtures + "/grpc_server.py", portFile, checkURL],
+            arguments,
             stdout: STDERR_FILENO,
             stderr: STDERR_FILENO
         )
@@ -44,17 +49,25 @@ package final class GRPCServer: @unchecked Sendable {
 
     /// `count` concurrent calls of `method` from grpcio's client to `target` (h2c), `authorization`
     /// sent as the calls' own metadata when given: one line per call, `OK …` or `CODE details`.
+    /// `trusting`: TLS trusting that CA file, through the `https_proxy` of `environment` (the
+    /// client's whole environment when given); `firstMessage`: a bidi call's first message padded
+    /// to that many bytes.
     package static func call(
         _ target: String,
         _ method: String,
         count: Int = 1,
-        authorization: String? = nil
+        authorization: String? = nil,
+        trusting caFile: String? = nil,
+        firstMessage: Int? = nil,
+        environment: [String: String]? = nil
     ) throws -> [String] {
         var arguments = [
             ExternalTool.pythonGRPC.program, "-I", Self.fixtures + "/grpc_client.py", target, method, String(count),
         ]
         if let authorization { arguments.append(authorization) }
-        let outcome = try runProgram(arguments, timeout: .seconds(60))
+        if let caFile { arguments += ["--ca", caFile] }
+        if let firstMessage { arguments += ["--first", String(firstMessage)] }
+        let outcome = try runProgram(arguments, environment: environment, timeout: .seconds(60))
         return outcome.standardOutput.split(separator: "\n").map(String.init)
     }
 }

@@ -398,7 +398,8 @@ extension ClientConnection {
             case .otherHostDenied: decision = .otherHost
             default: decision = Self.decision(record)
             }
-            let bytes = error.message.utf8.count + 1
+            // A gRPC answer carries its sentence in grpc-message: its body is empty.
+            let bytes = response.isGRPC ? 0 : error.message.utf8.count + 1
             if response.isGRPC { self.grpcStatus = GRPC.status(forHTTPStatus: error.status) }
             self.recordCompletion(record, status: error.status, bytes: bytes, replayed: false, decision: decision)
         } else {

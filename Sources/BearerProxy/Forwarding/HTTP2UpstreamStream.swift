@@ -58,7 +58,7 @@ final class HTTP2UpstreamStream {
     // MARK: The request
 
     private func readRequest() {
-        while !self.isFinished && !self.requestEnded {
+        reading: while !self.isFinished && !self.requestEnded {
             let event: HTTPRequestParser.Event
             do throws(HTTPParseError) {
                 event = try self.pipe.inbound.parseNext(payload: { self.requestBody($0) }) {
@@ -69,8 +69,10 @@ final class HTTP2UpstreamStream {
             }
             switch event {
             case .needMore:
-                if self.pipe.hasReadEnded && self.request == nil { self.fail() }
-                return
+                if self.pipe.hasReadEnded && self.request == nil { return self.fail() }
+                // The rest of the body is not here yet: a streaming call (gRPC bidi) needs its
+                // stream open before its request ends.
+                break reading
             case .head(let head, _):
                 self.request = HTTP2UpstreamRequestTranslation.headerList(head, isHTTPS: self.origin.isHTTPS)
                 self.isHeadRequest = head.method == .head

@@ -69,6 +69,8 @@ package final class TokenSession: Sendable {
     let logger: Logger
     let clock: TimeSource
     let refreshOn: [Int]
+    /// `refresh_on` as the config file writes it (`401,grpc-unauthenticated`), for the warning.
+    let refreshOnDescription: String
     let timer: SessionTimer
     /// Where writing and watching refresh_token_file run: those system calls may block.
     let blockingWork: BlockingWorkPool
@@ -116,6 +118,7 @@ package final class TokenSession: Sendable {
         self.logger = logger
         self.clock = clock
         self.refreshOn = sessionSettings.refreshOn
+        self.refreshOnDescription = sessionSettings.refreshOnDescription
         self.timer = SessionTimer(scheduler: timers)
         self.blockingWork = blockingWork
         let settings = Self.machineSettings(supply, refreshTimeout: process.refreshTimeout)
@@ -263,7 +266,7 @@ package final class TokenSession: Sendable {
                 "the upstream refused the access token, and nothing can refresh it; its answers pass through to clients",
                 [
                     "generation": "\(generation)",
-                    "refresh_on": self.refreshOn.map(String.init).joined(separator: ","),
+                    "refresh_on": self.refreshOnDescription,
                     "fix": Self.waysToNewTokens,
                 ]
             )

@@ -3,15 +3,19 @@ on raw bytes (no generated stubs). Each call must carry a token the tests' mock 
 server asks CHECK_URL (a MockUpstream's /whoami) with the call's `authorization`, and answers
 UNAUTHENTICATED otherwise, before any message (so grpcio sends it Trailers-Only).
 
-    grpc_server.py PORT_FILE CHECK_URL
+    grpc_server.py PORT_FILE CHECK_URL [CERTIFICATE KEY]
 
 It listens on 127.0.0.1 on a port of its choosing and writes the number into PORT_FILE (written
-whole, then renamed into place): the test waits for the file. Methods:
+whole, then renamed into place): the test waits for the file. Given CERTIFICATE and KEY (PEM files)
+it speaks TLS, and grpcio's ALPN offers h2. Methods:
   /test.Echo/Unary   the request's bytes back, after `authorization=` and each value it saw
   /test.Echo/Stream  three messages `part N authorization=…`
   /test.Echo/Late    one message, then UNAUTHENTICATED in the trailers (after DATA)
   /test.Echo/Deadline  the whole seconds left of the call's deadline (`grpc-timeout`) as it arrived
   /test.Echo/Upload  client-streaming: how many bytes the messages held, once all arrived
+  /test.Echo/Chat    bidi-streaming: reads the first message, then checks the token (so a refusal
+                     comes after a message arrived, Trailers-Only), then answers each message as it
+                     comes with `authorization=… <the message's first 16 bytes>`
 """
 
 import os
@@ -72,6 +76,14 @@ def upload(requests, context):
     return checked(context) + b" %d bytes" % size
 
 
+def chat(requests, context):
+    seen = None
+    for request in requests:
+        if seen is None:
+            seen = checked(context)
+        yield seen + b" " + request[:16].rstrip(b".")
+
+
 class Handlers(grpc.GenericRpcHandler):
     methods = {
         "/test.Echo/Unary": grpc.unary_unary_rpc_method_handler(unary),
@@ -79,6 +91,7 @@ class Handlers(grpc.GenericRpcHandler):
         "/test.Echo/Late": grpc.unary_stream_rpc_method_handler(late),
         "/test.Echo/Deadline": grpc.unary_unary_rpc_method_handler(deadline),
         "/test.Echo/Upload": grpc.stream_unary_rpc_method_handler(upload),
+        "/test.Echo/Chat": grpc.stream_stream_rpc_method_handler(chat),
     }
 
     def service(self, details):
@@ -86,7 +99,12 @@ class Handlers(grpc.GenericRpcHandler):
 
 
 server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), handlers=[Handlers()])
-port = server.add_insecure_port("127.0.0.1:0")
+if len(sys.argv) > 4:
+    with open(sys.argv[3], "rb") as certificate, open(sys.argv[4], "rb") as key:
+        credentials = grpc.ssl_server_credentials([(key.read(), certificate.read())])
+    port = server.add_secure_port("127.0.0.1:0", credentials)
+else:
+    port = server.add_insecure_port("127.0.0.1:0")
 server.start()
 with open(PORT_FILE + ".part", "w") as file:
     file.write(str(port))
