@@ -139,3 +139,28 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// A sanitizer's build (scripts/sanitize) compiles only what its suites run: BEARER_TEST_TARGETS names
+// those test targets, and the package keeps them and what they depend on, leaving out the other test
+// targets and the executables (the thread build drops about half the code it would compile).
+if let kept = Context.environment["BEARER_TEST_TARGETS"] {
+    var needed = Set(kept.split(separator: ",").map(String.init))
+    var grew = true
+    while grew {
+        grew = false
+        for target in package.targets where needed.contains(target.name) {
+            for dependency in target.dependencies {
+                switch dependency {
+                case .targetItem(let name, _), .byNameItem(let name, _):
+                    grew = needed.insert(name).inserted || grew
+                default: break
+                }
+            }
+            for plugin in target.plugins ?? [] {
+                if case .plugin(let name, _) = plugin { grew = needed.insert(name).inserted || grew }
+            }
+        }
+    }
+    package.targets.removeAll { !needed.contains($0.name) }
+    package.products.removeAll()
+}
