@@ -236,6 +236,23 @@ struct HarnessSocket: BlockingByteChannel {
         #expect(harness.server.observed.failure?.tlsFailure == .peerClosedDuringHandshake)
     }
 
+    /// An error a test before left on this thread's OpenSSL queue (the tests share their threads) is
+    /// not the client's: a read that only has to wait for the server's bytes waits for them.
+    @Test func anErrorLeftOnTheThreadDoesNotFailTheClient() throws {
+        let harness = try MidStreamTLSHarness(.epoll)
+        let client = try self.opened(harness)
+        try client.finishHandshake()
+        client.write("x")
+        // A certificate that is not PEM: PEM_R_NO_START_LINE stays on the queue.
+        Array("not a certificate\n".utf8).withUnsafeBytes { text in
+            let bio = BIO_new_mem_buf(text.baseAddress, Int32(text.count))
+            X509_free(PEM_read_bio_X509(bio, nil, nil, nil))
+            BIO_free(bio)
+        }
+        try #require(ERR_peek_error() != 0)
+        #expect(client.read(count: 1).bytes == Array("x".utf8))
+    }
+
     @Test(arguments: IOBackend.allCases)
     func aSecondConnectionResumesTheSession(io: IOBackend) throws {
         let harness = try MidStreamTLSHarness(io)
