@@ -153,8 +153,28 @@ extension EventLoop {
             self.slots[index].receive = .cancelling(rearm: true)
         case .idle:
             self.slots[index].receive = .armed
+            self.slots[index].receiveBatch = ring.batch
             cbl_sqe_recv_multishot(ring.nextEntry(), fd, ring.buffers.group, self.token(fd) | Self.receiveTag)
         }
+    }
+
+    /// Cancels `fd`'s receive before its descriptor is closed. The kernel looks a request's
+    /// descriptor up when the ring submits it, at the start of the next turn; a receive armed in this
+    /// turn has not gone yet, and once the number is closed, whatever socket any thread opens next
+    /// may take it: that receive would take that socket's bytes (a stream of another connection
+    /// losing a piece, which TLS reports as a bad record MAC). Such a receive goes to the kernel
+    /// now, with its cancellation, while the number is still its socket's: one more system call,
+    /// for a stream closed in the turn that armed its receive.
+    func stopReceivingBeforeClose(_ fd: Int32) {
+        guard let ring = self.ring, Int(fd) < self.slots.count else { return }
+        let isQueued: Bool
+        if case .armed = self.slots[Int(fd)].receive {
+            isQueued = self.slots[Int(fd)].receiveBatch == ring.batch
+        } else {
+            isQueued = false
+        }
+        self.stopReceiving(fd)
+        if isQueued { ring.submit(waitingFor: 0, timeoutNanoseconds: nil) }
     }
 
     /// Cancels `fd`'s receive; bytes already in flight are still delivered.

@@ -73,6 +73,9 @@ package final class EventLoop: @unchecked Sendable {
         var isInEpoll = false
         /// Its multishot receive, with a ring.
         var receive: ReceiveState = .idle
+        /// The ring's `batch` when that receive was armed: while the ring is still at it, the receive
+        /// has not reached the kernel.
+        var receiveBatch: UInt64 = 0
         /// A send of it is in flight in the ring.
         var isSending = false
     }
@@ -255,7 +258,7 @@ package final class EventLoop: @unchecked Sendable {
         let index = Int(fd)
         guard index < self.slots.count, self.slots[index].handler != nil else { return }
         // An armed receive holds the socket open until it ends: cancel it before the fd is closed.
-        self.stopReceiving(fd)
+        self.stopReceivingBeforeClose(fd)
         if self.ring == nil || self.slots[index].isInEpoll {
             _ = cbl_epoll_ctl(self.epollFD, CBL_EPOLL_CTL_DEL, fd, 0, 0)
         }

@@ -28,6 +28,9 @@ package final class IOUring {
     private var queued: UInt32 = 0
     /// Requests submitted whose last completion has not come yet.
     private(set) var outstanding = 0
+    /// How many times queued entries went to the kernel: an entry queued while this was N has not
+    /// reached the kernel (which has not looked at its descriptor yet) while it still is.
+    private(set) var batch: UInt64 = 0
     private var localTail: UInt32
 
     let buffers: ProvidedBuffers
@@ -142,6 +145,7 @@ package final class IOUring {
         cbl_store_release_u32(self.submissionTail, self.localTail)
         let toSubmit = self.queued
         self.queued = 0
+        if toSubmit > 0 { self.batch &+= 1 }
         guard count > 0 else {
             if toSubmit > 0 { _ = cbl_io_uring_enter(self.fd, toSubmit, 0, 0, nil, 0) }
             return

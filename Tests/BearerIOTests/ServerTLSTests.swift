@@ -104,6 +104,20 @@ final class MidStreamTLSHarness {
     }
 }
 
+/// A client socket of a harness, holding the harness for as long as a client uses the socket: the
+/// harness closes its sockets when it goes, and a socket closed under its client is worse than an
+/// error. Its number goes to the next socket any thread of the process opens (the parallel tests'
+/// clients and servers), so the client's writes land in another test's connection and its reads
+/// take another test's bytes: a handshake that fails elsewhere, "decryption failed or bad record mac".
+struct HarnessSocket: BlockingByteChannel {
+    let harness: MidStreamTLSHarness
+    let socket: BlockingSocket
+
+    func send(_ bytes: [UInt8]) { self.socket.send(bytes) }
+    func receiveSome() -> [UInt8] { self.socket.receiveSome() }
+    func shutdownWrite() { self.socket.shutdownWrite() }
+}
+
 @Suite struct ServerTLSTests {
     /// Reads the clear `OK\n`; the TLS bytes behind it stay for the client.
     func readClearAnswer(_ socket: BlockingSocket, into client: MemoryTLSClient) throws {
@@ -125,7 +139,7 @@ final class MidStreamTLSHarness {
         pieceSize: Int = 0
     ) throws -> MemoryTLSClient {
         let socket = try harness.connect()
-        let client = MemoryTLSClient(socket: socket, options)
+        let client = MemoryTLSClient(socket: HarnessSocket(harness: harness, socket: socket), options)
         let opening = Array("HELLO\n".utf8) + client.clientHello()
         if pieceSize == 0 { socket.send(opening) } else { socket.sendInPieces(opening, size: pieceSize) }
         try self.readClearAnswer(socket, into: client)
@@ -175,6 +189,9 @@ final class MidStreamTLSHarness {
             )
             try client.finishHandshake()
             #expect(client.negotiatedProtocol == expected, "offered \(offered)")
+            // The session carries data: the handshake's last flight reached this test's server.
+            client.write("x")
+            #expect(client.read(count: 1).bytes == Array("x".utf8), "offered \(offered)")
         }
         let harness = try MidStreamTLSHarness(io)
         let h2Only = try self.opened(harness, .init(caFile: TLSFixtures.caFile, alpn: ["h2"]))
@@ -217,6 +234,23 @@ final class MidStreamTLSHarness {
         socket.shutdownWrite()
         #expect(waitUntil { harness.server.observed.closed == 1 })
         #expect(harness.server.observed.failure?.tlsFailure == .peerClosedDuringHandshake)
+    }
+
+    /// An error a test before left on this thread's OpenSSL queue (the tests share their threads) is
+    /// not the client's: a read that only has to wait for the server's bytes waits for them.
+    @Test func anErrorLeftOnTheThreadDoesNotFailTheClient() throws {
+        let harness = try MidStreamTLSHarness(.epoll)
+        let client = try self.opened(harness)
+        try client.finishHandshake()
+        client.write("x")
+        // A certificate that is not PEM: PEM_R_NO_START_LINE stays on the queue.
+        Array("not a certificate\n".utf8).withUnsafeBytes { text in
+            let bio = BIO_new_mem_buf(text.baseAddress, Int32(text.count))
+            X509_free(PEM_read_bio_X509(bio, nil, nil, nil))
+            BIO_free(bio)
+        }
+        try #require(ERR_peek_error() != 0)
+        #expect(client.read(count: 1).bytes == Array("x".utf8))
     }
 
     @Test(arguments: IOBackend.allCases)

@@ -84,6 +84,7 @@ package final class MemoryTLSClient {
 
     /// Runs the handshake as far as it goes without the server's answer: the ClientHello.
     package func clientHello() -> [UInt8] {
+        ERR_clear_error()
         _ = SSL_do_handshake(self.ssl)
         return self.takeOutput()
     }
@@ -91,6 +92,9 @@ package final class MemoryTLSClient {
     /// Sends what the handshake produced and feeds it the server's bytes until it completes.
     package func finishHandshake() throws(Failure) {
         while true {
+            // SSL_get_error reads this thread's error queue: an error an earlier test left on the
+            // thread would turn a want-read into a failure, and be reported as this handshake's.
+            ERR_clear_error()
             let result = SSL_do_handshake(self.ssl)
             self.socket.send(self.takeOutput())
             if result == 1 { return }
@@ -112,6 +116,7 @@ package final class MemoryTLSClient {
 
     package func write(_ text: String) {
         let bytes = Array(text.utf8)
+        ERR_clear_error()
         _ = bytes.withUnsafeBytes { SSL_write(self.ssl, $0.baseAddress, Int32($0.count)) }
         self.socket.send(self.takeOutput())
     }
@@ -121,6 +126,7 @@ package final class MemoryTLSClient {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while received.count < count {
+            ERR_clear_error()
             let result = buffer.withUnsafeMutableBytes { SSL_read(self.ssl, $0.baseAddress, Int32($0.count)) }
             if result > 0 {
                 received += buffer[0..<Int(result)]
