@@ -77,7 +77,7 @@ final class ClientConnection {
         self.isProtocolDecided = http2Client != nil
         self.context = context
         self.loop = context.loop
-        self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
+        self.parser = HTTPRequestParser(maximumHeadBytes: runtime.maxHeaderBytes)
         self.machine = ClientConnectionStateMachine(
             rules: runtime.connectionRules,
             isFromUnixSocket: isFromUnixSocket,

@@ -27,7 +27,7 @@ final class HTTP2Connection {
         self.owner = owner
         self.stream = owner.stream
         var configuration = HTTP2ServerConnectionStateMachine.Configuration()
-        configuration.maxHeaderBytes = owner.runtime.configuration.maxHeaderBytes
+        configuration.maxHeaderBytes = owner.runtime.maxHeaderBytes
         configuration.maxConcurrentStreams = owner.runtime.configuration.process.maxConcurrentStreams
         self.machine = HTTP2ServerConnectionStateMachine(configuration: configuration)
         self.parser = configuration.makeFrameParser()

@@ -20,23 +20,23 @@ final class HTTP2StreamExchange {
     /// This side's end of the pipe; the exchange's `ClientConnection` owns the other.
     private let pipe: StreamConnection
     private let exchange: ClientConnection
-    private var request: HTTP2RequestTranslation
-    private var parser: HTTPResponseParser
+    @exclusivity(unchecked) private var request: HTTP2RequestTranslation
+    @exclusivity(unchecked) private var parser: HTTPResponseParser
     /// Request body bytes written to the pipe and not yet taken by the exchange. Taken, they are
     /// credited to the client.
-    private var credit = PipeCredit()
+    @exclusivity(unchecked) private var credit = PipeCredit()
     /// Response body bytes waiting for the client's window.
-    private var pendingBody = ByteBuffer()
+    @exclusivity(unchecked) private var pendingBody = ByteBuffer()
     /// Since when response bytes have been waiting and none went out: the client gives no window, or
     /// does not read its socket. nil while the response flows. The connection resets a stream stalled
     /// for `client_idle_timeout` (`HTTP2Connection.deadline`), so that a zero window held forever holds
     /// no upstream connection and no buffers forever.
-    private(set) var stalledSince: Instant?
-    private var state = State.awaitingResponse
+    @exclusivity(unchecked) private(set) var stalledSince: Instant?
+    @exclusivity(unchecked) private var state = State.awaitingResponse
     /// The response's trailers, sent as the stream's last HEADERS once its body went out.
-    private var trailers: HeaderList?
+    @exclusivity(unchecked) private var trailers: HeaderList?
     /// The response head went out with END_STREAM: its body was empty (`content-length: 0`).
-    private var headEndedStream = false
+    @exclusivity(unchecked) private var headEndedStream = false
 
     private enum State {
         case awaitingResponse
@@ -66,7 +66,7 @@ final class HTTP2StreamExchange {
         // Inside an intercepted tunnel every stream goes to the tunnel's host, as its requests would.
         self.exchange.machine.servedTunnelTarget = owner.machine.servedTunnelTarget
         self.request = HTTP2RequestTranslation(head, endStream: endStream)
-        self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.configuration.maxHeaderBytes)
+        self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.maxHeaderBytes)
         self.parser.expectResponse(to: head.method)
     }
 
