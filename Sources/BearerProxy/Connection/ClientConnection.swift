@@ -40,8 +40,11 @@ final class ClientConnection {
     @exclusivity(unchecked) var isProtocolDecided: Bool
     /// The client spoke HTTP/2: this connection only owns the stream and its accounting from then on.
     @exclusivity(unchecked) var http2: HTTP2Connection?
-    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
+    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`): its stream
+    /// is a detached one, which that stream fills and empties, and which it tells when to look.
     let servesHTTP2Stream: Bool
+    /// The HTTP/2 stream this connection serves. Weak: the stream holds this connection.
+    weak var http2Stream: HTTP2StreamExchange?
     /// The client's connection whose HTTP/2 stream this one serves: its peer is this one's client (the
     /// pipe between them has none). Weak: the stream's exchange may log after that connection went.
     private weak var http2Client: ClientConnection?
@@ -88,7 +91,8 @@ final class ClientConnection {
 
     func start() {
         self.context.clients[ObjectIdentifier(self)] = self
-        self.stream.start(delegate: self)
+        // A detached stream has no events to start: its HTTP/2 stream calls `pump`.
+        if !self.servesHTTP2Stream { self.stream.start(delegate: self) }
         self.armTimer()
     }
 
@@ -141,6 +145,13 @@ final class ClientConnection {
             // connections run first.
             self.loop.defer { self.pump() }
         }
+        self.settle()
+        // Last: the HTTP/2 stream may take the answer and end this connection.
+        if self.servesHTTP2Stream { self.http2Stream?.exchangeProgressed() }
+    }
+
+    /// Flushes both sides, then settles reading and the timer.
+    private func settle() {
         guard !self.machine.isClosed else { return }
         self.stream.flush()
         self.upstream?.stream.flush()
