@@ -43,8 +43,10 @@ final class ClientConnection {
     /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`): its stream
     /// is a detached one, which that stream fills and empties, and which it tells when to look.
     let servesHTTP2Stream: Bool
-    /// The HTTP/2 stream this connection serves. Weak: the stream holds this connection.
-    weak var http2Stream: HTTP2StreamExchange?
+    /// The HTTP/2 stream this connection serves. Not counted: the stream holds this connection, and
+    /// sets this to nil when it goes (`HTTP2StreamExchange.deinit`). A weak reference gave every
+    /// stream a side table, and every retain and release of it the slow path.
+    unowned(unsafe) var http2Stream: HTTP2StreamExchange?
     /// The client's connection whose HTTP/2 stream this one serves: its peer is this one's client (the
     /// pipe between them has none). Weak: the stream's exchange may log after that connection went.
     private weak var http2Client: ClientConnection?

@@ -78,6 +78,10 @@ final class HTTP2StreamExchange {
         self.writeRequest { buffer in request.head.withUnsafeBytes { buffer.writeBytes($0) } }
     }
 
+    deinit {
+        self.exchange.http2Stream = nil
+    }
+
     func start() {
         // The exchange's connection counts as one until it closes (`ProxyRuntime.connectionClosed`).
         self.connection.owner.runtime.openConnections.add(1, ordering: .relaxed)
