@@ -225,7 +225,7 @@ package final class StreamConnection: Selectable {
         self.loop.lendBuffer(to: &self.outbound)
     }
 
-    private func releaseOutbound() {
+    func releaseOutbound() {
         if self.outbound.capacity > 0 && self.outbound.isEmpty {
             self.loop.returnBuffer(from: &self.outbound)
         }

@@ -7,6 +7,9 @@ import Synchronization
 /// What every connection of a running proxy shares: configuration, routes, the sessions.
 package final class ProxyRuntime: Sendable {
     package let configuration: Configuration
+    /// `configuration.maxHeaderBytes`, read once: through the configuration's key path it cost every
+    /// HTTP/2 stream a copy of the whole configuration, twice.
+    package let maxHeaderBytes: Int
     package let router: Router
     package let requestGuard: RequestGuard
     /// Every session: the default one first, then the named ones in file order (`NamedSession.index`).
@@ -120,6 +123,7 @@ package final class ProxyRuntime: Sendable {
         self.auditLogSink = Locked(auditLog)
         self.interceptCertificates = interceptCertificates
         self.configuration = configuration
+        self.maxHeaderBytes = configuration.maxHeaderBytes
         self.router = router
         self.requestGuard = requestGuard
         self.sessions = sessions
@@ -148,7 +152,7 @@ final class LoopContext {
         loop: self.loop,
         connector: self.runtime.connector,
         logger: self.runtime.logger,
-        maxHeaderBytes: self.runtime.configuration.maxHeaderBytes,
+        maxHeaderBytes: self.runtime.maxHeaderBytes,
         settingsTimeout: self.runtime.configuration.process.upstreamConnectTimeout,
         trailersDropped: { [unowned self] in self.metrics.trailersDropped += 1 },
         grpcUnauthenticatedUnreplayable: { [unowned self] in self.metrics.grpcUnauthenticatedUnreplayable += 1 }

@@ -171,6 +171,19 @@ import Testing
         #expect(metrics.contains("bearer_proxy_trailers_dropped_total 1\n"), "\(metrics)")
     }
 
+    /// An answer whose end the proxy already has when its body goes out ends the stream with its
+    /// last DATA frame, as nginx's does: no empty DATA frame after it.
+    @Test(.requires(.h2load)) func anAnswersLastDataFrameEndsTheStream() throws {
+        let setup = try HTTP2PriorKnowledgeTests.Setup()
+        let client = Client(program: ["/usr/bin/nghttp", "-v", "--timeout=20", "http://127.0.0.1:\(setup.port)/v1/ok"])
+        let outcome = client.finish()
+        _ = setup.stop()
+        let data = (outcome?.standardOutput ?? "").split(separator: "\n").filter { $0.contains("recv DATA") }
+        #expect(outcome?.status == 0, "\(outcome?.standardOutput ?? "no outcome")")
+        #expect(data.count == 1, "\(data)")
+        #expect(data.first?.contains("flags=0x01") == true && data.first?.contains("length=0,") == false, "\(data)")
+    }
+
     /// `nghttp` comes with h2load (nghttp2-client).
     @Test(.requires(.h2load)) func aShutdownSendsGoawayAndFinishesTheStreamInFlight() throws {
         let setup = try HTTP2PriorKnowledgeTests.Setup()

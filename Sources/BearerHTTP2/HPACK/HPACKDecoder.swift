@@ -46,6 +46,9 @@ package struct HPACKDecoder: Sendable {
     /// Decodes one whole header block into a list.
     package mutating func decode(_ block: UnsafeRawBufferPointer) throws(HPACKError) -> HeaderList {
         var list = HeaderList()
+        // Room for a typical block's fields at once (indexed fields decode to more bytes than they
+        // take): growing the list field by field reallocated it several times a block.
+        list.reserveCapacity(bytes: 2 * block.count + 64, fields: 16)
         var position = 0
         var budget = self.maxHeaderListSize
         var seenField = false

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Encodes header lists into header blocks (RFC 7541 §6) with one connection direction's dynamic
 /// table, deterministically, so that RFC 7541 Appendix C's examples come out byte for byte.
 ///
@@ -94,22 +96,34 @@ package struct HPACKEncoder: Sendable {
     }
 
     /// The absolute index of a field equal to this one, and the lowest index of one with its name.
+    /// Lengths are compared before bytes, and the static table is searched only among the names of
+    /// this length: every response's fields went through the whole table, 4% of an HTTP/2 request's CPU.
     private func search(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) -> (full: Int?, name: Int?) {
         var nameMatch: Int?
-        for (position, entry) in StaticTable.entries.enumerated() where entry.name.elementsEqual(name) {
-            if entry.value.elementsEqual(value) { return (position + 1, nameMatch ?? position + 1) }
+        for position in StaticTable.positions(ofNameLength: name.count) {
+            let entry = StaticTable.entries[position]
+            guard Self.equal(entry.name, name) else { continue }
+            if Self.equal(entry.value, value) { return (position + 1, nameMatch ?? position + 1) }
             nameMatch = nameMatch ?? position + 1
         }
         var dynamicIndex = 1
         while dynamicIndex <= self.table.count {
             let entry = self.table[dynamicIndex]
-            if entry.name.elementsEqual(name) {
-                if entry.value.elementsEqual(value) { return (StaticTable.count + dynamicIndex, nameMatch) }
+            if Self.equal(entry.name, name) {
+                if Self.equal(entry.value, value) { return (StaticTable.count + dynamicIndex, nameMatch) }
                 nameMatch = nameMatch ?? StaticTable.count + dynamicIndex
             }
             dynamicIndex += 1
         }
         return (nil, nameMatch)
+    }
+
+    @inline(__always)
+    private static func equal(_ entry: [UInt8], _ bytes: ArraySlice<UInt8>) -> Bool {
+        guard entry.count == bytes.count else { return false }
+        return entry.withUnsafeBytes { a in
+            bytes.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        }
     }
 
     private func writeString(_ string: ArraySlice<UInt8>, into output: inout [UInt8]) {

@@ -17,4 +17,15 @@ enum StaticTable {
     ].map { (Array($0.0.utf8), Array($0.1.utf8)) }
 
     static var count: Int { 61 }
+
+    /// The positions in `entries` of the names `length` bytes long, in order.
+    static func positions(ofNameLength length: Int) -> [Int] {
+        length < byNameLength.count ? byNameLength[length] : []
+    }
+
+    private static let byNameLength: [[Int]] = {
+        var table = [[Int]](repeating: [], count: (entries.map(\.name.count).max() ?? 0) + 1)
+        for (position, entry) in entries.enumerated() { table[entry.name.count].append(position) }
+        return table
+    }()
 }

@@ -29,6 +29,9 @@ final class MemoryTransport: InProcessEventSource {
     private var handler: Selectable?
     private var interest: Interest = .none
     var isQueued = false
+    /// No peer and no events, ever: the owner's bytes stay in its stream's outbound buffer, where the
+    /// one who reads them takes them (`StreamConnection.detached`).
+    private let isDetached: Bool
 
     /// Where the bytes from the peer are. Valid transitions: .ended, .reset.
     private enum Receiving {
@@ -46,10 +49,11 @@ final class MemoryTransport: InProcessEventSource {
         case failing(Int32)
     }
 
-    private init(loop: EventLoop, capacity: Int, refusal: Int32) {
+    private init(loop: EventLoop, capacity: Int, refusal: Int32, isDetached: Bool = false) {
         self.loop = loop
         self.capacity = capacity
         self.refusal = refusal
+        self.isDetached = isDetached
     }
 
     /// Two connected ends on `loop`, each taking up to `capacity` bytes unread.
@@ -59,6 +63,11 @@ final class MemoryTransport: InProcessEventSource {
         first.peer = second
         second.peer = first
         return (first, second)
+    }
+
+    /// An end with no peer that takes nothing and tells nothing (`StreamConnection.detached`).
+    static func detached(on loop: EventLoop) -> MemoryTransport {
+        MemoryTransport(loop: loop, capacity: 0, refusal: 0, isDetached: true)
     }
 
     /// The end of a connect nobody listened for: it fails with `errno` on the next turn.
@@ -77,7 +86,7 @@ final class MemoryTransport: InProcessEventSource {
 
     func setInterest(_ interest: Interest) {
         self.interest = interest
-        self.wake()
+        if !self.isDetached { self.wake() }
     }
 
     /// What a socket's SO_ERROR would say: the refused connect, or the reset.
@@ -146,6 +155,7 @@ final class MemoryTransport: InProcessEventSource {
 
     /// Puts as much of `bytes` in the peer's inbox as it has room for; the rest waits for writability.
     func send(_ bytes: inout ByteBuffer) throws(IOError) -> Int {
+        if self.isDetached { return 0 }
         if case .failing(let code) = self.sending { throw IOError(errnoCode: code, function: "send") }
         guard let peer = self.peer else { throw IOError(errnoCode: EPIPE, function: "send") }
         let count = min(bytes.readableBytes, peer.capacity - peer.inbox.readableBytes)
@@ -182,6 +192,7 @@ final class MemoryTransport: InProcessEventSource {
     /// Closes this end: the peer reads the end (or, after `setResetOnClose`, fails with a reset),
     /// and its sends fail from then on.
     func close() {
+        if self.isDetached { return }
         self.loop.removeInProcessSource(self)
         self.handler = nil
         if let peer = self.peer {

@@ -432,6 +432,8 @@ extension ClientConnection {
         self.dropUpstream()
         self.context.clients[ObjectIdentifier(self)] = nil
         self.runtime.connectionClosed()
+        // Before the stream closes: its HTTP/2 stream takes what was written to it.
+        if self.servesHTTP2Stream { self.http2Stream?.exchangeClosed() }
     }
 
     private func log(_ reason: ClientConnectionStateMachine.CloseReason) {

@@ -40,8 +40,13 @@ final class ClientConnection {
     @exclusivity(unchecked) var isProtocolDecided: Bool
     /// The client spoke HTTP/2: this connection only owns the stream and its accounting from then on.
     @exclusivity(unchecked) var http2: HTTP2Connection?
-    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`).
+    /// This connection serves one stream of an HTTP/2 connection (`HTTP2StreamExchange`): its stream
+    /// is a detached one, which that stream fills and empties, and which it tells when to look.
     let servesHTTP2Stream: Bool
+    /// The HTTP/2 stream this connection serves. Not counted: the stream holds this connection, and
+    /// sets this to nil when it goes (`HTTP2StreamExchange.deinit`). A weak reference gave every
+    /// stream a side table, and every retain and release of it the slow path.
+    unowned(unsafe) var http2Stream: HTTP2StreamExchange?
     /// The client's connection whose HTTP/2 stream this one serves: its peer is this one's client (the
     /// pipe between them has none). Weak: the stream's exchange may log after that connection went.
     private weak var http2Client: ClientConnection?
@@ -77,7 +82,7 @@ final class ClientConnection {
         self.isProtocolDecided = http2Client != nil
         self.context = context
         self.loop = context.loop
-        self.parser = HTTPRequestParser(maximumHeadBytes: runtime.configuration.maxHeaderBytes)
+        self.parser = HTTPRequestParser(maximumHeadBytes: runtime.maxHeaderBytes)
         self.machine = ClientConnectionStateMachine(
             rules: runtime.connectionRules,
             isFromUnixSocket: isFromUnixSocket,
@@ -88,7 +93,8 @@ final class ClientConnection {
 
     func start() {
         self.context.clients[ObjectIdentifier(self)] = self
-        self.stream.start(delegate: self)
+        // A detached stream has no events to start: its HTTP/2 stream calls `pump`.
+        if !self.servesHTTP2Stream { self.stream.start(delegate: self) }
         self.armTimer()
     }
 
@@ -141,6 +147,13 @@ final class ClientConnection {
             // connections run first.
             self.loop.defer { self.pump() }
         }
+        self.settle()
+        // Last: the HTTP/2 stream may take the answer and end this connection.
+        if self.servesHTTP2Stream { self.http2Stream?.exchangeProgressed() }
+    }
+
+    /// Flushes both sides, then settles reading and the timer.
+    private func settle() {
         guard !self.machine.isClosed else { return }
         self.stream.flush()
         self.upstream?.stream.flush()

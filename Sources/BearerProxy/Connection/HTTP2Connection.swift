@@ -19,6 +19,11 @@ final class HTTP2Connection {
     @exclusivity(unchecked) private var exchanges: [UInt32: HTTP2StreamExchange] = [:]
     @exclusivity(unchecked) private var isClosed = false
     @exclusivity(unchecked) private var isPumping = false
+    /// The streams are being walked (`pump`): one that ends waits in `endedWhileSending` to leave
+    /// `exchanges`, which removing it from at once copied (a copy of the whole dictionary for each
+    /// stream that ended, 2% of a request's CPU).
+    @exclusivity(unchecked) private var isSending = false
+    @exclusivity(unchecked) private var endedWhileSending: [UInt32] = []
     /// Since when no stream is open (from the preface, then from each last stream's end); nil while
     /// one is. The connection ends after `client_idle_timeout` of it, as an idle HTTP/1.1 one does.
     @exclusivity(unchecked) private var idleSince: Instant?
@@ -27,7 +32,7 @@ final class HTTP2Connection {
         self.owner = owner
         self.stream = owner.stream
         var configuration = HTTP2ServerConnectionStateMachine.Configuration()
-        configuration.maxHeaderBytes = owner.runtime.configuration.maxHeaderBytes
+        configuration.maxHeaderBytes = owner.runtime.maxHeaderBytes
         configuration.maxConcurrentStreams = owner.runtime.configuration.process.maxConcurrentStreams
         self.machine = HTTP2ServerConnectionStateMachine(configuration: configuration)
         self.parser = configuration.makeFrameParser()
@@ -43,7 +48,11 @@ final class HTTP2Connection {
         defer { self.isPumping = false }
         self.processClientInput()
         guard !self.isClosed else { return }
+        self.isSending = true
         for exchange in self.exchanges.values { exchange.sendResponse() }
+        self.isSending = false
+        for streamID in self.endedWhileSending { self.exchanges[streamID] = nil }
+        self.endedWhileSending.removeAll(keepingCapacity: true)
         self.stream.flush()
         if self.stream.pendingWriteBytes == 0 { self.machine.outboundFlushed() }
         self.stream.setReading(self.stream.pendingWriteBytes <= ClientConnection.highWatermark)
@@ -172,7 +181,11 @@ final class HTTP2Connection {
 
     /// A stream's exchange is over (its response ended, or it was reset).
     func exchangeEnded(_ streamID: UInt32) {
-        self.exchanges[streamID] = nil
+        if self.isSending {
+            self.endedWhileSending.append(streamID)
+        } else {
+            self.exchanges[streamID] = nil
+        }
     }
 }
 

@@ -4,39 +4,49 @@ import BearerHTTP2
 import BearerIO
 
 /// One HTTP/2 stream, served by the exchange machinery an HTTP/1.1 request has: the stream's request
-/// is written as HTTP/1.1 into an in-memory pipe whose far end is a `ClientConnection` of its own
-/// (`servingHTTP2StreamOf`), which routes it, guards it, adds the token, forwards it through the pool,
-/// joins the one coalesced refresh on a 401 and replays it, and logs it; its HTTP/1.1 answer comes
-/// back through the pipe and goes out as HEADERS and DATA.
+/// is handed as HTTP/1.1 to a `ClientConnection` of its own (`servingHTTP2StreamOf`), which routes
+/// it, guards it, adds the token, forwards it through the pool, joins the one coalesced refresh on a
+/// 401 and replays it, and logs it; its HTTP/1.1 answer goes out as HEADERS and DATA.
 ///
-/// One mechanism, not a copy: nothing of routing, tokens or replay is decided here. Backpressure
-/// crosses the pipe as it crosses a socket: the pipe holds `pipeCapacity` bytes each way, so a client
-/// whose window is closed stops this side reading the pipe, which stops the exchange reading its
-/// upstream; request credit goes back to the client only once the exchange took the bytes out of
-/// the pipe. Confined to the loop.
+/// One mechanism, not a copy: nothing of routing, tokens or replay is decided here. The exchange's
+/// client side is a detached stream (`StreamConnection.detached`): this side puts the request in its
+/// inbound buffer and takes the answer out of its outbound one, and each side tells the other when to
+/// look (`exchangeProgressed`, `exchangeClosed`, `ClientConnection.pump`). A pipe between them cost
+/// each stream two more streams, their events, a lingering close and its timer: a fifth of an HTTP/2
+/// request's CPU. Backpressure is the exchange's own: answer bytes not taken yet count in its
+/// `pendingWriteBytes`, which stops it reading its upstream, and they are taken only while the
+/// client's window lets the last ones out; request credit goes back to the client once the exchange
+/// took the bytes out of its inbound buffer. Confined to the loop.
 final class HTTP2StreamExchange {
     let streamID: UInt32
     unowned let connection: HTTP2Connection
-    /// This side's end of the pipe; the exchange's `ClientConnection` owns the other.
-    private let pipe: StreamConnection
     private let exchange: ClientConnection
-    private var request: HTTP2RequestTranslation
-    private var parser: HTTPResponseParser
-    /// Request body bytes written to the pipe and not yet taken by the exchange. Taken, they are
-    /// credited to the client.
-    private var credit = PipeCredit()
+    /// The exchange's client side: its inbound buffer is the request, its outbound one the answer.
+    private let exchangeStream: StreamConnection
+    /// The request body goes in as chunks (the client gave no `content-length`).
+    private let isRequestChunked: Bool
+    @exclusivity(unchecked) private var parser: HTTPResponseParser
+    /// Request body bytes handed to the exchange and not yet taken by it. Taken, they are credited to
+    /// the client.
+    @exclusivity(unchecked) private var credit = PipeCredit()
+    /// Request bytes (framing included) put in the exchange's inbound buffer so far.
+    @exclusivity(unchecked) private var requestBytesWritten = 0
+    /// Answer bytes taken from the exchange and not parsed yet.
+    @exclusivity(unchecked) private var response = ByteBuffer()
+    /// The exchange closed: what it wrote is all it will.
+    @exclusivity(unchecked) private var isExchangeClosed = false
     /// Response body bytes waiting for the client's window.
-    private var pendingBody = ByteBuffer()
+    @exclusivity(unchecked) private var pendingBody = ByteBuffer()
     /// Since when response bytes have been waiting and none went out: the client gives no window, or
     /// does not read its socket. nil while the response flows. The connection resets a stream stalled
     /// for `client_idle_timeout` (`HTTP2Connection.deadline`), so that a zero window held forever holds
     /// no upstream connection and no buffers forever.
-    private(set) var stalledSince: Instant?
-    private var state = State.awaitingResponse
+    @exclusivity(unchecked) private(set) var stalledSince: Instant?
+    @exclusivity(unchecked) private var state = State.awaitingResponse
     /// The response's trailers, sent as the stream's last HEADERS once its body went out.
-    private var trailers: HeaderList?
+    @exclusivity(unchecked) private var trailers: HeaderList?
     /// The response head went out with END_STREAM: its body was empty (`content-length: 0`).
-    private var headEndedStream = false
+    @exclusivity(unchecked) private var headEndedStream = false
 
     private enum State {
         case awaitingResponse
@@ -46,18 +56,13 @@ final class HTTP2StreamExchange {
         case finished
     }
 
-    /// Each direction of the pipe; response bytes above it wait in the exchange, whose own
-    /// watermarks then stop it reading the upstream.
-    static let pipeCapacity = 64 * 1024
-
     init(streamID: UInt32, head: HTTP2RequestHead, endStream: Bool, connection: HTTP2Connection) {
         self.streamID = streamID
         self.connection = connection
         let owner = connection.owner
-        let (near, far) = StreamConnection.pipe(on: owner.loop, capacity: Self.pipeCapacity)
-        self.pipe = near
+        self.exchangeStream = StreamConnection.detached(on: owner.loop)
         self.exchange = ClientConnection(
-            stream: far,
+            stream: self.exchangeStream,
             context: owner.context,
             isFromUnixSocket: owner.machine.isFromUnixSocket,
             listenerSession: owner.machine.listenerSession,
@@ -65,37 +70,50 @@ final class HTTP2StreamExchange {
         )
         // Inside an intercepted tunnel every stream goes to the tunnel's host, as its requests would.
         self.exchange.machine.servedTunnelTarget = owner.machine.servedTunnelTarget
-        self.request = HTTP2RequestTranslation(head, endStream: endStream)
-        self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.configuration.maxHeaderBytes)
+        let request = HTTP2RequestTranslation(head, endStream: endStream)
+        self.isRequestChunked = request.isChunked
+        self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.maxHeaderBytes)
         self.parser.expectResponse(to: head.method)
+        self.exchange.http2Stream = self
+        self.writeRequest { buffer in request.head.withUnsafeBytes { buffer.writeBytes($0) } }
+    }
+
+    deinit {
+        self.exchange.http2Stream = nil
     }
 
     func start() {
         // The exchange's connection counts as one until it closes (`ProxyRuntime.connectionClosed`).
         self.connection.owner.runtime.openConnections.add(1, ordering: .relaxed)
         self.exchange.start()
-        self.pipe.start(delegate: self)
-        self.pipe.write(self.request.head)
-        self.pipe.flush()
+        self.exchange.pump()
     }
 
     // MARK: The request
 
-    /// Request body bytes of a DATA frame; credit goes back once the exchange read them.
+    /// Request body bytes of a DATA frame; credit goes back once the exchange took them.
     func requestData(_ bytes: UnsafeRawBufferPointer, endStream: Bool) {
         guard self.state != .finished else { return }
         if !bytes.isEmpty {
-            self.pipe.writeBodyPart(bytes, chunked: self.request.isChunked)
-            self.credit.written(bytes.count, into: self.pipe)
+            let chunked = self.isRequestChunked
+            self.writeRequest { chunked ? $0.writeChunk(bytes) : $0.writeBytes(bytes) }
+            self.credit.written(bytes.count, endingAt: self.requestBytesWritten)
         }
-        if endStream && self.request.isChunked { self.pipe.withOutbound { $0.writeLastChunk() } }
-        self.pipe.flush()
+        if endStream && self.isRequestChunked { self.writeRequest { $0.writeLastChunk() } }
+        self.exchange.pump()
         self.creditTakenBytes()
     }
 
-    /// Credits the client with the body bytes the exchange took out of the pipe.
+    /// Appends request bytes to the exchange's inbound buffer.
+    private func writeRequest(_ write: (inout ByteBuffer) -> Void) {
+        let before = self.exchangeStream.inbound.readableBytes
+        write(&self.exchangeStream.inbound)
+        self.requestBytesWritten += self.exchangeStream.inbound.readableBytes - before
+    }
+
+    /// Credits the client with the body bytes the exchange took out of its inbound buffer.
     private func creditTakenBytes() {
-        let taken = self.credit.taken(from: self.pipe)
+        let taken = self.credit.taken(upTo: self.requestBytesWritten - self.exchangeStream.inbound.readableBytes)
         guard taken > 0 else { return }
         self.connection.perform(self.connection.machine.requestDataConsumed(streamID: self.streamID, count: taken))
     }
@@ -105,18 +123,36 @@ final class HTTP2StreamExchange {
     func cancel() {
         guard self.state != .finished else { return }
         self.state = .finished
-        self.pipe.setResetOnClose()
-        self.pipe.close()
+        self.exchange.closeNow()
+    }
+
+    // MARK: The exchange's news
+
+    /// The exchange ran (`ClientConnection.pump`): it may have taken request bytes, or written answer ones.
+    func exchangeProgressed() {
+        guard self.state != .finished else { return }
+        self.creditTakenBytes()
+        self.connection.pump()
+    }
+
+    /// The exchange's connection is closing: what it wrote is taken before it goes, and the rest
+    /// happens on this loop turn's end, as a pipe's end would have been heard.
+    func exchangeClosed() {
+        guard self.state != .finished else { return }
+        self.exchangeStream.takeWritten(into: &self.response)
+        self.isExchangeClosed = true
+        let connection = self.connection
+        connection.owner.loop.defer { connection.pump() }
     }
 
     // MARK: The response
 
     /// Parses the exchange's answer as far as the client's window lets it go out.
     private func processResponse() {
-        while self.state != .finished && self.pendingBody.isEmpty && self.state != .responseComplete {
+        while self.state != .finished && self.state != .responseComplete {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
-                event = try self.pipe.inbound.parseNext(payload: { self.pendingBody.writeBytes($0) }) {
+                event = try self.response.parseNext(payload: { self.pendingBody.writeBytes($0) }) {
                     raw throws(HTTPParseError) in try self.parser.next(raw)
                 }
             } catch {
@@ -124,7 +160,14 @@ final class HTTP2StreamExchange {
             }
             switch event {
             case .needMore:
-                if self.pipe.hasReadEnded { self.fail() }
+                // More is taken from the exchange only once the body parsed so far went out.
+                guard self.pendingBody.isEmpty else { return }
+                if self.exchangeStream.pendingWriteBytes > 0 && !self.isExchangeClosed {
+                    self.takeResponse()
+                    continue
+                }
+                // Everything it will write is here (it closed, or half-closed after its answer).
+                if self.isExchangeClosed || !self.exchangeStream.isOpen { self.fail() }
                 return
             case .head(let head, _):
                 guard !head.isInformational else { continue }
@@ -138,6 +181,8 @@ final class HTTP2StreamExchange {
                     self.connection.machine.sendHeaders(streamID: self.streamID, list, endStream: self.headEndedStream)
                 )
             case .body:
+                // Parsing on past the body finds its end when it is there: the last DATA frame then
+                // carries END_STREAM, instead of an empty one after it.
                 continue
             case .end:
                 self.state = .responseComplete
@@ -151,17 +196,38 @@ final class HTTP2StreamExchange {
 
     /// Sends what the window allows of the parsed response body, and its end.
     func sendResponse() {
-        self.processResponse()
-        guard self.state == .streaming || self.state == .responseComplete else { return }
+        // Parsing and sending alternate until the window closes, the answer ends, or the exchange
+        // wrote nothing more.
+        while true {
+            self.processResponse()
+            guard self.state == .streaming || self.state == .responseComplete else { return }
+            // Parsing stops where the bytes taken from the exchange end.
+            let parsedBody = !self.pendingBody.isEmpty
+            guard self.sendPendingBody() else { return }
+            self.stalledSince = nil
+            if self.state == .responseComplete { return self.sendEnd() }
+            if !parsedBody { return }
+        }
+    }
+
+    /// Sends what the window allows of the parsed response body (with END_STREAM on its last bytes
+    /// when nothing follows them). Returns whether all of it went and the stream goes on.
+    private func sendPendingBody() -> Bool {
         let connection = self.connection
         var sent = 0
         while !self.pendingBody.isEmpty {
-            if connection.stream.pendingWriteBytes > ClientConnection.highWatermark { return self.stalled(sent: sent) }
+            if connection.stream.pendingWriteBytes > ClientConnection.highWatermark {
+                self.stalled(sent: sent)
+                return false
+            }
             let count = min(
                 self.pendingBody.readableBytes,
                 connection.machine.sendableByteCount(streamID: self.streamID)
             )
-            guard count > 0 else { return self.stalled(sent: sent) }
+            guard count > 0 else {
+                self.stalled(sent: sent)
+                return false
+            }
             let ends =
                 self.state == .responseComplete && self.trailers == nil && count == self.pendingBody.readableBytes
             self.pendingBody.withUnsafeReadableBytes { bytes in
@@ -177,15 +243,21 @@ final class HTTP2StreamExchange {
             self.pendingBody.moveReaderIndex(forwardBy: count)
             sent += count
             connection.perform(connection.machine.dataSent(streamID: self.streamID, count: count, endStream: ends))
-            if ends { return self.finish() }
+            if ends {
+                self.finish()
+                return false
+            }
         }
-        self.stalledSince = nil
-        if self.state == .responseComplete, let trailers = self.trailers {
+        return true
+    }
+
+    /// The whole answer went out but its end: trailers, or an empty DATA frame with END_STREAM
+    /// (nothing when the head ended the stream).
+    private func sendEnd() {
+        let connection = self.connection
+        if let trailers = self.trailers {
             connection.perform(connection.machine.sendHeaders(streamID: self.streamID, trailers, endStream: true))
-            self.finish()
-        } else if self.state == .responseComplete && self.headEndedStream {
-            self.finish()
-        } else if self.state == .responseComplete {
+        } else if !self.headEndedStream {
             connection.stream.withOutbound {
                 HTTP2FrameSerializer.writeData(
                     streamID: self.streamID,
@@ -195,24 +267,27 @@ final class HTTP2StreamExchange {
                 )
             }
             connection.perform(connection.machine.dataSent(streamID: self.streamID, count: 0, endStream: true))
-            self.finish()
-        } else {
-            self.processResponse()
         }
-        self.pipe.setReading(self.pendingBody.isEmpty && self.pipe.inbound.readableBytes < Self.pipeCapacity)
+        self.finish()
     }
 
-    /// Response bytes are left that cannot go out now: the pipe is not read until they went (what
-    /// bounds the stream's buffers, and makes the exchange stop reading its upstream), and the stall
+    /// Takes what the exchange wrote; if that had stopped it reading its upstream, it reads again.
+    private func takeResponse() {
+        let wasBackedUp = self.exchangeStream.pendingWriteBytes > ClientConnection.highWatermark
+        self.exchangeStream.takeWritten(into: &self.response)
+        if wasBackedUp { self.exchange.pump() }
+    }
+
+    /// Response bytes are left that cannot go out now: nothing more is taken from the exchange until
+    /// they went (what bounds the stream's buffers, and makes the exchange stop reading its upstream), and the stall
     /// starts, or goes on if none went out.
     private func stalled(sent: Int) {
-        self.pipe.setReading(false)
         if sent > 0 || self.stalledSince == nil { self.stalledSince = self.connection.owner.loop.now }
     }
 
     private func finish() {
         self.state = .finished
-        self.pipe.close()
+        self.exchange.closeNow()
         self.connection.exchangeEnded(self.streamID)
     }
 
@@ -220,23 +295,9 @@ final class HTTP2StreamExchange {
     private func fail() {
         guard self.state != .finished else { return }
         self.state = .finished
-        self.pipe.close()
+        self.exchange.closeNow()
         self.connection.exchangeEnded(self.streamID)
         self.connection.perform(self.connection.machine.resetStream(streamID: self.streamID, code: .internalError))
-    }
-}
-
-extension HTTP2StreamExchange: StreamConnectionDelegate {
-    func streamReceived(_ connection: StreamConnection) { self.connection.pump() }
-    func streamReadEnded(_ connection: StreamConnection) { self.connection.pump() }
-    func streamWritable(_ connection: StreamConnection) {
-        self.creditTakenBytes()
-        self.connection.pump()
-    }
-    func streamConnected(_ connection: StreamConnection) {}
-    func streamClosed(_ connection: StreamConnection, error: IOError?) {
-        if self.state != .finished { self.fail() }
-        self.connection.pump()
     }
 }
 

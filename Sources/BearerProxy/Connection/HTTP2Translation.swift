@@ -14,30 +14,48 @@ struct HTTP2RequestTranslation {
     init(_ request: HTTP2RequestHead, endStream: Bool) {
         let list = request.list
         var head: [UInt8] = []
-        head += list.bytes[request.methodRange]
-        head += Array(" ".utf8)
-        if let path = request.path { head += list.bytes[path] } else { head += Array("/".utf8) }
-        head += Array(" HTTP/1.1\r\n".utf8)
+        // Built in place, no temporary arrays: one allocation a stream (it was 3% of its CPU).
+        head.reserveCapacity(list.bytes.count + 4 * list.fields.count + 64)
+        head.append(contentsOf: list.bytes[request.methodRange])
+        head.append(0x20)
+        if let path = request.path { head.append(contentsOf: list.bytes[path]) } else { head.append(0x2F) }
+        head.append(literal: " HTTP/1.1\r\n")
         if let authority = request.authority {
-            head += Array("host: ".utf8) + list.bytes[authority] + Array("\r\n".utf8)
+            head.append(literal: "host: ")
+            head.append(contentsOf: list.bytes[authority])
+            head.append(literal: "\r\n")
         }
-        var cookies: [ArraySlice<UInt8>] = []
+        var cookies: [Range<Int>] = []
         for index in request.firstRegularField..<list.fields.count {
             let name = list.name(index)
             if name.elementsEqual("host".utf8) { continue }
             if name.elementsEqual("cookie".utf8) {
-                cookies.append(list.value(index))
+                cookies.append(list.fields[index].value)
                 continue
             }
-            head += name + Array(": ".utf8) + list.value(index) + Array("\r\n".utf8)
+            head.append(contentsOf: name)
+            head.append(literal: ": ")
+            head.append(contentsOf: list.value(index))
+            head.append(literal: "\r\n")
         }
         if !cookies.isEmpty {
-            head += Array("cookie: ".utf8) + Array(cookies.joined(separator: Array("; ".utf8))) + Array("\r\n".utf8)
+            head.append(literal: "cookie: ")
+            for (position, cookie) in cookies.enumerated() {
+                if position > 0 { head.append(literal: "; ") }
+                head.append(contentsOf: list.bytes[cookie])
+            }
+            head.append(literal: "\r\n")
         }
         self.isChunked = !endStream && request.contentLength == nil
-        if self.isChunked { head += Array("transfer-encoding: chunked\r\n".utf8) }
-        head += Array("connection: close\r\n\r\n".utf8)
+        if self.isChunked { head.append(literal: "transfer-encoding: chunked\r\n") }
+        head.append(literal: "connection: close\r\n\r\n")
         self.head = head
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func append(literal: StaticString) {
+        literal.withUTF8Buffer { self.append(contentsOf: $0) }
     }
 }
 
@@ -68,10 +86,24 @@ enum HTTP2ResponseTranslation {
 
     static func headerList(_ head: ResponseHead) -> HeaderList {
         var list = HeaderList()
-        list.append(name: ":status".utf8, value: String(head.status).utf8)
-        for field in head.fields where !field.knownName.isHopByHopOrFraming || field.knownName == .contentLength {
-            let name = head.bytes[field.name].map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
-            list.append(name: name, value: head.bytes[field.value])
+        list.reserveCapacity(bytes: head.bytes.count, fields: head.fields.count + 1)
+        // The status is three digits (the parser takes no other).
+        let status = head.status
+        let digits: (UInt8, UInt8, UInt8) = (
+            UInt8(48 + status / 100 % 10), UInt8(48 + status / 10 % 10), UInt8(48 + status % 10)
+        )
+        withUnsafeBytes(of: digits) { digits in
+            StaticString(":status").withUTF8Buffer {
+                list.append(lowercasingName: UnsafeRawBufferPointer($0), value: digits)
+            }
+        }
+        head.bytes.withUnsafeBytes { raw in
+            for field in head.fields where !field.knownName.isHopByHopOrFraming || field.knownName == .contentLength {
+                list.append(
+                    lowercasingName: UnsafeRawBufferPointer(rebasing: raw[field.name]),
+                    value: UnsafeRawBufferPointer(rebasing: raw[field.value])
+                )
+            }
         }
         return list
     }

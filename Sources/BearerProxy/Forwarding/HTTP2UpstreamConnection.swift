@@ -134,7 +134,7 @@ final class HTTP2UpstreamConnection {
 
     /// A new stream for an exchange: the near end of its pipe.
     private func makeStream() -> StreamConnection {
-        let (near, far) = StreamConnection.pipe(on: self.pool.loop, capacity: HTTP2StreamExchange.pipeCapacity)
+        let (near, far) = StreamConnection.pipe(on: self.pool.loop, capacity: HTTP2UpstreamStream.pipeCapacity)
         let stream = HTTP2UpstreamStream(pipe: far, origin: self.origin, maxHeaderBytes: self.pool.maxHeaderBytes)
         stream.connection = self
         self.attached[ObjectIdentifier(stream)] = stream

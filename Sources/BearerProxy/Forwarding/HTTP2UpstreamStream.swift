@@ -16,6 +16,10 @@ import BearerIO
 /// One request per pipe: the exchange's pool closes such a connection after its exchange.
 /// Confined to the loop.
 final class HTTP2UpstreamStream {
+    /// Each direction of the pipe; response bytes above it wait here, and the exchange's own
+    /// watermarks then stop it reading its client.
+    static let pipeCapacity = 64 * 1024
+
     let pipe: StreamConnection
     let origin: Origin
     /// The connection the stream is (or will be) opened on; nil once detached.
@@ -134,7 +138,7 @@ final class HTTP2UpstreamStream {
                 break
             }
         }
-        self.pipe.setReading(self.pendingBody.readableBytes < HTTP2StreamExchange.pipeCapacity)
+        self.pipe.setReading(self.pendingBody.readableBytes < Self.pipeCapacity)
     }
 
     /// The stream goes to another connection (it was refused, or the server went away before
