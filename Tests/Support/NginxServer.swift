@@ -1,10 +1,11 @@
 import BearerIO
 import Foundation
 
-/// nginx (Debian's) as an HTTP/2 server in front of a mock API: the upstream most users' h2 APIs sit
+/// nginx (Debian's) as an HTTP/2 (or HTTP/1.1) server in front of a mock API: the upstream most users' h2 APIs sit
 /// behind, and a protocol stack nobody here wrote. It passes each request on to `backendPort` over
 /// HTTP/1.1 with the client's `Authorization` untouched, and answers with what it saw:
 /// `x-front-protocol` (`HTTP/2.0`) and `x-front-connection` (nginx's connection serial number).
+/// `/early` is answered at once, before any request body is read.
 ///
 /// One process (`master_process off`), its files in a folder of its own; stopped (SIGKILL) by `stop`
 /// or when released.
@@ -16,18 +17,29 @@ package final class NginxServer: @unchecked Sendable {
     package let port: Int
     private let pid: pid_t
 
-    /// `tls`: `listen … ssl http2` with the fixtures' `localhost` certificate (ALPN `h2`, then
-    /// `http/1.1`); otherwise `listen … http2`, HTTP/2 with prior knowledge only.
-    package init(backendPort: Int, tls: Bool, in folder: String) throws {
+    /// How nginx listens.
+    package enum Listener: Sendable {
+        /// `listen … ssl http2` with the fixtures' `localhost` certificate (ALPN `h2`, then `http/1.1`).
+        case tls
+        /// `listen … http2`: HTTP/2 with prior knowledge only.
+        case h2c
+        /// HTTP/1.1 only.
+        case http1
+    }
+
+    package init(backendPort: Int, listener: Listener, in folder: String) throws {
         self.port = try freeLoopbackPort()
         let certificates = TLSFixtures.directory.path
         let listen =
-            tls
-            ? """
-            listen 127.0.0.1:\(self.port) ssl http2;
-                ssl_certificate \(certificates)/server.pem; ssl_certificate_key \(certificates)/server.key;
-            """
-            : "listen 127.0.0.1:\(self.port) http2;"
+            switch listener {
+            case .tls:
+                """
+                listen 127.0.0.1:\(self.port) ssl http2;
+                    ssl_certificate \(certificates)/server.pem; ssl_certificate_key \(certificates)/server.key;
+                """
+            case .h2c: "listen 127.0.0.1:\(self.port) http2;"
+            case .http1: "listen 127.0.0.1:\(self.port);"
+            }
         let configuration = """
             daemon off; master_process off; pid \(folder)/nginx.pid; error_log \(folder)/error.log warn;
             events { worker_connections 256; }
@@ -38,6 +50,7 @@ package final class NginxServer: @unchecked Sendable {
               upstream api { server 127.0.0.1:\(backendPort); keepalive 16; }
               server {
                 \(listen)
+                location = /early { return 200 "answered before the body\n"; }
                 location / {
                   proxy_pass http://api; proxy_http_version 1.1; proxy_set_header Connection "";
                   proxy_buffering off;

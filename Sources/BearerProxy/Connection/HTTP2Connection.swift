@@ -152,11 +152,9 @@ final class HTTP2Connection {
             exchange.start()
         case .forwardRequestData(let streamID, let count, let endStream, let frames):
             self.write(frames)
+            guard let exchange = self.exchanges[streamID] else { return self.dropRequestData(streamID, count: count) }
             data.withUnsafeReadableBytes { bytes in
-                self.exchanges[streamID]?.requestData(
-                    UnsafeRawBufferPointer(rebasing: bytes.prefix(count)),
-                    endStream: endStream
-                )
+                exchange.requestData(UnsafeRawBufferPointer(rebasing: bytes.prefix(count)), endStream: endStream)
             }
         case .forwardTrailers(let streamID, _):
             // HTTP/1.1 upstreams get no request trailers from here: the body ends where they were,
@@ -177,6 +175,14 @@ final class HTTP2Connection {
 
     func write(_ frames: [HTTP2Frame]) {
         self.stream.writeFrames(frames, maxFrameSize: self.machine.peerMaxFrameSize)
+    }
+
+    /// Request body bytes no exchange will take (its answer already went, or it was cancelled) are
+    /// dropped and credited at once, for the stream while it still receives and for the connection:
+    /// the client may go on sending a body the upstream did not wait for (RFC 9113 §8.1).
+    func dropRequestData(_ streamID: UInt32, count: Int) {
+        guard count > 0 else { return }
+        self.perform(self.machine.requestDataConsumed(streamID: streamID, count: count))
     }
 
     /// A stream's exchange is over (its response ended, or it was reset).

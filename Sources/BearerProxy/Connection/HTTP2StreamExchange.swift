@@ -93,7 +93,7 @@ final class HTTP2StreamExchange {
 
     /// Request body bytes of a DATA frame; credit goes back once the exchange took them.
     func requestData(_ bytes: UnsafeRawBufferPointer, endStream: Bool) {
-        guard self.state != .finished else { return }
+        guard self.state != .finished else { return self.connection.dropRequestData(self.streamID, count: bytes.count) }
         if !bytes.isEmpty {
             let chunked = self.isRequestChunked
             self.writeRequest { chunked ? $0.writeChunk(bytes) : $0.writeBytes(bytes) }
@@ -124,6 +124,16 @@ final class HTTP2StreamExchange {
         guard self.state != .finished else { return }
         self.state = .finished
         self.exchange.closeNow()
+        self.creditAbandonedBytes()
+    }
+
+    /// The exchange is over: the request body bytes it never took are credited, as the client's
+    /// DATA for the stream from now on is (`HTTP2Connection.dropRequestData`). Without it a
+    /// response that ended before its request (an upstream answering without reading the body)
+    /// kept those bytes out of the connection's window for good, and the client's other streams
+    /// stalled once the window was spent.
+    private func creditAbandonedBytes() {
+        self.connection.dropRequestData(self.streamID, count: self.credit.abandoned())
     }
 
     // MARK: The exchange's news
@@ -288,6 +298,7 @@ final class HTTP2StreamExchange {
     private func finish() {
         self.state = .finished
         self.exchange.closeNow()
+        self.creditAbandonedBytes()
         self.connection.exchangeEnded(self.streamID)
     }
 
@@ -296,6 +307,7 @@ final class HTTP2StreamExchange {
         guard self.state != .finished else { return }
         self.state = .finished
         self.exchange.closeNow()
+        self.creditAbandonedBytes()
         self.connection.exchangeEnded(self.streamID)
         self.connection.perform(self.connection.machine.resetStream(streamID: self.streamID, code: .internalError))
     }

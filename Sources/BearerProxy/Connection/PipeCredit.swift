@@ -24,6 +24,12 @@ struct PipeCredit {
         return credit
     }
 
+    /// The data bytes handed over and not taken, which nobody will take now (the far end is gone).
+    mutating func abandoned() -> Int {
+        defer { self.uncredited.removeAll() }
+        return self.uncredited.reduce(0) { $0 + $1.count }
+    }
+
     /// `count` data bytes were just written into `pipe` (framing may surround them).
     mutating func written(_ count: Int, into pipe: StreamConnection) {
         self.written(count, endingAt: pipe.bytesSent + pipe.pendingWriteBytes)
