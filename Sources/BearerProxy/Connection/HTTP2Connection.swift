@@ -11,8 +11,9 @@ import BearerIO
 /// connection's accounting (its close, `open_connections`); it hands every event here. Confined to
 /// its loop.
 final class HTTP2Connection {
-    /// Unowned: the owner holds this object for as long as it exists.
-    unowned let owner: ClientConnection
+    /// Not counted: the owner holds this object for as long as it exists. `unowned(unsafe)`: a safe
+    /// `unowned` one paid an unowned retain on every use.
+    unowned(unsafe) let owner: ClientConnection
     let stream: StreamConnection
     @exclusivity(unchecked) var machine: HTTP2ServerConnectionStateMachine
     @exclusivity(unchecked) private var parser: HTTP2FrameParser

@@ -19,7 +19,9 @@ import BearerIO
 /// took the bytes out of its inbound buffer. Confined to the loop.
 final class HTTP2StreamExchange {
     let streamID: UInt32
-    unowned let connection: HTTP2Connection
+    /// Not counted: the connection holds its streams' exchanges (`exchanges`) and drops them
+    /// before it goes. `unowned(unsafe)`: a safe `unowned` one paid an unowned retain on every use.
+    unowned(unsafe) let connection: HTTP2Connection
     private let exchange: ClientConnection
     /// The exchange's client side: its inbound buffer is the request, its outbound one the answer.
     private let exchangeStream: StreamConnection
