@@ -91,8 +91,10 @@ import Testing
     /// (and the connection's, shared by every stream) would stay spent. python3-h2 sends the head,
     /// waits for the whole answer, then sends the stream's whole window of body and waits for a
     /// WINDOW_UPDATE; the proxy sent none, and such clients (h2load -m 2 with 70 KB bodies) hung.
-    @Test(.requires(.pythonH2)) func bodyDataAfterTheAnswerIsCreditedBack() throws {
-        let setup = try Setup(.http1, "")
+    /// Both I/O backends.
+    @Test(.requires(.pythonH2), arguments: ["io_uring", "epoll"])
+    func bodyDataAfterTheAnswerIsCreditedBack(io: String) throws {
+        let setup = try Setup(.http1, "io = \(io)")
         let client = HTTP2StreamControlTests.Client(
             """
             authority = "127.0.0.1:" + sys.argv[1]
