@@ -20,6 +20,8 @@ final class HTTP2Connection {
     @exclusivity(unchecked) private var exchanges: [UInt32: HTTP2StreamExchange] = [:]
     @exclusivity(unchecked) private var isClosed = false
     @exclusivity(unchecked) private var isPumping = false
+    /// A pump waits for this loop turn's end (`pumpAtTurnEnd`).
+    @exclusivity(unchecked) private var isPumpScheduled = false
     /// The streams are being walked (`pump`): one that ends waits in `endedWhileSending` to leave
     /// `exchanges`, which removing it from at once copied (a copy of the whole dictionary for each
     /// stream that ended, 2% of a request's CPU).
@@ -63,6 +65,19 @@ final class HTTP2Connection {
             self.idleSince = nil
         }
         self.owner.armTimer()
+    }
+
+    /// An exchange's news waits for the end of this loop turn: the answers of every stream that
+    /// progressed in the turn then go out in one write, and the streams are walked once. Pumping at
+    /// each answer sent one write per answer (one `send` per request, half the proxy's syscalls
+    /// under `h2load -m10`) and walked every stream each time.
+    func pumpAtTurnEnd() {
+        guard !self.isPumpScheduled else { return }
+        self.isPumpScheduled = true
+        self.owner.loop.defer {
+            self.isPumpScheduled = false
+            self.pump()
+        }
     }
 
     /// Shutting down: GOAWAY with the last stream id; the streams in flight finish.

@@ -144,7 +144,7 @@ final class HTTP2StreamExchange {
     func exchangeProgressed() {
         guard self.state != .finished else { return }
         self.creditTakenBytes()
-        self.connection.pump()
+        self.connection.pumpAtTurnEnd()
     }
 
     /// The exchange's connection is closing: what it wrote is taken before it goes, and the rest
@@ -153,8 +153,7 @@ final class HTTP2StreamExchange {
         guard self.state != .finished else { return }
         self.exchangeStream.takeWritten(into: &self.response)
         self.isExchangeClosed = true
-        let connection = self.connection
-        connection.owner.loop.defer { connection.pump() }
+        self.connection.pumpAtTurnEnd()
     }
 
     // MARK: The response
