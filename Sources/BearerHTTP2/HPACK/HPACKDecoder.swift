@@ -77,14 +77,28 @@ package struct HPACKDecoder: Sendable {
         return list
     }
 
-    /// The entry at an absolute index: the static table's 1–61, then the dynamic table's.
-    private func entry(_ index: Int) throws(HPACKError) -> (name: [UInt8], value: [UInt8]) {
+    /// Where the entry at an absolute index is: the static table's 1–61, then the dynamic table's.
+    private func entry(_ index: Int) throws(HPACKError) -> (isStatic: Bool, name: Range<Int>, value: Range<Int>) {
         if index == 0 { throw .indexZero }
-        if index <= StaticTable.count { return StaticTable.entries[index - 1] }
+        if index <= StaticTable.count {
+            let field = StaticTable.list.fields[index - 1]
+            return (true, field.name, field.value)
+        }
         let dynamicIndex = index - StaticTable.count
         guard dynamicIndex <= self.table.count else { throw .indexOutOfRange(index) }
         let entry = self.table[dynamicIndex]
-        return (entry.name, entry.value)
+        return (false, entry.name, entry.value)
+    }
+
+    /// Appends the bytes `range` of a table's storage (the static table's, or the dynamic one's).
+    private func copy(_ range: Range<Int>, fromStatic isStatic: Bool, to output: inout [UInt8]) {
+        if isStatic {
+            StaticTable.list.bytes.withUnsafeBytes {
+                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[range]))
+            }
+        } else {
+            self.table.bytes.withUnsafeBytes { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
     }
 
     private func charge(_ count: Int, to budget: inout Int) throws(HPACKError) {
@@ -93,9 +107,13 @@ package struct HPACKDecoder: Sendable {
     }
 
     private func appendIndexed(_ index: Int, to list: inout HeaderList, budget: inout Int) throws(HPACKError) {
-        let (name, value) = try self.entry(index)
-        try self.charge(name.count + value.count + 32, to: &budget)
-        list.append(name: name, value: value, indexing: .incremental)
+        let entry = try self.entry(index)
+        try self.charge(entry.name.count + entry.value.count + 32, to: &budget)
+        let nameStart = list.bytes.count
+        self.copy(entry.name, fromStatic: entry.isStatic, to: &list.bytes)
+        let valueStart = list.bytes.count
+        self.copy(entry.value, fromStatic: entry.isStatic, to: &list.bytes)
+        list.appendWritten(nameStart: nameStart, valueStart: valueStart, indexing: .incremental)
     }
 
     private mutating func appendLiteral(
@@ -112,9 +130,9 @@ package struct HPACKDecoder: Sendable {
         if nameIndex == 0 {
             try self.readString(block, at: &position, into: &list.bytes, budget: &budget)
         } else {
-            let name = try self.entry(nameIndex).name
-            try self.charge(name.count, to: &budget)
-            list.bytes.append(contentsOf: name)
+            let entry = try self.entry(nameIndex)
+            try self.charge(entry.name.count, to: &budget)
+            self.copy(entry.name, fromStatic: entry.isStatic, to: &list.bytes)
         }
         let valueStart = list.bytes.count
         try self.readString(block, at: &position, into: &list.bytes, budget: &budget)

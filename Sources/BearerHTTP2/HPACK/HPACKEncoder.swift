@@ -99,31 +99,46 @@ package struct HPACKEncoder: Sendable {
     /// Lengths are compared before bytes, and the static table is searched only among the names of
     /// this length: every response's fields went through the whole table, 4% of an HTTP/2 request's CPU.
     private func search(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) -> (full: Int?, name: Int?) {
-        var nameMatch: Int?
-        for position in StaticTable.positions(ofNameLength: name.count) {
-            let entry = StaticTable.entries[position]
-            guard Self.equal(entry.name, name) else { continue }
-            if Self.equal(entry.value, value) { return (position + 1, nameMatch ?? position + 1) }
-            nameMatch = nameMatch ?? position + 1
+        name.withUnsafeBytes { name in
+            value.withUnsafeBytes { value in self.search(name: name, value: value) }
         }
-        var dynamicIndex = 1
-        while dynamicIndex <= self.table.count {
-            let entry = self.table[dynamicIndex]
-            if Self.equal(entry.name, name) {
-                if Self.equal(entry.value, value) { return (StaticTable.count + dynamicIndex, nameMatch) }
-                nameMatch = nameMatch ?? StaticTable.count + dynamicIndex
-            }
-            dynamicIndex += 1
-        }
-        return (nil, nameMatch)
     }
 
-    @inline(__always)
-    private static func equal(_ entry: [UInt8], _ bytes: ArraySlice<UInt8>) -> Bool {
-        guard entry.count == bytes.count else { return false }
-        return entry.withUnsafeBytes { a in
-            bytes.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+    private func search(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> (full: Int?, name: Int?) {
+        var nameMatch: Int?
+        let staticMatch = StaticTable.list.bytes.withUnsafeBytes { table -> Int? in
+            for position in StaticTable.positions(ofNameLength: name.count) {
+                let field = StaticTable.list.fields[position]
+                guard Self.equal(table, field.name, name) else { continue }
+                if Self.equal(table, field.value, value) { return position + 1 }
+                nameMatch = nameMatch ?? position + 1
+            }
+            return nil
         }
+        if let staticMatch { return (staticMatch, nameMatch ?? staticMatch) }
+        return self.table.bytes.withUnsafeBytes { table in
+            var dynamicIndex = 1
+            while dynamicIndex <= self.table.count {
+                let entry = self.table[dynamicIndex]
+                if Self.equal(table, entry.name, name) {
+                    if Self.equal(table, entry.value, value) { return (StaticTable.count + dynamicIndex, nameMatch) }
+                    nameMatch = nameMatch ?? StaticTable.count + dynamicIndex
+                }
+                dynamicIndex += 1
+            }
+            return (nil, nameMatch)
+        }
+    }
+
+    /// Whether the bytes `range` of a table's storage are `bytes`.
+    @inline(__always)
+    private static func equal(
+        _ table: UnsafeRawBufferPointer,
+        _ range: Range<Int>,
+        _ bytes: UnsafeRawBufferPointer
+    ) -> Bool {
+        guard range.count == bytes.count else { return false }
+        return bytes.isEmpty || memcmp(table.baseAddress! + range.lowerBound, bytes.baseAddress!, bytes.count) == 0
     }
 
     private func writeString(_ string: ArraySlice<UInt8>, into output: inout [UInt8]) {
