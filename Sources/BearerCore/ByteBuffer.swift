@@ -178,18 +178,7 @@ public struct ByteBuffer: Sendable {
     /// Writes `value` in decimal ASCII without going through `String`.
     @inlinable
     public mutating func writeDecimal(_ value: Int) {
-        precondition(value >= 0)
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for Int.max
-        var remaining = UInt64(value)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            repeat {
-                scratch[23 - count] = UInt8(truncatingIfNeeded: remaining % 10) &+ 0x30
-                remaining /= 10
-                count += 1
-            } while remaining > 0
-            self.writeBytes(UnsafeRawBufferPointer(rebasing: scratch[(24 - count)...]))
-        }
+        withDecimalDigits(of: value) { self.writeBytes($0) }
     }
 
     /// Writes `value` in lower-case hexadecimal ASCII (chunk sizes).
@@ -254,5 +243,22 @@ extension ByteBuffer: Equatable {
 extension ByteBuffer: CustomStringConvertible {
     public var description: String {
         "ByteBuffer(readable: \(self.readableBytes), capacity: \(self.capacity))"
+    }
+}
+
+/// Calls `body` with `value`'s decimal ASCII digits, made without a `String` or an array.
+@inlinable
+public func withDecimalDigits<Result>(of value: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    precondition(value >= 0)
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for Int.max
+    var remaining = UInt64(value)
+    var count = 0
+    return withUnsafeMutableBytes(of: &digits) { scratch in
+        repeat {
+            scratch[23 - count] = UInt8(truncatingIfNeeded: remaining % 10) &+ 0x30
+            remaining /= 10
+            count += 1
+        } while remaining > 0
+        return body(UnsafeRawBufferPointer(rebasing: scratch[(24 - count)...]))
     }
 }

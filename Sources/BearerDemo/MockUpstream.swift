@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Paths: `/bytes/N` (N streamed bytes with Content-Length), `/chunked/N`, `/close/N`
 /// (close-delimited), `/status/NNN`, `/echo` (the request body back), `/hang` (never answers),
-/// `/reset`, anything else: a JSON description of the request (method, target, headers, body size).
+/// `/reset`, `/hop` (hop-by-hop fields, one named by `Connection`, beside an end-to-end `X-End`),
+/// anything else: a JSON description of the request (method, target, headers, body size).
 /// A WebSocket handshake on any path is accepted (with a valid token) and echoes frames.
 package final class MockUpstream: Sendable {
     package let server: MockHTTPServer
@@ -167,6 +168,14 @@ package final class MockUpstream: Sendable {
                 body: .delayed(.milliseconds(Int64(parts[1]) ?? 1000), Array("slow\n".utf8))
             )
         case ("reset", 1): return MockResponse(status: 200, body: .reset)
+        case ("hop", 1):
+            return MockResponse(
+                status: 200,
+                headers: [
+                    ("Connection", "X-Hop"), ("Keep-Alive", "timeout=5"), ("X-Hop", "dropped"), ("X-End", "kept"),
+                ],
+                body: .fixed(Array("hop\n".utf8))
+            )
         default: return .json(200, Self.describe(request))
         }
     }

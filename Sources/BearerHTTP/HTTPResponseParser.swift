@@ -27,6 +27,22 @@ package struct HTTPResponseParser: Sendable {
         self.scanner.reset()
     }
 
+    /// The head came parsed, not as bytes (an HTTP/2 stream takes its exchange's head as it is): what
+    /// follows is the body, delimited as `framing` says.
+    package mutating func expectBody(framed framing: ResponseFraming) {
+        self.trailers = []
+        self.startBody(framing)
+    }
+
+    private mutating func startBody(_ framing: ResponseFraming) {
+        switch framing {
+        case .none: self.state = .body(.empty)
+        case .contentLength(let length): self.state = .body(.contentLength(length))
+        case .chunked: self.state = .body(.chunked)
+        case .untilClose: self.state = .body(.untilClose)
+        }
+    }
+
     /// Whether the peer closing the connection now ends the response properly (a close-delimited body).
     package var canEndAtEndOfInput: Bool {
         if case .body(let decoder) = self.state { return decoder.endsAtEndOfInput }
@@ -41,14 +57,7 @@ package struct HTTPResponseParser: Sendable {
                 Array(UnsafeRawBufferPointer(rebasing: bytes[range])),
                 maximumFieldCount: self.maximumFieldCount
             )
-            if !head.isInformational {
-                switch head.framing(requestMethod: self.requestMethod) {
-                case .none: self.state = .body(.empty)
-                case .contentLength(let length): self.state = .body(.contentLength(length))
-                case .chunked: self.state = .body(.chunked)
-                case .untilClose: self.state = .body(.untilClose)
-                }
-            }
+            if !head.isInformational { self.startBody(head.framing(requestMethod: self.requestMethod)) }
             return .head(head, consumed: range.upperBound)
         case .body:
             return try self.state.nextBodyEvent(bytes, trailers: &self.trailers)

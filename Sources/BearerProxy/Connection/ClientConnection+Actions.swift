@@ -79,6 +79,8 @@ extension ClientConnection {
                 }
 
             case .writeInformational(let head):
+                // An HTTP/2 stream sends no interim answers: its client never waits for one.
+                if self.servesHTTP2Stream { return }
                 self.stream.withOutbound { $0.writeInformationalHead(head) }
                 // 100 Continue must reach the client now: it is waiting for it before sending its body.
                 self.stream.flush()
@@ -94,6 +96,9 @@ extension ClientConnection {
                     self.context.ports[accepted.session.index].upstreamAccepted(generation: accepted.generation)
                 }
                 self.grpcStatus = response.head.grpcStatus
+                if let http2Stream = self.http2Stream {
+                    return http2Stream.responseHeadForwarded(response.head, framing: response.framing)
+                }
                 self.stream.withOutbound { buffer in
                     buffer.writeForwardedResponseHead(
                         response.head,

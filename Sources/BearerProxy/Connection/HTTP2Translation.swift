@@ -1,3 +1,4 @@
+import BearerCore
 import BearerHTTP
 import BearerHTTP2
 
@@ -84,9 +85,36 @@ enum HTTP2ResponseTranslation {
         return list
     }
 
+    /// An upstream's answer as the stream's head: what an HTTP/1.1 client would get of it
+    /// (`ResponseHead.forwardsField`), then the length its body goes out with and `via`, as
+    /// `writeForwardedResponseHead` writes them.
+    static func headerList(forwarding head: ResponseHead, framing: ClientFraming) -> HeaderList {
+        var list = self.statusAndFields(head) { head.forwardsField($0, framing: framing) }
+        if case .contentLength(let length) = framing {
+            StaticString("content-length").withUTF8Buffer { name in
+                withDecimalDigits(of: length) { list.append(lowercasingName: UnsafeRawBufferPointer(name), value: $0) }
+            }
+        }
+        let via: StaticString = head.version == .http11 ? "1.1 bearer-proxy" : "1.0 bearer-proxy"
+        StaticString("via").withUTF8Buffer { name in
+            via.withUTF8Buffer {
+                list.append(lowercasingName: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer($0))
+            }
+        }
+        return list
+    }
+
+    /// A head the exchange wrote itself (an answer of the proxy's own), read back from its bytes.
     static func headerList(_ head: ResponseHead) -> HeaderList {
+        self.statusAndFields(head) {
+            !head.fields[$0].knownName.isHopByHopOrFraming || head.fields[$0].knownName == .contentLength
+        }
+    }
+
+    /// `:status` and the fields `keeping` keeps, names lower-cased.
+    private static func statusAndFields(_ head: ResponseHead, keeping: (Int) -> Bool) -> HeaderList {
         var list = HeaderList()
-        list.reserveCapacity(bytes: head.bytes.count, fields: head.fields.count + 1)
+        list.reserveCapacity(bytes: head.bytes.count + 40, fields: head.fields.count + 3)
         // The status is three digits (the parser takes no other).
         let status = head.status
         let digits: (UInt8, UInt8, UInt8) = (
@@ -98,7 +126,7 @@ enum HTTP2ResponseTranslation {
             }
         }
         head.bytes.withUnsafeBytes { raw in
-            for field in head.fields where !field.knownName.isHopByHopOrFraming || field.knownName == .contentLength {
+            for (index, field) in head.fields.enumerated() where keeping(index) {
                 list.append(
                     lowercasingName: UnsafeRawBufferPointer(rebasing: raw[field.name]),
                     value: UnsafeRawBufferPointer(rebasing: raw[field.value])

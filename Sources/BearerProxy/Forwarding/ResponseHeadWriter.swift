@@ -12,6 +12,37 @@ enum ClientFraming: Equatable {
     case closeDelimited
 }
 
+extension ClientFraming {
+    /// The framing as the response parser knows it, for whoever reads the body back.
+    var responseFraming: ResponseFraming {
+        switch self {
+        case .none: .none
+        case .contentLength(let length): .contentLength(length)
+        case .chunked: .chunked
+        case .closeDelimited: .untilClose
+        }
+    }
+}
+
+extension ResponseHead {
+    /// Whether the upstream's field at `index` goes on to the client: not hop-by-hop, not framing the
+    /// proxy declares again (`framing`), not one the upstream's `Connection` names. The one rule for
+    /// both protocols: an HTTP/1.1 head (`writeForwardedResponseHead`) and an HTTP/2 header list
+    /// (`HTTP2ResponseTranslation.headerList(forwarding:framing:)`).
+    func forwardsField(_ index: Int, framing: ClientFraming) -> Bool {
+        switch self.fields[index].knownName {
+        case .contentLength:
+            if framing != .none { return false }
+        case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
+            .upgrade:
+            return false
+        case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
+            break
+        }
+        return !(self.nominatesOtherFields && self.isNominatedByConnection(index))
+    }
+}
+
 extension ByteBuffer {
     /// Writes the head sent to the client for an upstream response.
     ///
@@ -30,18 +61,7 @@ extension ByteBuffer {
             } else {
                 self.writeStatusLine(head.status, reason: UnsafeRawBufferPointer(rebasing: raw[head.reason]))
             }
-            self.writeFieldLines(head.fields, of: raw) { index, field in
-                switch field.knownName {
-                case .contentLength:
-                    if framing != .none { return false }
-                case .transferEncoding, .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .te, .trailer,
-                    .upgrade:
-                    return false
-                case .other, .host, .authorization, .expect, .via, .origin, .secFetchSite, .idempotencyKey:
-                    break
-                }
-                return !(head.nominatesOtherFields && head.isNominatedByConnection(index))
-            }
+            self.writeFieldLines(head.fields, of: raw) { index, _ in head.forwardsField(index, framing: framing) }
             switch framing {
             case .none, .closeDelimited:
                 break

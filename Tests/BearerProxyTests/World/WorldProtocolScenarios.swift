@@ -76,6 +76,44 @@ import Testing
         if backend == .memory { #expect(streamed < 1 << 20, "the upstream wrote \(streamed) bytes") }
     }
 
+    /// An upstream answer's head reaches an HTTP/2 client as an HTTP/1.1 client gets it: no
+    /// hop-by-hop field (nor one the upstream's `Connection` names), the length the body goes out
+    /// with when there is one, and `via`; the body whole, whatever its upstream framing.
+    @Test(arguments: WorldBackend.chosen)
+    func anUpstreamHeadReachesAnHTTP2ClientAsAnHTTP1ClientGetsIt(backend: WorldBackend) throws {
+        let world = try TestWorld(backend)
+        let cases: [(path: String, length: String?, body: [UInt8])] = [
+            ("/hop", "4", Array("hop\n".utf8)),
+            ("/bytes/5", "5", (0..<5).map(mockPatternByte)),
+            ("/chunked/5", nil, (0..<5).map(mockPatternByte)),
+            ("/close/5", nil, (0..<5).map(mockPatternByte)),
+        ]
+        for expected in cases {
+            let client = try world.connect()
+            client.send(Self.opening(settings: [], get: expected.path, in: world))
+            var decoder = HPACKDecoder(maxHeaderListSize: 65_536)
+            var fields: [(String, String)] = []
+            var body: [UInt8] = []
+            var ended = false
+            while !ended, let frame = client.readHTTP2Frame() {
+                guard frame.streamID == 1 else { continue }
+                if frame.type == 1 { fields += try decoder.decode(frame.payload).strings }
+                if frame.type == 0 { body += frame.payload }
+                ended = frame.flags & 1 == 1 && (frame.type == 0 || frame.type == 1)
+            }
+            #expect(ended, "\(expected.path): the stream did not end")
+            let names = fields.map(\.0)
+            #expect(fields.first { $0.0 == ":status" }?.1 == "200", "\(expected.path): \(fields)")
+            #expect(fields.first { $0.0 == "content-length" }?.1 == expected.length, "\(expected.path): \(fields)")
+            #expect(fields.filter { $0.0 == "via" }.map(\.1) == ["1.1 bearer-proxy"], "\(expected.path): \(fields)")
+            for hopByHop in ["connection", "keep-alive", "x-hop", "transfer-encoding"] {
+                #expect(!names.contains(hopByHop), "\(expected.path): \(hopByHop) reached the client: \(fields)")
+            }
+            if expected.path == "/hop" { #expect(fields.contains { $0 == ("x-end", "kept") }, "\(fields)") }
+            #expect(body == expected.body, "\(expected.path): \(body.count) bytes")
+        }
+    }
+
     @Test(arguments: WorldBackend.chosen)
     func pipelinedHTTP1StartingLikeThePrefaceStaysHTTP1(backend: WorldBackend) throws {
         let world = try TestWorld(backend)
