@@ -436,7 +436,8 @@ extension ClientConnection {
         self.cancelConnecting()
         self.dropUpstream()
         self.context.clients[ObjectIdentifier(self)] = nil
-        self.runtime.connectionClosed()
+        // An HTTP/2 stream's exchange outlives its streams; each stream counts itself (`HTTP2StreamExchange`).
+        if !self.servesHTTP2Stream { self.runtime.connectionClosed() }
         // Before the stream closes: its HTTP/2 stream takes what was written to it.
         if self.servesHTTP2Stream { self.http2Stream?.exchangeClosed() }
     }

@@ -172,6 +172,12 @@ struct ClientConnectionStateMachine {
         return false
     }
 
+    /// Between requests, nothing of the next one read: another request may come on this connection.
+    var isIdle: Bool {
+        if case .idle = self.state { return true }
+        return false
+    }
+
     // MARK: Requests
 
     /// Bytes of a request head arrived, not all of it.

@@ -18,6 +18,10 @@ final class HTTP2Connection {
     @exclusivity(unchecked) var machine: HTTP2ServerConnectionStateMachine
     @exclusivity(unchecked) private var parser: HTTP2FrameParser
     @exclusivity(unchecked) private var exchanges: [UInt32: HTTP2StreamExchange] = [:]
+    /// Exchanges of streams that ended cleanly, idle, taken by the next streams (`HTTP2StreamExchange`'s
+    /// lanes). No more than streams may be open at once: more would never be taken together.
+    @exclusivity(unchecked) private var lanes: [HTTP2StreamExchange] = []
+    private let maxLanes: Int
     @exclusivity(unchecked) private var isClosed = false
     @exclusivity(unchecked) private var isPumping = false
     /// A pump waits for this loop turn's end (`pumpAtTurnEnd`).
@@ -38,6 +42,7 @@ final class HTTP2Connection {
         configuration.maxHeaderBytes = owner.runtime.maxHeaderBytes
         configuration.maxConcurrentStreams = owner.runtime.configuration.process.maxConcurrentStreams
         self.machine = HTTP2ServerConnectionStateMachine(configuration: configuration)
+        self.maxLanes = configuration.maxConcurrentStreams
         self.parser = configuration.makeFrameParser()
         self.idleSince = owner.loop.now
     }
@@ -121,12 +126,15 @@ final class HTTP2Connection {
         self.pump()
     }
 
-    /// The client's connection is gone: every stream's exchange is cancelled.
+    /// The client's connection is gone: every stream's exchange is cancelled, and the lanes close.
     func closeStreams() {
         self.isClosed = true
         let exchanges = self.exchanges
         self.exchanges.removeAll()
         for exchange in exchanges.values { exchange.cancel() }
+        let lanes = self.lanes
+        self.lanes.removeAll()
+        for lane in lanes { lane.close() }
     }
 
     // MARK: Input
@@ -163,9 +171,9 @@ final class HTTP2Connection {
         case .write(let frames):
             self.write(frames)
         case .startRequest(let streamID, let head, let endStream):
-            let exchange = HTTP2StreamExchange(streamID: streamID, head: head, endStream: endStream, connection: self)
+            let exchange = self.lanes.popLast() ?? HTTP2StreamExchange(connection: self)
             self.exchanges[streamID] = exchange
-            exchange.start()
+            exchange.start(streamID: streamID, head: head, endStream: endStream)
         case .forwardRequestData(let streamID, let count, let endStream, let frames):
             self.write(frames)
             guard let exchange = self.exchanges[streamID] else { return self.dropRequestData(streamID, count: count) }
@@ -199,6 +207,20 @@ final class HTTP2Connection {
     func dropRequestData(_ streamID: UInt32, count: Int) {
         guard count > 0 else { return }
         self.perform(self.machine.requestDataConsumed(streamID: streamID, count: count))
+    }
+
+    /// Keeps the lane of a stream that ended cleanly for a next stream; false when it closes instead
+    /// (this connection is closing, or enough lanes wait).
+    func park(_ lane: HTTP2StreamExchange) -> Bool {
+        guard !self.isClosed, self.lanes.count < self.maxLanes else { return false }
+        self.lanes.append(lane)
+        return true
+    }
+
+    /// A parked lane's exchange closed on its own (its idle timeout, a drain).
+    func laneClosed(_ lane: HTTP2StreamExchange) {
+        guard let index = self.lanes.firstIndex(where: { $0 === lane }) else { return }
+        self.lanes.remove(at: index)
     }
 
     /// A stream's exchange is over (its response ended, or it was reset).

@@ -16,9 +16,22 @@ import BearerIO
 /// request's CPU. Backpressure is the exchange's own: answer bytes not taken yet count in its
 /// `pendingWriteBytes`, which stops it reading its upstream, and they are taken only while the
 /// client's window lets the last ones out; request credit goes back to the client once the exchange
-/// took the bytes out of its inbound buffer. Confined to the loop.
+/// took the bytes out of its inbound buffer.
+///
+/// A lane: the exchange's connection is an HTTP/1.1 keep-alive connection, so the object outlives
+/// its stream. When a stream's answer ended cleanly and the exchange is idle, ready for its next
+/// request head (nothing unread or untaken either way), the connection keeps it in its free list
+/// (`HTTP2Connection.park`) and the next stream takes it (`start`) instead of making and closing a
+/// connection, a detached stream and their buffers and timer for each stream. Reuse is safe for the
+/// reason keep-alive is: everything of one request (its route, session, token and generation, kept
+/// body, replay, waiter, upgrade, trailers) lives in the machine's `.exchange` state, which is gone
+/// once the machine is `.idle`; what stays is the connection's own (who the client is for the
+/// audit log, an intercepted tunnel's target), the same for every stream of the client's connection.
+/// Anything else — a reset, an answer that failed or closes its connection, a body not all taken —
+/// closes the exchange as before. Confined to the loop.
 final class HTTP2StreamExchange {
-    let streamID: UInt32
+    /// The stream served now; while parked, the last one served.
+    @exclusivity(unchecked) private(set) var streamID: UInt32 = 0
     /// Not counted: the connection holds its streams' exchanges (`exchanges`) and drops them
     /// before it goes. `unowned(unsafe)`: a safe `unowned` one paid an unowned retain on every use.
     unowned(unsafe) let connection: HTTP2Connection
@@ -26,7 +39,7 @@ final class HTTP2StreamExchange {
     /// The exchange's client side: its inbound buffer is the request, its outbound one the answer.
     private let exchangeStream: StreamConnection
     /// The request body goes in as chunks (the client gave no `content-length`).
-    private let isRequestChunked: Bool
+    @exclusivity(unchecked) private var isRequestChunked = false
     @exclusivity(unchecked) private var parser: HTTPResponseParser
     /// Request body bytes handed to the exchange and not yet taken by it. Taken, they are credited to
     /// the client.
@@ -44,7 +57,7 @@ final class HTTP2StreamExchange {
     /// for `client_idle_timeout` (`HTTP2Connection.deadline`), so that a zero window held forever holds
     /// no upstream connection and no buffers forever.
     @exclusivity(unchecked) private(set) var stalledSince: Instant?
-    @exclusivity(unchecked) private var state = State.awaitingResponse
+    @exclusivity(unchecked) private var state = State.parked
     /// The response's trailers, sent as the stream's last HEADERS once its body went out.
     @exclusivity(unchecked) private var trailers: HeaderList?
     /// The upstream's answer head, handed over by the exchange (`responseHeadForwarded`), not sent yet.
@@ -52,16 +65,28 @@ final class HTTP2StreamExchange {
     /// The response head went out with END_STREAM: its body was empty (`content-length: 0`).
     @exclusivity(unchecked) private var headEndedStream = false
 
+    /// Valid transitions: each case to the next, and to .finished; .parked to .awaitingResponse.
     private enum State {
         case awaitingResponse
         case streaming
         /// The response's end is parsed; it goes out once `pendingBody` did.
         case responseComplete
+        /// The stream is over and the exchange closed (or closing).
         case finished
+        /// Between streams: a new lane, or one in its connection's free list.
+        case parked
     }
 
-    init(streamID: UInt32, head: HTTP2RequestHead, endStream: Bool, connection: HTTP2Connection) {
-        self.streamID = streamID
+    /// Whether a stream is served now.
+    private var isServing: Bool {
+        switch self.state {
+        case .awaitingResponse, .streaming, .responseComplete: true
+        case .finished, .parked: false
+        }
+    }
+
+    /// A new lane, its exchange started; `start` gives it its first stream.
+    init(connection: HTTP2Connection) {
         self.connection = connection
         let owner = connection.owner
         self.exchangeStream = StreamConnection.detached(on: owner.loop)
@@ -74,22 +99,33 @@ final class HTTP2StreamExchange {
         )
         // Inside an intercepted tunnel every stream goes to the tunnel's host, as its requests would.
         self.exchange.machine.servedTunnelTarget = owner.machine.servedTunnelTarget
-        let request = HTTP2RequestTranslation(head, endStream: endStream)
-        self.isRequestChunked = request.isChunked
         self.parser = HTTPResponseParser(maximumHeadBytes: owner.runtime.maxHeaderBytes)
-        self.parser.expectResponse(to: head.method)
         self.exchange.http2Stream = self
-        self.writeRequest { buffer in request.head.withUnsafeBytes { buffer.writeBytes($0) } }
+        self.exchange.start()
     }
 
     deinit {
         self.exchange.http2Stream = nil
     }
 
-    func start() {
-        // The exchange's connection counts as one until it closes (`ProxyRuntime.connectionClosed`).
+    /// Serves stream `streamID` on this lane: its request goes to the exchange, which is idle.
+    func start(streamID: UInt32, head: HTTP2RequestHead, endStream: Bool) {
+        precondition(self.state == .parked, "Invalid state for a new stream: \(self.state)")
+        self.streamID = streamID
+        self.state = .awaitingResponse
+        self.credit = PipeCredit()
+        self.requestBytesWritten = 0
+        self.stalledSince = nil
+        self.trailers = nil
+        self.headEndedStream = false
+        self.forwardedHead = nil
+        let request = HTTP2RequestTranslation(head, endStream: endStream)
+        self.isRequestChunked = request.isChunked
+        self.parser.expectResponse(to: head.method)
+        // A stream counts as a connection while it lives, as its exchange's connection did when it
+        // served one stream; a parked lane is no client's connection (`ended`).
         self.connection.owner.runtime.openConnections.add(1, ordering: .relaxed)
-        self.exchange.start()
+        self.writeRequest { buffer in request.head.withUnsafeBytes { buffer.writeBytes($0) } }
         self.exchange.pump()
     }
 
@@ -97,7 +133,7 @@ final class HTTP2StreamExchange {
 
     /// Request body bytes of a DATA frame; credit goes back once the exchange took them.
     func requestData(_ bytes: UnsafeRawBufferPointer, endStream: Bool) {
-        guard self.state != .finished else { return self.connection.dropRequestData(self.streamID, count: bytes.count) }
+        guard self.isServing else { return self.connection.dropRequestData(self.streamID, count: bytes.count) }
         if !bytes.isEmpty {
             let chunked = self.isRequestChunked
             self.writeRequest { chunked ? $0.writeChunk(bytes) : $0.writeBytes(bytes) }
@@ -125,10 +161,17 @@ final class HTTP2StreamExchange {
     /// The client reset the stream (or the connection ended): the exchange is cancelled, and with it
     /// its upstream request.
     func cancel() {
-        guard self.state != .finished else { return }
+        guard self.isServing else { return }
         self.state = .finished
         self.exchange.closeNow()
-        self.creditAbandonedBytes()
+        self.ended()
+    }
+
+    /// Closes a parked lane (its connection is closing).
+    func close() {
+        guard self.state == .parked else { return }
+        self.state = .finished
+        self.exchange.closeNow()
     }
 
     /// The exchange is over: the request body bytes it never took are credited, as the client's
@@ -144,15 +187,21 @@ final class HTTP2StreamExchange {
 
     /// The exchange ran (`ClientConnection.pump`): it may have taken request bytes, or written answer ones.
     func exchangeProgressed() {
-        guard self.state != .finished else { return }
+        guard self.isServing else { return }
         self.creditTakenBytes()
         self.connection.pumpAtTurnEnd()
     }
 
     /// The exchange's connection is closing: what it wrote is taken before it goes, and the rest
     /// happens on this loop turn's end, as a pipe's end would have been heard.
+    /// A parked lane's connection closed on its own (its idle timeout, a drain): it leaves the free list.
     func exchangeClosed() {
-        guard self.state != .finished else { return }
+        if self.state == .parked {
+            self.state = .finished
+            // The free list held the last reference: kept until this call returns.
+            return withExtendedLifetime(self) { self.connection.laneClosed(self) }
+        }
+        guard self.isServing else { return }
         self.exchangeStream.takeWritten(into: &self.response)
         self.isExchangeClosed = true
         self.connection.pumpAtTurnEnd()
@@ -181,7 +230,7 @@ final class HTTP2StreamExchange {
                 endsStream: framing == .contentLength(0) || (framing == .none && head.contentLength == 0)
             )
         }
-        while self.state != .finished && self.state != .responseComplete {
+        while self.state == .awaitingResponse || self.state == .streaming {
             let event: HTTPResponseParser.Event
             do throws(HTTPParseError) {
                 event = try self.response.parseNext(payload: { self.pendingBody.writeBytes($0) }) {
@@ -320,22 +369,57 @@ final class HTTP2StreamExchange {
         if sent > 0 || self.stalledSince == nil { self.stalledSince = self.connection.owner.loop.now }
     }
 
+    /// The answer went out whole: the lane waits for the next stream if its exchange is ready for it
+    /// and the connection keeps it, else the exchange closes.
     private func finish() {
-        self.state = .finished
-        self.exchange.closeNow()
-        self.creditAbandonedBytes()
+        if self.isReadyForNextStream && self.connection.park(self) {
+            self.state = .parked
+            self.releaseLargeBuffers()
+        } else {
+            self.state = .finished
+            self.exchange.closeNow()
+        }
+        self.ended()
         self.connection.exchangeEnded(self.streamID)
     }
 
     /// The exchange ended without a whole response: the stream is reset.
     private func fail() {
-        guard self.state != .finished else { return }
+        guard self.isServing else { return }
         self.state = .finished
         self.exchange.closeNow()
-        self.creditAbandonedBytes()
+        self.ended()
         self.connection.exchangeEnded(self.streamID)
         self.connection.perform(self.connection.machine.resetStream(streamID: self.streamID, code: .internalError))
     }
+
+    /// The stream is over: what the exchange did not take of its body is credited, and it no longer
+    /// counts as a connection.
+    private func ended() {
+        self.creditAbandonedBytes()
+        self.connection.owner.runtime.connectionClosed()
+    }
+
+    /// The exchange is between requests as a keep-alive connection is, and every byte of the stream
+    /// is through: nothing of the request left unread, nothing of the answer left untaken or unsent.
+    /// An exchange that closes after its answer (its request body not all read, a drain) is not.
+    private var isReadyForNextStream: Bool {
+        self.exchange.machine.isIdle && self.exchangeStream.inbound.isEmpty
+            && self.exchangeStream.pendingWriteBytes == 0 && self.response.isEmpty && self.pendingBody.isEmpty
+    }
+
+    /// A parked lane keeps small buffers for its next stream and gives large ones back to the loop:
+    /// a burst of large answers held a lane's worth of them each.
+    private func releaseLargeBuffers() {
+        let loop = self.connection.owner.loop
+        if self.response.capacity > Self.keptBufferCapacity { loop.returnBuffer(from: &self.response) }
+        if self.pendingBody.capacity > Self.keptBufferCapacity { loop.returnBuffer(from: &self.pendingBody) }
+        if self.exchangeStream.inbound.capacity > Self.keptBufferCapacity {
+            loop.returnBuffer(from: &self.exchangeStream.inbound)
+        }
+    }
+
+    private static let keptBufferCapacity = 16 * 1024
 }
 
 @available(*, unavailable)

@@ -5,8 +5,8 @@ import BearerHTTP2
 /// An HTTP/2 request head written as the HTTP/1.1 request an `HTTP2StreamExchange` hands its
 /// exchange: `:authority` becomes Host (the exchange checks it as it checks any Host), `:path` the
 /// origin-form target, `cookie` fields one line (RFC 9113 §8.2.3), and the body is framed by its
-/// `content-length` or else chunked. `Connection: close` ends the exchange's connection with its one
-/// response; the upstream connection is pooled as ever (the field is hop-by-hop).
+/// `content-length` or else chunked. No `Connection: close`: the exchange's connection is kept alive
+/// after the answer, for the connection's next stream (`HTTP2StreamExchange`'s lanes).
 struct HTTP2RequestTranslation {
     let head: [UInt8]
     /// The body goes into the pipe as chunks (the client gave no `content-length`).
@@ -49,7 +49,7 @@ struct HTTP2RequestTranslation {
         }
         self.isChunked = !endStream && request.contentLength == nil
         if self.isChunked { head.append(literal: "transfer-encoding: chunked\r\n") }
-        head.append(literal: "connection: close\r\n\r\n")
+        head.append(literal: "\r\n")
         self.head = head
     }
 }

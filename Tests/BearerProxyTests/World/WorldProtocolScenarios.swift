@@ -148,7 +148,7 @@ extension WorldProtocolScenarios {
 
 extension WorldClient {
     /// Reads one HTTP/2 frame (type, flags, stream id, payload); nil when the stream ends first.
-    fileprivate func readHTTP2Frame() -> (type: UInt8, flags: UInt8, streamID: UInt32, payload: [UInt8])? {
+    func readHTTP2Frame() -> (type: UInt8, flags: UInt8, streamID: UInt32, payload: [UInt8])? {
         let header = self.read(count: HTTP2.frameHeaderSize)
         guard header.count == HTTP2.frameHeaderSize else { return nil }
         let length = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
