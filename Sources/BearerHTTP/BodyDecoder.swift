@@ -32,11 +32,10 @@ package struct BodyDecoder: Sendable {
     /// Trailers beyond this many bytes are an error rather than unbounded memory or time.
     static let maximumTrailerBytes = 16 * 1024
 
+    // Plain values only: a decoder is copied in and out of its parser's state on every body event,
+    // which costs a retain and a release per reference it holds (its trailers go to the caller's).
     private var state: State
     private var trailerBytes = 0
-    /// A chunked body's trailer field lines as they came (`name: value\r\n` each), bounded by
-    /// `maximumTrailerBytes`: what a proxy passes on to a client that can take trailers.
-    package private(set) var trailerSection: [UInt8] = []
 
     package static func contentLength(_ length: Int) -> BodyDecoder {
         BodyDecoder(state: length == 0 ? .done : .fixed(remaining: length))
@@ -63,7 +62,13 @@ package struct BodyDecoder: Sendable {
         }
     }
 
-    package mutating func decode(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Step {
+    /// The next step in `bytes`. A chunked body's trailer field lines are appended to `trailers` as
+    /// they came (`name: value\r\n` each, bounded by `maximumTrailerBytes`): what a proxy passes on
+    /// to a client that can take trailers.
+    package mutating func decode(
+        _ bytes: UnsafeRawBufferPointer,
+        trailers: inout [UInt8]
+    ) throws(HTTPParseError) -> Step {
         let count = bytes.count
         var index = 0
         while true {
@@ -85,13 +90,13 @@ package struct BodyDecoder: Sendable {
                 return .data(index..<(index + length))
             default:
                 guard index < count else { return .needMore(consumed: index) }
-                try self.consumeFramingByte(bytes[index])
+                try self.consumeFramingByte(bytes[index], trailers: &trailers)
                 index += 1
             }
         }
     }
 
-    private mutating func consumeFramingByte(_ byte: UInt8) throws(HTTPParseError) {
+    private mutating func consumeFramingByte(_ byte: UInt8, trailers: inout [UInt8]) throws(HTTPParseError) {
         switch self.state {
         case .chunkSize(let value, let digits):
             if let digit = byte.hexDigitValue {
@@ -132,7 +137,7 @@ package struct BodyDecoder: Sendable {
             if byte == ASCII.cr {
                 self.state = .trailerLineFeed(isEmptyLine: true)
             } else if byte.isTokenCharacter {
-                self.trailerSection.append(byte)
+                trailers.append(byte)
                 self.state = .trailerLine
             } else {
                 throw .invalidChunkFraming
@@ -144,10 +149,10 @@ package struct BodyDecoder: Sendable {
             } else if !byte.isFieldValueCharacter {
                 throw .invalidChunkFraming
             }
-            self.trailerSection.append(byte)
+            trailers.append(byte)
         case .trailerLineFeed(let isEmptyLine):
             guard byte == ASCII.lf else { throw .invalidChunkFraming }
-            if !isEmptyLine { self.trailerSection.append(byte) }
+            if !isEmptyLine { trailers.append(byte) }
             self.state = isEmptyLine ? .done : .trailerLineStart
         case .fixed, .untilClose, .chunkData, .done:
             preconditionFailure("Invalid state: \(self.state) does not consume framing bytes")

@@ -61,13 +61,13 @@ enum ParserState: Sendable {
         return try self.nextBodyEvent(bytes, trailers: &ignored)
     }
 
-    /// The same, and a chunked body's trailer field lines in `trailers` when it ends.
+    /// The same, appending a chunked body's trailer field lines to `trailers` as they come.
     mutating func nextBodyEvent<Head>(
         _ bytes: UnsafeRawBufferPointer,
         trailers: inout [UInt8]
     ) throws(HTTPParseError) -> HTTPParserEvent<Head> {
         guard case .body(var decoder) = self else { preconditionFailure("Invalid state: not in a body") }
-        switch try decoder.decode(bytes) {
+        switch try decoder.decode(bytes, trailers: &trailers) {
         case .data(let range):
             self = .body(decoder)
             return .body(range)
@@ -75,7 +75,6 @@ enum ParserState: Sendable {
             self = .body(decoder)
             return .needMore(consumed: consumed)
         case .end(let consumed):
-            trailers = decoder.trailerSection
             self = .head
             return .end(consumed: consumed)
         }

@@ -10,8 +10,8 @@ package struct HTTPResponseParser: Sendable {
     private var scanner: HeadScanner
     private let maximumFieldCount: Int
     private var requestMethod: HTTPMethod = .get
-    /// The trailer field lines of the last chunked body that ended (`name: value\r\n` each; empty:
-    /// none), until the next response is expected.
+    /// The trailer field lines of the chunked body being read (`name: value\r\n` each; empty: none),
+    /// whole once it ended, until the next response is expected.
     package private(set) var trailers: [UInt8] = []
 
     package init(maximumHeadBytes: Int = 64 * 1024, maximumFieldCount: Int = 256) {
@@ -22,7 +22,8 @@ package struct HTTPResponseParser: Sendable {
     /// Sets the method of the request whose response comes next.
     package mutating func expectResponse(to method: HTTPMethod) {
         self.requestMethod = method
-        self.trailers = []
+        // Only when there were any: storing the empty array over the empty array still releases it.
+        if !self.trailers.isEmpty { self.trailers = [] }
         self.state = .head
         self.scanner.reset()
     }
@@ -30,7 +31,7 @@ package struct HTTPResponseParser: Sendable {
     /// The head came parsed, not as bytes (an HTTP/2 stream takes its exchange's head as it is): what
     /// follows is the body, delimited as `framing` says.
     package mutating func expectBody(framed framing: ResponseFraming) {
-        self.trailers = []
+        if !self.trailers.isEmpty { self.trailers = [] }
         self.startBody(framing)
     }
 
