@@ -13,9 +13,11 @@ package enum Socket {
             switch address {
             case .unix(let path):
                 try Self.removeStaleUnixSocket(path)
-                // The umask makes the file 0600 from the moment it exists: no window where others could connect.
-                let previous = umask(0o177)
-                defer { umask(previous) }
+                // The file is 0600 from the moment it exists, no window where others could connect:
+                // Linux makes it with the socket's own mode (less the umask), set here first. Not by
+                // setting the umask, which is the whole process's: a folder made or a program started
+                // on another thread in that moment took 0177 too.
+                guard fchmod(fd, 0o600) == 0 else { throw IOError(errnoCode: errno, function: "fchmod") }
                 try Self.bind(fd, address)
             case .ipv4, .ipv6:
                 try Self.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)

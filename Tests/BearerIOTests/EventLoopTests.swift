@@ -192,6 +192,41 @@ struct BlockingSocket {
         #expect(client.receive(count: 4) == Array("ping".utf8))
     }
 
+    /// Binding a unix socket leaves the process's umask alone: it is shared by every thread, and a
+    /// folder made or a program started beside the bind (CI saw a test's 0700 folder come out 0600,
+    /// and a browser and a build that could not use their own files) took the socket's 0177.
+    @Test func bindingUnixSocketsLeavesTheUmaskOfOtherThreadsAlone() throws {
+        let folder = try ScratchSpace.newPath("umask")
+        guard mkdir(folder, 0o700) == 0 else { throw IOError(errnoCode: errno, function: "mkdir") }
+        let binds = 400
+        let done = Atomic<Bool>(false)
+        let binder = spawnThread(name: "binder") {
+            for index in 0..<binds {
+                let path = folder + "/s\(index)"
+                if let fd = try? Socket.listen(on: .unix(path: path)) { Socket.close(fd) }
+                unlink(path)
+            }
+            done.store(true, ordering: .releasing)
+        }
+        var made = 0
+        var wrongModes: [String] = []
+        // Bounded: the binder ends after its binds; a folder is made and checked meanwhile.
+        while !done.load(ordering: .acquiring) || made == 0 {
+            let path = folder + "/d\(made)"
+            made += 1
+            guard mkdir(path, 0o700) == 0 else { continue }
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & 0o777 != 0o700 {
+                wrongModes.append(String(info.st_mode & 0o777, radix: 8))
+            }
+            rmdir(path)
+        }
+        #expect(
+            wrongModes.count == 0,
+            "\(wrongModes.count) of \(made) folders made during \(binds) binds: modes \(Set(wrongModes))"
+        )
+    }
+
     @Test func refusesToReplaceALiveUnixSocket() throws {
         let path = try ScratchSpace.newPath("live.sock")
         defer { unlink(path) }
