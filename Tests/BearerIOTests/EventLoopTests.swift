@@ -221,6 +221,7 @@ struct BlockingSocket {
             }
             rmdir(path)
         }
+        joinThread(binder)
         #expect(
             wrongModes.count == 0,
             "\(wrongModes.count) of \(made) folders made during \(binds) binds: modes \(Set(wrongModes))"
