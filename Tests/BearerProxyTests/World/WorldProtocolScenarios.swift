@@ -78,19 +78,29 @@ import Testing
 
     /// An upstream answer's head reaches an HTTP/2 client as an HTTP/1.1 client gets it: no
     /// hop-by-hop field (nor one the upstream's `Connection` names), the length the body goes out
-    /// with when there is one, and `via`; the body whole, whatever its upstream framing.
-    @Test(arguments: WorldBackend.chosen)
-    func anUpstreamHeadReachesAnHTTP2ClientAsAnHTTP1ClientGetsIt(backend: WorldBackend) throws {
+    /// with when there is one, and `via`; the body whole, whatever its upstream framing, and whether
+    /// the client's frames come at once or in pieces.
+    @Test(arguments: WorldBackend.chosen, [false, true])
+    func anUpstreamHeadReachesAnHTTP2ClientAsAnHTTP1ClientGetsIt(backend: WorldBackend, inPieces: Bool) throws {
         let world = try TestWorld(backend)
         let cases: [(path: String, length: String?, body: [UInt8])] = [
             ("/hop", "4", Array("hop\n".utf8)),
             ("/bytes/5", "5", (0..<5).map(mockPatternByte)),
             ("/chunked/5", nil, (0..<5).map(mockPatternByte)),
             ("/close/5", nil, (0..<5).map(mockPatternByte)),
+            ("/chunked/40000", nil, (0..<40000).map(mockPatternByte)),
         ]
         for expected in cases {
             let client = try world.connect()
-            client.send(Self.opening(settings: [], get: expected.path, in: world))
+            let opening = Self.opening(settings: [], get: expected.path, in: world)
+            if inPieces {
+                for start in stride(from: 0, to: opening.count, by: 7) {
+                    client.send(Array(opening[start..<min(start + 7, opening.count)]))
+                    world.settle()
+                }
+            } else {
+                client.send(opening)
+            }
             var decoder = HPACKDecoder(maxHeaderListSize: 65_536)
             var fields: [(String, String)] = []
             var body: [UInt8] = []
